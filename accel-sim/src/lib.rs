@@ -1,0 +1,19 @@
+//! accel-sim: the hardware side of learned memory mapping.
+//!
+//! - [`program`]: the program IR (ops in schedule order, buffers, live ranges).
+//! - [`hardware`]: memory levels, compute peak, DMA; presets and config files.
+//! - [`mapping`]: where each buffer lives, and the validator.
+//! - [`cost`]: the fast analytic cost model (XLA's cost analysis), with incremental deltas.
+//! - [`sim`]: the event-driven simulator that gives the "true" latency.
+
+pub mod cost;
+pub mod hardware;
+pub mod mapping;
+pub mod program;
+pub mod sim;
+
+pub use cost::{CostModel, CostState};
+pub use hardware::{parse_size, Hardware, HardwareError, MemoryLevel};
+pub use mapping::{Allocation, Arrival, BufferPlacement, Mapping, MappingError, MappingStats};
+pub use program::{Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError};
+pub use sim::{Bound, OpTiming, SimReport, Simulator};

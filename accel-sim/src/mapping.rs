@@ -1,0 +1,574 @@
+//! Mappings of buffers to memory levels, and their validator.
+//!
+//! A buffer lives in level 0 unless it has [`Allocation`]s: chunks `[offset, offset+size)`
+//! of a faster level held over an inclusive op interval `[start, end]`.
+//!
+//! Timing conventions (shared by the cost model, the simulator and every solver):
+//! - [`Arrival::Defined`]: op `start` is the buffer's defining op and writes it straight
+//!   into the level.
+//! - [`Arrival::Prefetch`]: an asynchronous copy from level 0 is issued when op `start`
+//!   begins; a use at `t` in `[start, end]` reads the level once the copy is done (the
+//!   simulator stalls op `t` until then). Level 0 must hold the data when op `start`
+//!   begins, so for a defined buffer `start > def`.
+//! - `eviction: Some(e)` (defined allocations only): a copy back to level 0 is issued when
+//!   op `e` completes, `start <= e <= end`, and must be done before op `end + 1` begins
+//!   (or before the program ends): the chunk is held until then. Uses after `end` read
+//!   level 0.
+//! - Any use not inside an allocation reads level 0.
+
+use crate::hardware::Hardware;
+use crate::program::{BufferId, OpId, Program};
+use serde::{Deserialize, Serialize};
+
+/// How a buffer's data gets into an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Written there by its defining op.
+    Defined,
+    /// Copied in from level 0, starting when op `start` begins.
+    Prefetch,
+}
+
+/// A chunk of a fast level held by one buffer over an op interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Allocation {
+    /// >= 1.
+    pub level: usize,
+    /// Byte offset in the level.
+    pub offset: u64,
+    /// First op of the hold (the defining op, or the op during which the prefetch starts).
+    pub start: OpId,
+    /// Last op of the hold, inclusive.
+    pub end: OpId,
+    pub arrival: Arrival,
+    /// For a defined allocation: the op after which the copy back to level 0 is issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<OpId>,
+}
+
+/// Where one buffer lives: level 0 plus its fast allocations, sorted by `start`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BufferPlacement {
+    pub allocations: Vec<Allocation>,
+}
+
+impl BufferPlacement {
+    /// The level op `t` reads this buffer from (0 when no allocation holds it at `t`).
+    pub fn read_level(&self, t: OpId) -> usize {
+        self.allocations
+            .iter()
+            .find(|a| a.start <= t && t <= a.end)
+            .map_or(0, |a| a.level)
+    }
+    /// The level the defining op writes to.
+    pub fn write_level(&self) -> usize {
+        match self.allocations.first() {
+            Some(a) if a.arrival == Arrival::Defined => a.level,
+            _ => 0,
+        }
+    }
+}
+
+/// A placement for every buffer of a program (indexed by [`BufferId`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Mapping {
+    pub buffers: Vec<BufferPlacement>,
+}
+
+/// A mapping that breaks a rule. Each names the buffers involved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MappingError {
+    #[error("mapping has {got} buffer placements, the program has {want} buffers")]
+    WrongLength { got: usize, want: usize },
+    #[error("buffer `{buffer}`: allocation {index}: {msg}")]
+    Bad {
+        buffer: String,
+        index: usize,
+        msg: String,
+    },
+    #[error("buffers `{a}` and `{b}` overlap in level {level}: ops {t0}..={t1}, bytes {o0}..{o1}")]
+    Overlap {
+        a: String,
+        b: String,
+        level: usize,
+        t0: OpId,
+        t1: OpId,
+        o0: u64,
+        o1: u64,
+    },
+}
+
+/// What a valid mapping uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MappingStats {
+    /// Per level: the highest `offset + size` of any allocation.
+    pub peak_address: Vec<u64>,
+    /// Per level: the most bytes held at one time.
+    pub peak_bytes: Vec<u64>,
+    pub prefetches: usize,
+    pub evictions: usize,
+}
+
+impl Mapping {
+    /// Everything in level 0.
+    pub fn all_slow(program: &Program) -> Mapping {
+        Mapping {
+            buffers: vec![BufferPlacement::default(); program.buffers().len()],
+        }
+    }
+
+    /// Checks every rule of the module docs, then the time x address overlaps per level.
+    pub fn validate(&self, program: &Program, hw: &Hardware) -> Result<MappingStats, MappingError> {
+        let n = program.buffers().len();
+        if self.buffers.len() != n {
+            return Err(MappingError::WrongLength {
+                got: self.buffers.len(),
+                want: n,
+            });
+        }
+        let t_count = program.len();
+        let levels = hw.levels.len();
+        let mut prefetches = 0;
+        let mut evictions = 0;
+        let mut per_level: Vec<Vec<(OpId, OpId, u64, u64, BufferId)>> = vec![Vec::new(); levels];
+        for (b, placement) in self.buffers.iter().enumerate() {
+            let buf = program.buffer(b);
+            let bad = |index: usize, msg: String| MappingError::Bad {
+                buffer: buf.name.clone(),
+                index,
+                msg,
+            };
+            let def = program.def(b);
+            let (_, live_end) = program.live_range(b);
+            let uses = program.uses(b);
+            let mut prev_end: Option<OpId> = None;
+            // Op after which level 0 no longer has valid data (a defined-in-fast buffer
+            // with no eviction) and the time from which it does again.
+            let mut level0_valid_from: Option<OpId> = Some(def.map_or(0, |d| d + 1));
+            for (i, a) in placement.allocations.iter().enumerate() {
+                if a.level == 0 || a.level >= levels {
+                    return Err(bad(
+                        i,
+                        format!("level {} is not a fast level (1..{})", a.level, levels - 1),
+                    ));
+                }
+                let lvl = &hw.levels[a.level];
+                if a.start > a.end || a.end >= t_count {
+                    return Err(bad(
+                        i,
+                        format!(
+                            "interval {}..={} is not inside the program's ops 0..{}",
+                            a.start, a.end, t_count
+                        ),
+                    ));
+                }
+                if a.end > live_end {
+                    return Err(bad(
+                        i,
+                        format!(
+                            "held until op {} after its live range ends at {live_end}",
+                            a.end
+                        ),
+                    ));
+                }
+                if a.offset % lvl.alignment != 0 {
+                    return Err(bad(
+                        i,
+                        format!(
+                            "offset {} is not a multiple of level {}'s alignment {}",
+                            a.offset, a.level, lvl.alignment
+                        ),
+                    ));
+                }
+                if a.offset
+                    .checked_add(buf.size)
+                    .is_none_or(|top| top > lvl.capacity)
+                {
+                    return Err(bad(
+                        i,
+                        format!(
+                            "offset {} + size {} exceeds level {} capacity {}",
+                            a.offset, buf.size, a.level, lvl.capacity
+                        ),
+                    ));
+                }
+                if let Some(pe) = prev_end {
+                    if a.start <= pe {
+                        return Err(bad(
+                            i,
+                            format!(
+                                "starts at op {} before the previous allocation ends at op {pe}",
+                                a.start
+                            ),
+                        ));
+                    }
+                }
+                match a.arrival {
+                    Arrival::Defined => {
+                        if i != 0 || def != Some(a.start) {
+                            return Err(bad(
+                                i,
+                                match def {
+                                    None => format!("is a {}: it has no defining op to write it into a fast level", buf.kind),
+                                    Some(d) => format!("defined allocation must be the first and start at the defining op {d}, got start {} (index {i})", a.start),
+                                },
+                            ));
+                        }
+                        match a.eviction {
+                            Some(e) => {
+                                if e < a.start || e > a.end {
+                                    return Err(bad(
+                                        i,
+                                        format!(
+                                            "eviction after op {e} is outside the hold {}..={}",
+                                            a.start, a.end
+                                        ),
+                                    ));
+                                }
+                                evictions += 1;
+                                level0_valid_from = Some(a.end + 1);
+                            }
+                            None => level0_valid_from = None,
+                        }
+                    }
+                    Arrival::Prefetch => {
+                        if a.eviction.is_some() {
+                            return Err(bad(
+                                i,
+                                "a prefetched copy needs no eviction: level 0 still holds the data"
+                                    .into(),
+                            ));
+                        }
+                        match level0_valid_from {
+                            Some(v) if a.start >= v => {}
+                            Some(v) => {
+                                return Err(bad(
+                                    i,
+                                    format!("prefetch starts at op {} but level 0 holds the data only from op {v}", a.start),
+                                ))
+                            }
+                            None => {
+                                return Err(bad(
+                                    i,
+                                    "prefetch from level 0, but the buffer was defined in a fast level and never evicted".into(),
+                                ))
+                            }
+                        }
+                        if !uses.iter().any(|&u| a.start <= u && u <= a.end) {
+                            return Err(bad(
+                                i,
+                                format!("prefetch over ops {}..={} serves no use", a.start, a.end),
+                            ));
+                        }
+                        prefetches += 1;
+                    }
+                }
+                prev_end = Some(a.end);
+                per_level[a.level].push((a.start, a.end, a.offset, buf.size, b));
+            }
+            // Every use outside the allocations reads level 0, which must hold the data.
+            for &u in uses {
+                if placement.read_level(u) == 0 {
+                    match level0_valid_at(placement, def, u) {
+                        true => {}
+                        false => {
+                            return Err(MappingError::Bad {
+                                buffer: buf.name.clone(),
+                                index: 0,
+                                msg: format!("op {u} reads it from level 0, but it was defined in a fast level and not evicted before"),
+                            })
+                        }
+                    }
+                }
+            }
+            if buf.kind == crate::program::BufferKind::Output {
+                if let Some(a) = placement.allocations.first() {
+                    if a.arrival == Arrival::Defined && a.eviction.is_none() {
+                        return Err(bad(
+                            0,
+                            "is a program output defined in a fast level without an eviction: outputs must end in level 0".into(),
+                        ));
+                    }
+                }
+            }
+        }
+        let mut peak_address = vec![0u64; levels];
+        let mut peak_bytes = vec![0u64; levels];
+        for (level, rects) in per_level.iter_mut().enumerate() {
+            if rects.is_empty() {
+                continue;
+            }
+            rects.sort_unstable_by_key(|r| (r.0, r.2));
+            let mut active: Vec<(OpId, OpId, u64, u64, BufferId)> = Vec::new();
+            let mut held: u64 = 0;
+            for &r in rects.iter() {
+                let (s, e, o, size, b) = r;
+                active.retain(|x| {
+                    let keep = x.1 >= s;
+                    if !keep {
+                        held -= x.3;
+                    }
+                    keep
+                });
+                for x in &active {
+                    if x.2 < o + size && o < x.2 + x.3 {
+                        return Err(MappingError::Overlap {
+                            a: program.buffer(x.4).name.clone(),
+                            b: program.buffer(b).name.clone(),
+                            level,
+                            t0: s,
+                            t1: e.min(x.1),
+                            o0: o.max(x.2),
+                            o1: (o + size).min(x.2 + x.3),
+                        });
+                    }
+                }
+                active.push(r);
+                held += size;
+                peak_bytes[level] = peak_bytes[level].max(held);
+                peak_address[level] = peak_address[level].max(o + size);
+            }
+        }
+        Ok(MappingStats {
+            peak_address,
+            peak_bytes,
+            prefetches,
+            evictions,
+        })
+    }
+}
+
+/// Whether level 0 holds valid data of the buffer when op `t` begins.
+fn level0_valid_at(placement: &BufferPlacement, def: Option<OpId>, t: OpId) -> bool {
+    match placement.allocations.first() {
+        Some(a) if a.arrival == Arrival::Defined => a.eviction.is_some() && t > a.end,
+        _ => def.is_none_or(|d| t > d),
+    }
+}
+
+/// The JSON file form of a mapping: buffers by name, only those with allocations.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingFile {
+    pub format: String,
+    pub version: u32,
+    pub workload: String,
+    pub buffers: Vec<NamedPlacement>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedPlacement {
+    pub buffer: String,
+    pub allocations: Vec<Allocation>,
+}
+
+/// The `format` field of a mapping file.
+pub const MAPPING_FORMAT: &str = "mallocmuzero-mapping";
+/// The current mapping file version.
+pub const MAPPING_VERSION: u32 = 1;
+
+impl MappingFile {
+    pub fn from_mapping(program: &Program, mapping: &Mapping) -> MappingFile {
+        MappingFile {
+            format: MAPPING_FORMAT.into(),
+            version: MAPPING_VERSION,
+            workload: program.name().into(),
+            buffers: mapping
+                .buffers
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| !p.allocations.is_empty())
+                .map(|(b, p)| NamedPlacement {
+                    buffer: program.buffer(b).name.clone(),
+                    allocations: p.allocations.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Resolves buffer names against `program`; the error names the field and value.
+    pub fn to_mapping(&self, program: &Program) -> Result<Mapping, String> {
+        if self.format != MAPPING_FORMAT {
+            return Err(format!(
+                "field `format`: expected \"{MAPPING_FORMAT}\", got \"{}\"",
+                self.format
+            ));
+        }
+        if self.version != MAPPING_VERSION {
+            return Err(format!(
+                "field `version`: this build reads version {MAPPING_VERSION}, got {}",
+                self.version
+            ));
+        }
+        let index: std::collections::HashMap<&str, BufferId> = program
+            .buffers()
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name.as_str(), i))
+            .collect();
+        let mut mapping = Mapping::all_slow(program);
+        for (i, p) in self.buffers.iter().enumerate() {
+            let b = *index.get(p.buffer.as_str()).ok_or_else(|| {
+                format!(
+                    "field `buffers[{i}].buffer`: workload `{}` has no buffer `{}`",
+                    program.name(),
+                    p.buffer
+                )
+            })?;
+            mapping.buffers[b].allocations = p.allocations.clone();
+        }
+        Ok(mapping)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::Hardware;
+    use crate::program::{Buffer, BufferKind, Op};
+
+    fn prog() -> Program {
+        // x(input) -> op0 -> a -> op1 -> b -> op2 -> y(output); w read by op0 and op2.
+        let buf = |n: &str, s, k| Buffer {
+            name: n.into(),
+            size: s,
+            kind: k,
+        };
+        let op = |n: &str, r: &[usize], w: &[usize]| Op {
+            name: n.into(),
+            kind: "t".into(),
+            flops: 1e6,
+            reads: r.to_vec(),
+            writes: w.to_vec(),
+        };
+        Program::new(
+            "p",
+            "",
+            vec![
+                buf("x", 1024, BufferKind::Input),
+                buf("w", 2048, BufferKind::Weight),
+                buf("a", 1024, BufferKind::Activation),
+                buf("b", 1024, BufferKind::Activation),
+                buf("y", 1024, BufferKind::Output),
+            ],
+            vec![
+                op("op0", &[0, 1], &[2]),
+                op("op1", &[2], &[3]),
+                op("op2", &[3, 1], &[4]),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn hw() -> Hardware {
+        Hardware::tpu_v4i_like().with_capacity(1, 4096).unwrap()
+    }
+
+    fn alloc(level: usize, offset: u64, start: usize, end: usize, arrival: Arrival) -> Allocation {
+        Allocation {
+            level,
+            offset,
+            start,
+            end,
+            arrival,
+            eviction: None,
+        }
+    }
+
+    #[test]
+    fn all_slow_is_valid() {
+        let p = prog();
+        let s = Mapping::all_slow(&p).validate(&p, &hw()).unwrap();
+        assert_eq!(s.peak_bytes, vec![0, 0]);
+    }
+
+    #[test]
+    fn valid_mapping_with_prefetch_and_defined() {
+        let p = prog();
+        let mut m = Mapping::all_slow(&p);
+        m.buffers[2].allocations = vec![alloc(1, 0, 0, 1, Arrival::Defined)];
+        m.buffers[3].allocations = vec![alloc(1, 1024, 1, 2, Arrival::Defined)];
+        m.buffers[1].allocations = vec![alloc(1, 2048, 1, 2, Arrival::Prefetch)];
+        let s = m.validate(&p, &hw()).unwrap();
+        assert_eq!(s.peak_bytes[1], 4096);
+        assert_eq!(s.prefetches, 1);
+    }
+
+    #[test]
+    fn overlap_names_both_buffers() {
+        let p = prog();
+        let mut m = Mapping::all_slow(&p);
+        m.buffers[2].allocations = vec![alloc(1, 0, 0, 1, Arrival::Defined)];
+        m.buffers[3].allocations = vec![alloc(1, 512, 1, 2, Arrival::Defined)];
+        let e = m.validate(&p, &hw()).unwrap_err().to_string();
+        assert!(
+            e.contains("`a`") && e.contains("`b`") && e.contains("overlap"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rule_breaks_are_rejected() {
+        let p = prog();
+        let h = hw();
+        let check = |b: usize, a: Allocation, want: &str| {
+            let mut m = Mapping::all_slow(&p);
+            m.buffers[b].allocations = vec![a];
+            let e = m.validate(&p, &h).unwrap_err().to_string();
+            assert!(e.contains(want), "{e} should contain {want}");
+        };
+        check(
+            2,
+            alloc(1, 3584, 0, 1, Arrival::Defined),
+            "exceeds level 1 capacity",
+        );
+        check(2, alloc(1, 3, 0, 1, Arrival::Defined), "alignment");
+        check(2, alloc(2, 0, 0, 1, Arrival::Defined), "not a fast level");
+        check(1, alloc(1, 0, 0, 2, Arrival::Defined), "no defining op");
+        check(
+            2,
+            alloc(1, 0, 0, 2, Arrival::Defined),
+            "after its live range",
+        );
+        check(
+            2,
+            alloc(1, 0, 0, 1, Arrival::Prefetch),
+            "level 0 holds the data only from op 1",
+        );
+        check(1, alloc(1, 0, 1, 1, Arrival::Prefetch), "serves no use");
+        check(
+            4,
+            alloc(1, 0, 2, 2, Arrival::Defined),
+            "outputs must end in level 0",
+        );
+        let mut a = alloc(1, 0, 1, 1, Arrival::Prefetch);
+        a.eviction = Some(1);
+        check(1, a, "needs no eviction");
+        // a defined in fast but only held at op 0: op1 reads level 0, never written there.
+        check(2, alloc(1, 0, 0, 0, Arrival::Defined), "not evicted");
+        let mut ok = alloc(1, 0, 0, 0, Arrival::Defined);
+        ok.eviction = Some(0);
+        let mut m = Mapping::all_slow(&p);
+        m.buffers[2].allocations = vec![ok];
+        m.validate(&p, &h).unwrap();
+    }
+
+    #[test]
+    fn mapping_file_round_trip_and_bad_name() {
+        let p = prog();
+        let mut m = Mapping::all_slow(&p);
+        m.buffers[1].allocations = vec![alloc(1, 0, 1, 2, Arrival::Prefetch)];
+        let f = MappingFile::from_mapping(&p, &m);
+        let json = serde_json::to_string(&f).unwrap();
+        let back: MappingFile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.to_mapping(&p).unwrap(), m);
+        let mut bad = back.clone();
+        bad.buffers[0].buffer = "nope".into();
+        assert!(bad
+            .to_mapping(&p)
+            .unwrap_err()
+            .contains("buffers[0].buffer"));
+    }
+}

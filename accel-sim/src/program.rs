@@ -1,0 +1,498 @@
+//! The program IR: a fixed schedule of ops over buffers.
+//!
+//! Time is the op index in the schedule: op `t` runs at logical time `t`, `0..T`.
+//! A buffer is written by at most one op (its definition) and read by any number of later
+//! ops. Weights and program inputs have no defining op: they exist in level 0 from the
+//! program start, so their live range starts at time 0 (as XLA's entry parameters do).
+//! Program outputs must survive to the end, so their live range ends at `T - 1`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Index of a buffer in [`Program::buffers`].
+pub type BufferId = usize;
+/// Index of an op in [`Program::ops`]; also its logical time.
+pub type OpId = usize;
+
+/// What a buffer holds. Decides where it starts and where it must end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferKind {
+    /// A parameter of the model: no defining op, starts in level 0.
+    Weight,
+    /// A program input: no defining op, starts in level 0.
+    Input,
+    /// An intermediate value, defined by one op.
+    Activation,
+    /// A program result, defined by one op; must end in level 0.
+    Output,
+}
+
+impl BufferKind {
+    /// Weights and inputs have no defining op.
+    pub fn is_entry(self) -> bool {
+        matches!(self, BufferKind::Weight | BufferKind::Input)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BufferKind::Weight => "weight",
+            BufferKind::Input => "input",
+            BufferKind::Activation => "activation",
+            BufferKind::Output => "output",
+        }
+    }
+    pub const ALL: [BufferKind; 4] = [
+        BufferKind::Weight,
+        BufferKind::Input,
+        BufferKind::Activation,
+        BufferKind::Output,
+    ];
+}
+
+impl fmt::Display for BufferKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tensor with a size in bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Buffer {
+    pub name: String,
+    /// Size in bytes, > 0.
+    pub size: u64,
+    pub kind: BufferKind,
+}
+
+/// One instruction of the schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    pub name: String,
+    /// Free-form op kind (`conv2d`, `matmul`, `add`, ...), for reports only.
+    pub kind: String,
+    /// Floating-point operations, >= 0.
+    pub flops: f64,
+    /// Buffers read, each at most once.
+    pub reads: Vec<BufferId>,
+    /// Buffers written (defined) by this op, each at most once.
+    pub writes: Vec<BufferId>,
+}
+
+/// A problem found while building a [`Program`]. Each names the buffer or op involved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProgramError {
+    #[error("program has no ops")]
+    NoOps,
+    #[error("buffer {index} (`{name}`): size must be > 0, got {size}")]
+    ZeroSize {
+        index: BufferId,
+        name: String,
+        size: u64,
+    },
+    #[error("op {op} (`{op_name}`): {field} refers to buffer {buffer}, but the program has only {count} buffers")]
+    UnknownBuffer {
+        op: OpId,
+        op_name: String,
+        field: &'static str,
+        buffer: BufferId,
+        count: usize,
+    },
+    #[error("op {op} (`{op_name}`): flops must be finite and >= 0, got {flops}")]
+    BadFlops {
+        op: OpId,
+        op_name: String,
+        flops: f64,
+    },
+    #[error("op {op} (`{op_name}`) reads buffer `{buffer}` before any op writes it")]
+    ReadBeforeWrite {
+        op: OpId,
+        op_name: String,
+        buffer: String,
+    },
+    #[error("op {op} (`{op_name}`) writes buffer `{buffer}`, which is a {kind} (weights and inputs have no defining op)")]
+    EntryWritten {
+        op: OpId,
+        op_name: String,
+        buffer: String,
+        kind: BufferKind,
+    },
+    #[error("buffer `{buffer}` is written twice: by op {first} and by op {second} (a buffer has one definition)")]
+    WrittenTwice {
+        buffer: String,
+        first: OpId,
+        second: OpId,
+    },
+    #[error("op {op} (`{op_name}`) both reads and writes buffer `{buffer}` (in-place updates are not modelled)")]
+    ReadAndWrite {
+        op: OpId,
+        op_name: String,
+        buffer: String,
+    },
+    #[error("op {op} (`{op_name}`) lists buffer `{buffer}` twice in {field}")]
+    Duplicate {
+        op: OpId,
+        op_name: String,
+        field: &'static str,
+        buffer: String,
+    },
+    #[error("buffer `{buffer}` ({kind}) is never written by any op")]
+    NeverDefined { buffer: String, kind: BufferKind },
+    #[error("buffer `{buffer}` ({kind}) is never read by any op")]
+    NeverUsed { buffer: String, kind: BufferKind },
+}
+
+/// A validated program with its derived live ranges and use lists.
+///
+/// Build one with [`Program::new`]; the fields it derives cannot go out of date because
+/// the program is immutable afterwards.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    name: String,
+    description: String,
+    buffers: Vec<Buffer>,
+    ops: Vec<Op>,
+    def: Vec<Option<OpId>>,
+    uses: Vec<Vec<OpId>>,
+    live: Vec<(OpId, OpId)>,
+}
+
+impl Program {
+    /// Validates the ops and buffers and derives live ranges.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        buffers: Vec<Buffer>,
+        ops: Vec<Op>,
+    ) -> Result<Program, ProgramError> {
+        if ops.is_empty() {
+            return Err(ProgramError::NoOps);
+        }
+        for (index, b) in buffers.iter().enumerate() {
+            if b.size == 0 {
+                return Err(ProgramError::ZeroSize {
+                    index,
+                    name: b.name.clone(),
+                    size: b.size,
+                });
+            }
+        }
+        let n = buffers.len();
+        let mut def: Vec<Option<OpId>> = vec![None; n];
+        let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
+        for (t, op) in ops.iter().enumerate() {
+            if !(op.flops.is_finite() && op.flops >= 0.0) {
+                return Err(ProgramError::BadFlops {
+                    op: t,
+                    op_name: op.name.clone(),
+                    flops: op.flops,
+                });
+            }
+            for (field, list) in [("reads", &op.reads), ("writes", &op.writes)] {
+                for (k, &b) in list.iter().enumerate() {
+                    if b >= n {
+                        return Err(ProgramError::UnknownBuffer {
+                            op: t,
+                            op_name: op.name.clone(),
+                            field,
+                            buffer: b,
+                            count: n,
+                        });
+                    }
+                    if list[..k].contains(&b) {
+                        return Err(ProgramError::Duplicate {
+                            op: t,
+                            op_name: op.name.clone(),
+                            field,
+                            buffer: buffers[b].name.clone(),
+                        });
+                    }
+                }
+            }
+            for &b in &op.reads {
+                if op.writes.contains(&b) {
+                    return Err(ProgramError::ReadAndWrite {
+                        op: t,
+                        op_name: op.name.clone(),
+                        buffer: buffers[b].name.clone(),
+                    });
+                }
+                if !buffers[b].kind.is_entry() && def[b].is_none() {
+                    return Err(ProgramError::ReadBeforeWrite {
+                        op: t,
+                        op_name: op.name.clone(),
+                        buffer: buffers[b].name.clone(),
+                    });
+                }
+                uses[b].push(t);
+            }
+            for &b in &op.writes {
+                if buffers[b].kind.is_entry() {
+                    return Err(ProgramError::EntryWritten {
+                        op: t,
+                        op_name: op.name.clone(),
+                        buffer: buffers[b].name.clone(),
+                        kind: buffers[b].kind,
+                    });
+                }
+                if let Some(first) = def[b] {
+                    return Err(ProgramError::WrittenTwice {
+                        buffer: buffers[b].name.clone(),
+                        first,
+                        second: t,
+                    });
+                }
+                def[b] = Some(t);
+            }
+        }
+        let last = ops.len() - 1;
+        let mut live = Vec::with_capacity(n);
+        for (b, buf) in buffers.iter().enumerate() {
+            if buf.kind.is_entry() {
+                if uses[b].is_empty() {
+                    return Err(ProgramError::NeverUsed {
+                        buffer: buf.name.clone(),
+                        kind: buf.kind,
+                    });
+                }
+            } else if def[b].is_none() {
+                return Err(ProgramError::NeverDefined {
+                    buffer: buf.name.clone(),
+                    kind: buf.kind,
+                });
+            }
+            let start = def[b].unwrap_or(0);
+            let end = match buf.kind {
+                BufferKind::Output => last,
+                _ => uses[b].last().copied().unwrap_or(start),
+            };
+            live.push((start, end));
+        }
+        Ok(Program {
+            name: name.into(),
+            description: description.into(),
+            buffers,
+            ops,
+            def,
+            uses,
+            live,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    pub fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+    pub fn buffer(&self, b: BufferId) -> &Buffer {
+        &self.buffers[b]
+    }
+    pub fn op(&self, t: OpId) -> &Op {
+        &self.ops[t]
+    }
+    /// Number of ops, `T`.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    /// Always false: a program has at least one op.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    /// The op that writes `b`, or `None` for weights and inputs.
+    pub fn def(&self, b: BufferId) -> Option<OpId> {
+        self.def[b]
+    }
+    /// The ops that read `b`, in schedule order.
+    pub fn uses(&self, b: BufferId) -> &[OpId] {
+        &self.uses[b]
+    }
+    /// Inclusive live range `[start, end]` (see the module docs for entries and outputs).
+    pub fn live_range(&self, b: BufferId) -> (OpId, OpId) {
+        self.live[b]
+    }
+    /// Total bytes an op reads and writes.
+    pub fn op_bytes(&self, t: OpId) -> u64 {
+        let op = &self.ops[t];
+        op.reads
+            .iter()
+            .chain(op.writes.iter())
+            .map(|&b| self.buffers[b].size)
+            .sum()
+    }
+    pub fn total_flops(&self) -> f64 {
+        self.ops.iter().map(|o| o.flops).sum()
+    }
+    /// Bytes live at each time: the sum of sizes of buffers whose live range covers it.
+    pub fn live_bytes(&self) -> Vec<u64> {
+        let t = self.ops.len();
+        let mut diff = vec![0i128; t + 1];
+        for (b, &(s, e)) in self.live.iter().enumerate() {
+            diff[s] += self.buffers[b].size as i128;
+            diff[e + 1] -= self.buffers[b].size as i128;
+        }
+        let mut acc = 0i128;
+        diff[..t]
+            .iter()
+            .map(|d| {
+                acc += d;
+                acc as u64
+            })
+            .collect()
+    }
+    /// The largest number of bytes live at once.
+    pub fn peak_live_bytes(&self) -> u64 {
+        self.live_bytes().into_iter().max().unwrap_or(0)
+    }
+    /// A stable 64-bit FNV-1a hash of the program's contents (names, sizes, kinds, ops),
+    /// used by saved games to detect a changed workload.
+    pub fn content_hash(&self) -> u64 {
+        let mut h = Fnv::new();
+        h.str(&self.name);
+        h.u64(self.buffers.len() as u64);
+        for b in &self.buffers {
+            h.str(&b.name);
+            h.u64(b.size);
+            h.str(b.kind.as_str());
+        }
+        h.u64(self.ops.len() as u64);
+        for op in &self.ops {
+            h.str(&op.name);
+            h.str(&op.kind);
+            h.u64(op.flops.to_bits());
+            h.u64(op.reads.len() as u64);
+            op.reads.iter().for_each(|&b| h.u64(b as u64));
+            h.u64(op.writes.len() as u64);
+            op.writes.iter().for_each(|&b| h.u64(b as u64));
+        }
+        h.0
+    }
+}
+
+struct Fnv(u64);
+impl Fnv {
+    fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &x in bytes {
+            self.0 ^= x as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn buf(name: &str, size: u64, kind: BufferKind) -> Buffer {
+        Buffer {
+            name: name.into(),
+            size,
+            kind,
+        }
+    }
+    pub(crate) fn op(name: &str, flops: f64, reads: &[usize], writes: &[usize]) -> Op {
+        Op {
+            name: name.into(),
+            kind: "test".into(),
+            flops,
+            reads: reads.to_vec(),
+            writes: writes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn live_ranges_of_a_chain() {
+        let p = Program::new(
+            "chain",
+            "",
+            vec![
+                buf("x", 10, BufferKind::Input),
+                buf("w", 4, BufferKind::Weight),
+                buf("a", 10, BufferKind::Activation),
+                buf("y", 10, BufferKind::Output),
+            ],
+            vec![
+                op("op0", 1.0, &[0, 1], &[2]),
+                op("op1", 1.0, &[2], &[3]),
+                op("op2", 1.0, &[1], &[]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.live_range(0), (0, 0));
+        assert_eq!(p.live_range(1), (0, 2));
+        assert_eq!(p.live_range(2), (0, 1));
+        assert_eq!(p.live_range(3), (1, 2));
+        assert_eq!(p.uses(1), &[0, 2]);
+        assert_eq!(p.def(3), Some(1));
+        assert_eq!(p.live_bytes(), vec![24, 24, 14]);
+        assert_eq!(p.peak_live_bytes(), 24);
+        assert_eq!(p.op_bytes(0), 24);
+    }
+
+    #[test]
+    fn rejects_bad_programs_with_named_errors() {
+        let bufs = || {
+            vec![
+                buf("x", 10, BufferKind::Input),
+                buf("a", 10, BufferKind::Activation),
+            ]
+        };
+        let e = Program::new("p", "", bufs(), vec![op("o", 1.0, &[1], &[])]).unwrap_err();
+        assert!(e.to_string().contains("reads buffer `a` before"), "{e}");
+        let e = Program::new("p", "", bufs(), vec![op("o", 1.0, &[0], &[0])]).unwrap_err();
+        assert!(e.to_string().contains("`x`"), "{e}");
+        let e = Program::new(
+            "p",
+            "",
+            bufs(),
+            vec![op("o", 1.0, &[0], &[1]), op("o2", 1.0, &[0], &[1])],
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProgramError::WrittenTwice { .. }));
+        let mut b = bufs();
+        b[1].size = 0;
+        let e = Program::new("p", "", b, vec![op("o", 1.0, &[0], &[1])]).unwrap_err();
+        assert!(e.to_string().contains("size must be > 0"));
+        let e = Program::new("p", "", bufs(), vec![op("o", 1.0, &[0], &[7])]).unwrap_err();
+        assert!(e.to_string().contains("buffer 7"));
+        let e = Program::new("p", "", bufs(), vec![op("o", -1.0, &[0], &[1])]).unwrap_err();
+        assert!(e.to_string().contains("flops"));
+        assert_eq!(
+            Program::new("p", "", bufs(), vec![]).unwrap_err(),
+            ProgramError::NoOps
+        );
+    }
+
+    #[test]
+    fn content_hash_sees_size_changes() {
+        let mk = |s| {
+            Program::new(
+                "p",
+                "",
+                vec![
+                    buf("x", s, BufferKind::Input),
+                    buf("y", 4, BufferKind::Output),
+                ],
+                vec![op("o", 1.0, &[0], &[1])],
+            )
+            .unwrap()
+        };
+        assert_eq!(mk(4).content_hash(), mk(4).content_hash());
+        assert_ne!(mk(4).content_hash(), mk(8).content_hash());
+    }
+}

@@ -1,0 +1,1 @@
+//! mallocMuZero (issue 4): empty until the agent lands.
