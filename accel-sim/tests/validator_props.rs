@@ -1,0 +1,164 @@
+//! Property tests of the validator: random mappings over random programs. Whenever two
+//! allocations overlap in time x address (checked here by brute force), the validator must
+//! reject the mapping; whenever it accepts one, the simulator and cost model must give
+//! finite latencies no better than the physical floor of compute time.
+
+use accel_sim::{
+    Allocation, Arrival, Buffer, BufferKind, BufferPlacement, CostModel, Hardware, Mapping, Op,
+    Program, Simulator,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn random_program(rng: &mut StdRng) -> Program {
+    let ops = rng.random_range(2..12);
+    let mut buffers = Vec::new();
+    let mut op_list = Vec::new();
+    let weights = rng.random_range(1..4);
+    for i in 0..weights {
+        buffers.push(Buffer {
+            name: format!("w{i}"),
+            size: 512 * rng.random_range(1..8),
+            kind: BufferKind::Weight,
+        });
+    }
+    for t in 0..ops {
+        let id = buffers.len();
+        buffers.push(Buffer {
+            name: format!("a{t}"),
+            size: 512 * rng.random_range(1..8),
+            kind: if t + 1 == ops {
+                BufferKind::Output
+            } else {
+                BufferKind::Activation
+            },
+        });
+        let mut reads = Vec::new();
+        for _ in 0..rng.random_range(1..3) {
+            let b = rng.random_range(0..id);
+            if !reads.contains(&b) {
+                reads.push(b);
+            }
+        }
+        op_list.push(Op {
+            name: format!("op{t}"),
+            kind: "t".into(),
+            flops: rng.random_range(0.0..1e9),
+            reads,
+            writes: vec![id],
+        });
+    }
+    // Weights never read would be rejected; read them all in the last op if needed.
+    let last = op_list.len() - 1;
+    for w in 0..weights {
+        if !op_list.iter().any(|o| o.reads.contains(&w)) {
+            op_list[last].reads.push(w);
+        }
+    }
+    Program::new("random", "", buffers, op_list).unwrap()
+}
+
+/// A random allocation that satisfies every per-buffer rule (so only overlaps can fail).
+fn random_placement(rng: &mut StdRng, p: &Program, b: usize, cap: u64) -> BufferPlacement {
+    let size = p.buffer(b).size;
+    let (_, end) = p.live_range(b);
+    let offset = 512 * rng.random_range(0..=(cap - size) / 512);
+    let uses = p.uses(b);
+    if let Some(d) = p.def(b) {
+        if rng.random_bool(0.5) {
+            let needs_evict =
+                p.buffer(b).kind == BufferKind::Output || uses.iter().any(|&u| u > end);
+            return BufferPlacement {
+                allocations: vec![Allocation {
+                    level: 1,
+                    offset,
+                    start: d,
+                    end,
+                    arrival: Arrival::Defined,
+                    eviction: needs_evict.then_some(d),
+                }],
+            };
+        }
+        let later: Vec<_> = uses.iter().copied().filter(|&u| u > d).collect();
+        if let Some(&u) = later.first() {
+            let start = rng.random_range(d + 1..=u);
+            return BufferPlacement {
+                allocations: vec![Allocation {
+                    level: 1,
+                    offset,
+                    start,
+                    end,
+                    arrival: Arrival::Prefetch,
+                    eviction: None,
+                }],
+            };
+        }
+        return BufferPlacement::default();
+    }
+    let u = uses[0];
+    BufferPlacement {
+        allocations: vec![Allocation {
+            level: 1,
+            offset,
+            start: rng.random_range(0..=u),
+            end,
+            arrival: Arrival::Prefetch,
+            eviction: None,
+        }],
+    }
+}
+
+fn overlaps(p: &Program, m: &Mapping) -> bool {
+    let mut rects = Vec::new();
+    for (b, pl) in m.buffers.iter().enumerate() {
+        for a in &pl.allocations {
+            rects.push((a.level, a.start, a.end, a.offset, a.offset + p.buffer(b).size));
+        }
+    }
+    for i in 0..rects.len() {
+        for j in i + 1..rects.len() {
+            let (l1, s1, e1, o1, t1) = rects[i];
+            let (l2, s2, e2, o2, t2) = rects[j];
+            if l1 == l2 && s1 <= e2 && s2 <= e1 && o1 < t2 && o2 < t1 {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn overlapping_random_mappings_never_validate() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let cap = 8 * 512;
+    let hw = Hardware::tpu_v4i_like().with_capacity(1, cap).unwrap();
+    let (mut rejected, mut accepted) = (0, 0);
+    for _ in 0..3000 {
+        let p = random_program(&mut rng);
+        let mut m = Mapping::all_slow(&p);
+        for b in 0..p.buffers().len() {
+            if rng.random_bool(0.6) {
+                m.buffers[b] = random_placement(&mut rng, &p, b, cap);
+            }
+        }
+        let overlap = overlaps(&p, &m);
+        match m.validate(&p, &hw) {
+            Ok(_) => {
+                assert!(!overlap, "validator accepted an overlapping mapping: {m:?}");
+                accepted += 1;
+                let sim = Simulator::new(&p, &hw).run(&m, true).latency_s;
+                let compute: f64 = (0..p.len())
+                    .map(|t| p.op(t).flops / hw.peak_flops)
+                    .sum();
+                assert!(sim.is_finite() && sim >= compute);
+                assert!(CostModel::new(&p, &hw).latency(&m).is_finite());
+            }
+            Err(e) => {
+                assert!(overlap, "a mapping without overlaps was rejected: {e}");
+                rejected += 1;
+            }
+        }
+    }
+    // Both outcomes must actually occur, or the test proves nothing.
+    assert!(rejected > 300 && accepted > 300, "{rejected} {accepted}");
+}
