@@ -14,7 +14,7 @@
 //! makes [`CostState::delta`] cheap.
 
 use crate::hardware::Hardware;
-use crate::mapping::{Arrival, BufferPlacement, Mapping};
+use crate::mapping::{Allocation, Arrival, BufferPlacement, Mapping};
 use crate::program::{BufferId, OpId, Program};
 
 /// Per-(program, hardware) constants of the cost model.
@@ -145,9 +145,9 @@ impl CostModel {
     }
 
     /// Exposed copy time of one buffer's placement (see the module docs).
-    pub fn copy_cost(&self, b: BufferId, p: &BufferPlacement) -> f64 {
+    pub fn copy_cost(&self, b: BufferId, allocations: &[Allocation]) -> f64 {
         let mut cost = 0.0;
-        for a in &p.allocations {
+        for a in allocations {
             match a.arrival {
                 Arrival::Prefetch => {
                     let first = self.uses[b]
@@ -173,15 +173,126 @@ impl CostModel {
     }
 }
 
-/// The cost model's running state over a mapping being built: per-op memory time and the
-/// total, updated one buffer at a time.
+/// The cost model's running totals, without the model or the placements: per-op memory
+/// time, per-buffer exposed copy time and the latency. Cheap to clone (two `f64` vectors),
+/// so game states and searches can own one; the caller supplies each buffer's old and new
+/// allocations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostTally {
+    mem: Vec<f64>,
+    copy: Vec<f64>,
+    total: f64,
+}
+
+impl CostTally {
+    /// Everything in level 0.
+    pub fn new(model: &CostModel) -> CostTally {
+        CostTally {
+            mem: model.default_mem.clone(),
+            copy: vec![0.0; model.size.len()],
+            total: model.all_slow_latency(),
+        }
+    }
+    /// The current cost-model latency, seconds.
+    pub fn latency(&self) -> f64 {
+        self.total
+    }
+    /// Current memory time of op `t`.
+    pub fn mem_s(&self, t: OpId) -> f64 {
+        self.mem[t]
+    }
+
+    /// Visits each op touching `b` whose level changes from `old` to `new`, with the
+    /// memory-time shift.
+    #[inline]
+    fn for_each_shift(
+        model: &CostModel,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+        mut f: impl FnMut(OpId, f64),
+    ) {
+        if let Some(d) = model.def[b] {
+            let (lo, ln) = (write_level(old), write_level(new));
+            if lo != ln {
+                f(d, model.mem_shift(b, true, lo, ln));
+            }
+        }
+        for &u in &model.uses[b] {
+            let (lo, ln) = (read_level(old, u), read_level(new, u));
+            if lo != ln {
+                f(u, model.mem_shift(b, false, lo, ln));
+            }
+        }
+    }
+
+    /// The latency change if buffer `b`'s allocations went from `old` (its current ones)
+    /// to `new`, without applying it.
+    pub fn delta(
+        &self,
+        model: &CostModel,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+    ) -> f64 {
+        let mut d = model.copy_cost(b, new) - self.copy[b];
+        // An op appears at most once per buffer: programs forbid reading and writing one
+        // buffer in the same op.
+        Self::for_each_shift(model, b, old, new, |t, shift| {
+            let c = model.compute[t];
+            d += c.max(self.mem[t] + shift) - c.max(self.mem[t]);
+        });
+        d
+    }
+
+    /// Moves buffer `b` from `old` to `new`; returns the latency change.
+    pub fn apply(
+        &mut self,
+        model: &CostModel,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+    ) -> f64 {
+        let before = self.total;
+        let (mem, total) = (&mut self.mem, &mut self.total);
+        Self::for_each_shift(model, b, old, new, |t, s| {
+            let c = model.compute[t];
+            let was = c.max(mem[t]);
+            mem[t] += s;
+            *total += c.max(mem[t]) - was;
+        });
+        let copy = model.copy_cost(b, new);
+        self.total += copy - self.copy[b];
+        self.copy[b] = copy;
+        self.total - before
+    }
+}
+
+/// The level op `t` reads a buffer with these allocations from.
+#[inline]
+pub fn read_level(allocations: &[Allocation], t: OpId) -> usize {
+    allocations
+        .iter()
+        .find(|a| a.start <= t && t <= a.end)
+        .map_or(0, |a| a.level)
+}
+
+/// The level a buffer's defining op writes to.
+#[inline]
+pub fn write_level(allocations: &[Allocation]) -> usize {
+    match allocations.first() {
+        Some(a) if a.arrival == Arrival::Defined => a.level,
+        _ => 0,
+    }
+}
+
+/// A mapping being built together with its cost-model latency: the convenient form of
+/// [`CostTally`] for solvers that change one buffer at a time.
 #[derive(Clone, Debug)]
 pub struct CostState<'m> {
     model: &'m CostModel,
-    mem: Vec<f64>,
-    copy: Vec<f64>,
+    tally: CostTally,
     placements: Vec<BufferPlacement>,
-    total: f64,
 }
 
 impl<'m> CostState<'m> {
@@ -189,10 +300,8 @@ impl<'m> CostState<'m> {
     pub fn new(model: &'m CostModel) -> CostState<'m> {
         CostState {
             model,
-            mem: model.default_mem.clone(),
-            copy: vec![0.0; model.size.len()],
+            tally: CostTally::new(model),
             placements: vec![BufferPlacement::default(); model.size.len()],
-            total: model.all_slow_latency(),
         }
     }
 
@@ -208,7 +317,7 @@ impl<'m> CostState<'m> {
 
     /// The current cost-model latency, seconds.
     pub fn latency(&self) -> f64 {
-        self.total
+        self.tally.latency()
     }
     pub fn placement(&self, b: BufferId) -> &BufferPlacement {
         &self.placements[b]
@@ -221,74 +330,35 @@ impl<'m> CostState<'m> {
     }
     /// Current memory time of op `t`.
     pub fn mem_s(&self, t: OpId) -> f64 {
-        self.mem[t]
-    }
-
-    /// Visits each op touching `b` whose level changes from the current placement to `new`,
-    /// with the memory-time shift.
-    #[inline]
-    fn for_each_shift(&self, b: BufferId, new: &BufferPlacement, mut f: impl FnMut(OpId, f64)) {
-        let m = self.model;
-        let old = &self.placements[b];
-        if let Some(d) = m.def[b] {
-            let (lo, ln) = (old.write_level(), new.write_level());
-            if lo != ln {
-                f(d, m.mem_shift(b, true, lo, ln));
-            }
-        }
-        for &u in &m.uses[b] {
-            let (lo, ln) = (old.read_level(u), new.read_level(u));
-            if lo != ln {
-                f(u, m.mem_shift(b, false, lo, ln));
-            }
-        }
+        self.tally.mem_s(t)
     }
 
     /// The latency change if buffer `b`'s placement became `new`, without applying it.
     pub fn delta(&self, b: BufferId, new: &BufferPlacement) -> f64 {
-        let m = self.model;
-        let mut d = m.copy_cost(b, new) - self.copy[b];
-        // An op may appear twice only if it both reads and writes `b`, which programs forbid.
-        self.for_each_shift(b, new, |t, shift| {
-            let c = m.compute[t];
-            d += c.max(self.mem[t] + shift) - c.max(self.mem[t]);
-        });
-        d
+        self.tally.delta(
+            self.model,
+            b,
+            &self.placements[b].allocations,
+            &new.allocations,
+        )
     }
 
     /// Replaces buffer `b`'s placement; returns the latency change.
     pub fn apply(&mut self, b: BufferId, new: BufferPlacement) -> f64 {
-        let m = self.model;
-        let before = self.total;
-        let mut shifts: [(OpId, f64); 8] = [(0, 0.0); 8];
-        let mut count = 0;
-        let mut spill = Vec::new();
-        self.for_each_shift(b, &new, |t, s| {
-            if count < shifts.len() {
-                shifts[count] = (t, s);
-                count += 1;
-            } else {
-                spill.push((t, s));
-            }
-        });
-        for &(t, s) in shifts[..count].iter().chain(spill.iter()) {
-            let c = m.compute[t];
-            let old = c.max(self.mem[t]);
-            self.mem[t] += s;
-            self.total += c.max(self.mem[t]) - old;
-        }
-        let copy = m.copy_cost(b, &new);
-        self.total += copy - self.copy[b];
-        self.copy[b] = copy;
+        let d = self.tally.apply(
+            self.model,
+            b,
+            &self.placements[b].allocations,
+            &new.allocations,
+        );
         self.placements[b] = new;
-        self.total - before
+        d
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mapping::Allocation;
     use crate::program::{Buffer, BufferKind, Op};
 
     /// One op reading x (1 MB) and writing y (1 MB), no flops: memory-bound.

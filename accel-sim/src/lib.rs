@@ -12,7 +12,7 @@ pub mod mapping;
 pub mod program;
 pub mod sim;
 
-pub use cost::{CostModel, CostState};
+pub use cost::{CostModel, CostState, CostTally};
 pub use hardware::{parse_size, Hardware, HardwareError, MemoryLevel};
 pub use mapping::{Allocation, Arrival, BufferPlacement, Mapping, MappingError, MappingStats};
 pub use program::{Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError};

@@ -56,17 +56,11 @@ pub struct BufferPlacement {
 impl BufferPlacement {
     /// The level op `t` reads this buffer from (0 when no allocation holds it at `t`).
     pub fn read_level(&self, t: OpId) -> usize {
-        self.allocations
-            .iter()
-            .find(|a| a.start <= t && t <= a.end)
-            .map_or(0, |a| a.level)
+        crate::cost::read_level(&self.allocations, t)
     }
     /// The level the defining op writes to.
     pub fn write_level(&self) -> usize {
-        match self.allocations.first() {
-            Some(a) if a.arrival == Arrival::Defined => a.level,
-            _ => 0,
-        }
+        crate::cost::write_level(&self.allocations)
     }
 }
 

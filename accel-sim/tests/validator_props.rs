@@ -4,8 +4,8 @@
 //! finite latencies no better than the physical floor of compute time.
 
 use accel_sim::{
-    Allocation, Arrival, Buffer, BufferKind, BufferPlacement, CostModel, Hardware, Mapping, Op,
-    Program, Simulator,
+    Allocation, Arrival, Buffer, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
+    Mapping, Op, Program, Simulator,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -108,11 +108,54 @@ fn random_placement(rng: &mut StdRng, p: &Program, b: usize, cap: u64) -> Buffer
     }
 }
 
+/// The cost model written out directly from its definition, against the incremental
+/// state built in a random order.
+fn check_cost_model(p: &Program, hw: &Hardware, m: &Mapping, rng: &mut StdRng) {
+    let cm = CostModel::new(p, hw);
+    let mut reference = 0.0;
+    for (t, op) in p.ops().iter().enumerate() {
+        let mut mem = 0.0;
+        for &b in &op.reads {
+            mem += p.buffer(b).size as f64 / hw.levels[m.buffers[b].read_level(t)].read_bw;
+        }
+        for &b in &op.writes {
+            mem += p.buffer(b).size as f64 / hw.levels[m.buffers[b].write_level()].write_bw;
+        }
+        reference += (op.flops / hw.peak_flops).max(mem);
+    }
+    for (b, pl) in m.buffers.iter().enumerate() {
+        reference += cm.copy_cost(b, &pl.allocations);
+    }
+    let mut order: Vec<usize> = (0..m.buffers.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut state = CostState::new(&cm);
+    for b in order {
+        let d = state.delta(b, &m.buffers[b]);
+        let before = state.latency();
+        assert!((state.apply(b, m.buffers[b].clone()) - d).abs() < 1e-15);
+        assert!((state.latency() - before - d).abs() < 1e-15);
+    }
+    assert!(
+        (state.latency() - reference).abs() <= 1e-12 * reference,
+        "{} vs {}",
+        state.latency(),
+        reference
+    );
+}
+
 fn overlaps(p: &Program, m: &Mapping) -> bool {
     let mut rects = Vec::new();
     for (b, pl) in m.buffers.iter().enumerate() {
         for a in &pl.allocations {
-            rects.push((a.level, a.start, a.end, a.offset, a.offset + p.buffer(b).size));
+            rects.push((
+                a.level,
+                a.start,
+                a.end,
+                a.offset,
+                a.offset + p.buffer(b).size,
+            ));
         }
     }
     for i in 0..rects.len() {
@@ -147,11 +190,9 @@ fn overlapping_random_mappings_never_validate() {
                 assert!(!overlap, "validator accepted an overlapping mapping: {m:?}");
                 accepted += 1;
                 let sim = Simulator::new(&p, &hw).run(&m, true).latency_s;
-                let compute: f64 = (0..p.len())
-                    .map(|t| p.op(t).flops / hw.peak_flops)
-                    .sum();
+                let compute: f64 = (0..p.len()).map(|t| p.op(t).flops / hw.peak_flops).sum();
                 assert!(sim.is_finite() && sim >= compute);
-                assert!(CostModel::new(&p, &hw).latency(&m).is_finite());
+                check_cost_model(&p, &hw, &m, &mut rng);
             }
             Err(e) => {
                 assert!(overlap, "a mapping without overlaps was rejected: {e}");
