@@ -1,0 +1,158 @@
+//! The XLA-style prefetch interval picker (docs/xla-msa.md, `CostAnalysisPrefetchIntervalPicker`),
+//! in our timing convention: a prefetch that starts at `s` for a use at `u` runs beside ops
+//! `s..u` (half-open), so XLA's `interval(t, use)` becomes [`CostModel::span_s`]`(s, u)`.
+
+use accel_sim::{BufferId, CostModel, Hardware, OpId};
+
+/// XLA's overlap ratios (the values its own tests use).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PickerConfig {
+    pub min_overlap: f64,
+    pub preferred_overlap: f64,
+    pub max_overlap: f64,
+}
+
+impl Default for PickerConfig {
+    fn default() -> Self {
+        PickerConfig {
+            min_overlap: 0.8,
+            preferred_overlap: 1.5,
+            max_overlap: 10.0,
+        }
+    }
+}
+
+/// Start times the picker allows for one prefetch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrefetchWindow {
+    pub earliest: OpId,
+    /// The latest start that still overlaps `min_overlap` x the copy time; `earliest` when
+    /// no start does (the copy cannot be hidden: start it as early as allowed).
+    pub latest: OpId,
+    /// The start closest to `preferred_overlap` x the copy time, within the window.
+    pub preferred: OpId,
+}
+
+impl PickerConfig {
+    /// Longest copy the picker lets overlap: `copy(capacity) * max_overlap`.
+    pub fn max_copy_s(&self, hw: &Hardware, level: usize) -> f64 {
+        hw.copy_seconds(level, hw.levels[level].capacity) * self.max_overlap
+    }
+
+    /// XLA's no-copy rule: may a buffer stay in `level` over `start..=end`?
+    pub fn allows_no_copy(
+        &self,
+        cost: &CostModel,
+        hw: &Hardware,
+        level: usize,
+        start: OpId,
+        end: OpId,
+    ) -> bool {
+        // XLA's interval(start, end) counts the ops strictly between the two.
+        self.max_copy_s(hw, level) > cost.span_s(start + 1, end)
+    }
+
+    /// The window for prefetching buffer `b` into `level` for its use at `use_time`, when
+    /// level 0 holds the data from op `available` on (`available <= use_time`).
+    pub fn window(
+        &self,
+        cost: &CostModel,
+        hw: &Hardware,
+        b: BufferId,
+        level: usize,
+        available: OpId,
+        use_time: OpId,
+    ) -> PrefetchWindow {
+        debug_assert!(available <= use_time);
+        let copy = cost.copy_s(b, level);
+        let max_copy = self.max_copy_s(hw, level);
+        let u = use_time;
+        // The use's own saving lets a slightly shorter overlap do (XLA's `red`).
+        let compute = cost.compute_s(u);
+        let mem0 = cost.default_mem_s(u);
+        let red =
+            cost.default_elapsed_s(u) - compute.max(mem0 + cost.mem_shift(b, false, 0, level));
+        let span = |s: OpId| cost.span_s(s, u);
+        // span(s) falls as s grows, so each bound is a scan from one side.
+        let earliest = (available..=u).find(|&s| span(s) <= max_copy).unwrap_or(u);
+        let latest = (earliest..=u)
+            .rev()
+            .find(|&s| self.min_overlap * copy <= span(s) + red)
+            .unwrap_or(earliest);
+        let target = self.preferred_overlap * copy;
+        let mut preferred = latest;
+        let mut best = f64::INFINITY;
+        // Ties go to the later start, which holds the chunk for less time.
+        for s in (earliest..=latest).rev() {
+            let d = (target - span(s)).abs();
+            if d < best {
+                best = d;
+                preferred = s;
+            }
+        }
+        PrefetchWindow {
+            earliest,
+            latest,
+            preferred,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accel_sim::{Buffer, BufferKind, Op, Program};
+
+    /// A weight of 1 MB read by the last of 10 compute-bound ops of 1 ms each.
+    #[test]
+    fn window_on_a_hand_worked_program() {
+        let mut buffers = vec![Buffer {
+            name: "w".into(),
+            size: 1_000_000,
+            kind: BufferKind::Weight,
+        }];
+        let mut ops = Vec::new();
+        for t in 0..10 {
+            buffers.push(Buffer {
+                name: format!("a{t}"),
+                size: 1000,
+                kind: BufferKind::Activation,
+            });
+            ops.push(Op {
+                name: format!("op{t}"),
+                kind: "t".into(),
+                flops: 1e9,
+                reads: if t == 9 {
+                    vec![0, t]
+                } else if t > 0 {
+                    vec![t]
+                } else {
+                    vec![]
+                },
+                writes: vec![t + 1],
+            });
+        }
+        let p = Program::new("w", "", buffers, ops).unwrap();
+        let mut hw = Hardware::tpu_v4i_like();
+        hw.peak_flops = 1e12; // 1 ms per op
+        hw.levels[0].read_bw = 0.5e9; // copy of w: 2 ms
+        hw.levels[0].write_bw = 0.5e9;
+        hw.levels[1].read_bw = 1e12;
+        hw.levels[1].write_bw = 1e12;
+        let cost = CostModel::new(&p, &hw);
+        let w = PickerConfig::default().window(&cost, &hw, 0, 1, 0, 9);
+        // copy = 2 ms. red: op 9 takes max(1 ms, 2.004 ms) in level 0 and max(1 ms, ~0) with
+        // w fast: red = 1.004 ms. latest: largest s with 1.6 ms <= span(s, 9) + red -> s = 8
+        // (span 1 ms). preferred: span closest to 3 ms -> s = 6. earliest: max_copy (128 MiB
+        // copy x 10) allows any start.
+        assert_eq!(w.latest, 8);
+        assert_eq!(w.preferred, 6);
+        assert_eq!(w.earliest, 0);
+        // A 20 us max copy (1000 B capacity) forbids starting early: span(s, 9) <= max_copy
+        // only at s = 9.
+        let hw_small = hw.clone().with_capacity(1, 1000).unwrap();
+        let w = PickerConfig::default().window(&cost, &hw_small, 0, 1, 0, 9);
+        assert_eq!(w.earliest, 9);
+        assert_eq!((w.latest, w.preferred), (9, 9));
+    }
+}
