@@ -244,7 +244,7 @@ impl Hardware {
                 .enumerate()
                 .map(|(i, l)| LevelFile {
                     name: l.name.clone(),
-                    capacity: (i > 0).then(|| ByteSize::Bytes(l.capacity)),
+                    capacity: (i > 0).then_some(ByteSize::Bytes(l.capacity)),
                     read_gb_per_s: l.read_bw / GB,
                     write_gb_per_s: l.write_bw / GB,
                     alignment: l.alignment,

@@ -125,7 +125,7 @@ impl Mapping {
         let levels = hw.levels.len();
         let mut prefetches = 0;
         let mut evictions = 0;
-        let mut per_level: Vec<Vec<(OpId, OpId, u64, u64, BufferId)>> = vec![Vec::new(); levels];
+        let mut per_level: Vec<Vec<Rect>> = vec![Vec::new(); levels];
         for (b, placement) in self.buffers.iter().enumerate() {
             let buf = program.buffer(b);
             let bad = |index: usize, msg: String| MappingError::Bad {
@@ -294,7 +294,7 @@ impl Mapping {
                 continue;
             }
             rects.sort_unstable_by_key(|r| (r.0, r.2));
-            let mut active: Vec<(OpId, OpId, u64, u64, BufferId)> = Vec::new();
+            let mut active: Vec<Rect> = Vec::new();
             let mut held: u64 = 0;
             for &r in rects.iter() {
                 let (s, e, o, size, b) = r;
@@ -332,6 +332,9 @@ impl Mapping {
         })
     }
 }
+
+/// An allocation as (start, end, offset, size, buffer), for the overlap sweep.
+type Rect = (OpId, OpId, u64, u64, BufferId);
 
 /// Whether level 0 holds valid data of the buffer when op `t` begins.
 fn level0_valid_at(placement: &BufferPlacement, def: Option<OpId>, t: OpId) -> bool {
