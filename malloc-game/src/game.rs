@@ -370,8 +370,9 @@ impl Game {
         );
     }
 
-    /// Calls `f(action, allocation)` for every legal action but 0, in action order.
-    pub fn for_each_legal(&self, mut f: impl FnMut(usize, Allocation)) {
+    /// Calls `f(action, allocation, gap)` for every legal action but 0, in action order;
+    /// `gap` is the size of the free gap the allocation starts.
+    pub fn for_each_legal(&self, mut f: impl FnMut(usize, Allocation, u64)) {
         let Some(b) = self.current_buffer() else {
             return;
         };
@@ -395,6 +396,7 @@ impl Game {
                             arrival: plan.arrival,
                             eviction: plan.eviction,
                         },
+                        c.gap,
                     );
                 }
             }
@@ -408,7 +410,7 @@ impl Game {
             return Vec::new();
         }
         let mut v = vec![0];
-        self.for_each_legal(|a, _| v.push(a));
+        self.for_each_legal(|a, _, _| v.push(a));
         v
     }
 
@@ -419,7 +421,7 @@ impl Game {
             return;
         }
         mask[0] = true;
-        self.for_each_legal(|a, _| mask[a] = true);
+        self.for_each_legal(|a, _, _| mask[a] = true);
     }
 
     /// The allocation a legal non-zero action makes, or the reason it is illegal.

@@ -1,0 +1,218 @@
+//! The observation: a fixed-size `f32` vector whose layout depends only on the game
+//! options (docs/mallocgame.md, "Observation").
+//!
+//! Layout, in order:
+//! - global (`3 + L`): progress, `P(t)/S0`, `P(0)/S0`, then per fast level the fraction of
+//!   its capacity below its highest allocation;
+//! - the current buffer (`BUFFER_FEATURES`): log size, size/capacity, live range
+//!   (start, end, length)/T, uses, memory-boundedness, kind (one-hot), present flag;
+//! - per fast level, an occupancy grid over the buffer's live range
+//!   (`grid_time x grid_offset` cells, each the fraction occupied);
+//! - per action (`ACTION_FEATURES` each): legal flag, offset/capacity, gap slack/capacity,
+//!   hold length/T, and the cost model's saving `-(delta P)/S0 x 10`;
+//! - the look-ahead: `BUFFER_FEATURES` for each of the next `lookahead` buffers.
+
+use crate::game::Game;
+use crate::options::GameOptions;
+use accel_sim::BufferId;
+
+/// Features describing one buffer.
+pub const BUFFER_FEATURES: usize = 12;
+/// Features describing one action.
+pub const ACTION_FEATURES: usize = 5;
+
+/// Length of the observation vector for these options.
+pub fn observation_len(options: &GameOptions) -> usize {
+    let l = options.fast_levels;
+    3 + l
+        + BUFFER_FEATURES
+        + l * options.grid_time * options.grid_offset
+        + options.action_count() * ACTION_FEATURES
+        + options.lookahead * BUFFER_FEATURES
+}
+
+/// Writes `game`'s observation into `out` (length [`observation_len`]).
+pub fn encode(game: &Game, out: &mut [f32]) {
+    let setup = game.setup();
+    let options = setup.options();
+    assert_eq!(
+        out.len(),
+        observation_len(options),
+        "observation buffer size"
+    );
+    out.fill(0.0);
+    let program = setup.program();
+    let hw = setup.hardware();
+    let s0 = setup.all_slow_latency();
+    let t_count = program.len() as f32;
+    let mut i = 0;
+    let mut put = |out: &mut [f32], v: f32| {
+        out[i] = v;
+        i += 1;
+    };
+    put(out, game.turn() as f32 / game.length().max(1) as f32);
+    put(out, (game.proxy_latency() / s0) as f32);
+    put(out, (setup.cost_model().all_slow_latency() / s0) as f32);
+    for li in 0..options.fast_levels {
+        let cap = hw.levels[setup.level(li)].capacity as f32;
+        put(out, game.occupancy(li).peak_top() as f32 / cap);
+    }
+    let current = game.current_buffer();
+    let mut at = i;
+    if let Some(b) = current {
+        buffer_features(game, b, &mut out[at..at + BUFFER_FEATURES]);
+    }
+    at += BUFFER_FEATURES;
+    // Occupancy grids over the current buffer's live range.
+    for li in 0..options.fast_levels {
+        let cells = options.grid_time * options.grid_offset;
+        if let Some(b) = current {
+            let (s, e) = program.live_range(b);
+            let cap = hw.levels[setup.level(li)].capacity as f64;
+            grid(game, li, s, e, cap, options, &mut out[at..at + cells]);
+        }
+        at += cells;
+    }
+    // Per action.
+    let a0 = at;
+    if current.is_some() {
+        out[a0] = 1.0;
+        game.for_each_legal(|a, alloc, gap| {
+            let cap = hw.levels[alloc.level].capacity as f64;
+            let size = program.buffer(current.unwrap_or(0)).size as f64;
+            let f = &mut out[a0 + a * ACTION_FEATURES..a0 + (a + 1) * ACTION_FEATURES];
+            f[0] = 1.0;
+            f[1] = (alloc.offset as f64 / cap) as f32;
+            f[2] = ((gap as f64 - size).max(0.0) / cap) as f32;
+            f[3] = (alloc.end + 1 - alloc.start) as f32 / t_count;
+            f[4] = (-game.cost_delta(&alloc) / s0 * 10.0) as f32;
+        });
+    }
+    at = a0 + options.action_count() * ACTION_FEATURES;
+    for k in 0..options.lookahead {
+        if let Some(&b) = setup.order().get(game.turn() + 1 + k) {
+            buffer_features(game, b, &mut out[at..at + BUFFER_FEATURES]);
+        }
+        at += BUFFER_FEATURES;
+    }
+    debug_assert_eq!(at, out.len());
+}
+
+fn buffer_features(game: &Game, b: BufferId, f: &mut [f32]) {
+    let setup = game.setup();
+    let program = setup.program();
+    let hw = setup.hardware();
+    let t = program.len() as f32;
+    let buf = program.buffer(b);
+    let (s, e) = program.live_range(b);
+    let cap = hw.levels[hw.fastest()].capacity as f64;
+    f[0] = (buf.size as f64).log2() as f32 / 40.0;
+    f[1] = (buf.size as f64 / cap).min(4.0) as f32 / 4.0;
+    f[2] = s as f32 / t;
+    f[3] = e as f32 / t;
+    f[4] = (e + 1 - s) as f32 / t;
+    f[5] = program.uses(b).len().min(32) as f32 / 32.0;
+    // Seconds saved per sqrt(byte), scaled so a buffer that saves its own all-slow read
+    // time lands near 1.
+    let scale = (buf.size as f64).sqrt() / (buf.size as f64 / hw.levels[0].read_bw);
+    f[6] = (setup.boundedness(b) * scale).tanh() as f32;
+    let kind = accel_sim::BufferKind::ALL
+        .iter()
+        .position(|&k| k == buf.kind)
+        .unwrap_or(0);
+    f[7 + kind] = 1.0;
+    f[11] = 1.0;
+}
+
+fn grid(game: &Game, li: usize, s: usize, e: usize, cap: f64, o: &GameOptions, out: &mut [f32]) {
+    let (gt, go) = (o.grid_time, o.grid_offset);
+    let span = (e + 1 - s) as f64;
+    let tbin = span / gt as f64;
+    let obin = cap / go as f64;
+    game.occupancy(li).for_each_overlapping(s, e, |c| {
+        // The chunk's rectangle in grid units, clipped to the live range.
+        let t0 = (c.start.max(s) - s) as f64 / tbin;
+        let t1 = (c.end.min(e) + 1 - s) as f64 / tbin;
+        let o0 = c.offset as f64 / obin;
+        let o1 = (c.top as f64 / obin).min(go as f64);
+        for ti in (t0.floor() as usize)..(t1.ceil() as usize).min(gt) {
+            let tw = (t1.min(ti as f64 + 1.0) - t0.max(ti as f64)).max(0.0);
+            for oi in (o0.floor() as usize)..(o1.ceil() as usize).min(go) {
+                let ow = (o1.min(oi as f64 + 1.0) - o0.max(oi as f64)).max(0.0);
+                out[ti * go + oi] += (tw * ow) as f32;
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::GameOptions;
+    use accel_sim::{Buffer, BufferKind, Hardware, Op, Program};
+    use std::sync::Arc;
+
+    #[test]
+    fn size_depends_on_options_only_and_values_are_sane() {
+        let buf = |n: &str, s| Buffer {
+            name: n.into(),
+            size: s,
+            kind: BufferKind::Activation,
+        };
+        let p = Program::new(
+            "p",
+            "",
+            vec![
+                Buffer {
+                    name: "x".into(),
+                    size: 4096,
+                    kind: BufferKind::Input,
+                },
+                buf("a", 8192),
+                buf("b", 8192),
+            ],
+            vec![
+                Op {
+                    name: "o0".into(),
+                    kind: "t".into(),
+                    flops: 0.0,
+                    reads: vec![0],
+                    writes: vec![1],
+                },
+                Op {
+                    name: "o1".into(),
+                    kind: "t".into(),
+                    flops: 0.0,
+                    reads: vec![1],
+                    writes: vec![2],
+                },
+            ],
+        )
+        .unwrap();
+        let hw = Hardware::tpu_v4i_like().with_capacity(1, 16384).unwrap();
+        let opts = GameOptions::default();
+        let mut g = Game::new(Arc::new(p), hw, opts.clone()).unwrap();
+        let n = observation_len(&opts);
+        let mut obs = vec![0f32; n];
+        while !g.is_terminal() {
+            encode(&g, &mut obs);
+            assert!(obs.iter().all(|x| x.is_finite()));
+            // The grid cells are fractions.
+            let grid0 = 4 + BUFFER_FEATURES;
+            assert!(obs[grid0..grid0 + 64]
+                .iter()
+                .all(|&x| (0.0..=1.0 + 1e-5).contains(&x)));
+            // Action 0 is always marked legal, and the legal flags match legal_actions.
+            let a0 = grid0 + 64;
+            let legal = g.legal_actions();
+            for a in 0..g.action_count() {
+                assert_eq!(obs[a0 + a * ACTION_FEATURES] == 1.0, legal.contains(&a));
+            }
+            let a = *legal.last().unwrap();
+            g.apply_action(a).unwrap();
+        }
+        // After placing everything, the last grid shows occupancy > 0 somewhere before.
+        encode(&g, &mut obs);
+        assert_eq!(obs[0], 1.0);
+    }
+}
