@@ -9,6 +9,7 @@
 
 pub mod baselines;
 pub mod game;
+pub mod observation;
 pub mod occupancy;
 pub mod options;
 pub mod picker;
