@@ -1,17 +1,821 @@
-//! The program JSON format. (Helper A fills this in.)
+//! The program JSON format: traced models (embedded in the binary) and user files.
+//!
+//! ```json
+//! {
+//!   "format": "mallocmuzero-program", "version": 1,
+//!   "name": "resnet50", "description": "...",
+//!   "source": {"generator": "scripts/export_workloads.py", "torch": "2.15.0", "dtype_bytes": 2},
+//!   "stats": {"ops": 174, "buffers": 442, "total_flops": 6.6e10,
+//!             "peak_live_bytes": 89591808, "weight_bytes": 51221504},
+//!   "buffers": [{"name": "conv1.weight", "kind": "weight", "bytes": 18816,
+//!                "shape": [64,3,7,7], "dtype": "bf16"}, ...],
+//!   "ops": [{"name": "convolution", "kind": "convolution", "flops": 1.9e9,
+//!            "reads": [0, 1], "writes": [2]}, ...]
+//! }
+//! ```
+//!
+//! `description`, `source`, `stats`, `shape` and `dtype` are optional. Buffer kinds are
+//! `weight`, `input`, `activation`, `output`; ops refer to buffers by index. `stats` is
+//! what the generator computed on its side; the loader does not use it (the
+//! `workload_stats` test checks it against the Rust IR for every embedded file).
+//!
+//! The loader walks a [`serde_json::Value`] rather than deserializing [`ProgramFile`]
+//! directly so that every error names the JSON path and the offending value
+//! (`buffers[3].bytes: must be > 0, got 0`), which serde's derive cannot do.
+
 use crate::WorkloadError;
-use accel_sim::Program;
+use accel_sim::{Buffer, BufferKind, Op, Program};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Traced models embedded in the binary: (name, JSON text).
-pub const EMBEDDED: &[(&str, &str)] = &[];
+/// Traced models embedded in the binary: (name, JSON text), written by
+/// `scripts/export_workloads.py`.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("resnet50", include_str!("../data/resnet50.json")),
+    ("resnet101", include_str!("../data/resnet101.json")),
+    ("alexnet", include_str!("../data/alexnet.json")),
+    ("mobilenet-v2", include_str!("../data/mobilenet-v2.json")),
+    ("vgg16", include_str!("../data/vgg16.json")),
+    ("vit-b16", include_str!("../data/vit-b16.json")),
+    (
+        "bert-base-s128",
+        include_str!("../data/bert-base-s128.json"),
+    ),
+    (
+        "bert-base-s384",
+        include_str!("../data/bert-base-s384.json"),
+    ),
+    (
+        "gpt2-small-s128",
+        include_str!("../data/gpt2-small-s128.json"),
+    ),
+    ("unet", include_str!("../data/unet.json")),
+];
 
-/// Parses a program JSON text; `origin` names the file in errors.
-pub fn parse_program(_text: &str, origin: &str) -> Result<Program, WorkloadError> {
-    Err(WorkloadError::Parse { origin: origin.into(), msg: "not implemented yet".into() })
+/// The value of the `format` field.
+pub const FORMAT: &str = "mallocmuzero-program";
+/// The only format version this build reads and writes.
+pub const VERSION: u64 = 1;
+
+/// A program file as written on disk (see the module docs for the schema).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramFile {
+    pub format: String,
+    pub version: u64,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Stats>,
+    pub buffers: Vec<BufferEntry>,
+    pub ops: Vec<OpEntry>,
 }
 
+/// Where a program came from. Free-form beyond the named fields, which the exporter fills.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torchvision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformers: Option<String>,
+    /// Bytes per floating-point element the sizes were computed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype_bytes: Option<u64>,
+    /// Any other keys, kept as they are.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Summary figures, with the same definitions as [`Program`]'s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stats {
+    pub ops: usize,
+    pub buffers: usize,
+    pub total_flops: f64,
+    pub peak_live_bytes: u64,
+    pub weight_bytes: u64,
+}
+
+impl Stats {
+    /// The figures of a program, as the exporter computes them.
+    pub fn of(program: &Program) -> Stats {
+        Stats {
+            ops: program.len(),
+            buffers: program.buffers().len(),
+            total_flops: program.total_flops(),
+            peak_live_bytes: program.peak_live_bytes(),
+            weight_bytes: program
+                .buffers()
+                .iter()
+                .filter(|b| b.kind == BufferKind::Weight)
+                .map(|b| b.size)
+                .sum(),
+        }
+    }
+}
+
+/// One entry of `buffers`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferEntry {
+    pub name: String,
+    pub kind: BufferKind,
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+}
+
+/// One entry of `ops`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpEntry {
+    pub name: String,
+    pub kind: String,
+    pub flops: f64,
+    pub reads: Vec<usize>,
+    pub writes: Vec<usize>,
+}
+
+/// Parses a program JSON text; `origin` names the file in errors.
+pub fn parse_program(text: &str, origin: &str) -> Result<Program, WorkloadError> {
+    parse_file(text, origin)?.to_program(origin)
+}
+
+/// Reads and parses a program JSON file.
 pub fn load_file(path: &Path) -> Result<Program, WorkloadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     parse_program(&text, &path.display().to_string())
+}
+
+/// Parses a program JSON text into its file form, checking types and field names but not
+/// indices or sizes (see [`ProgramFile::to_program`]).
+pub fn parse_file(text: &str, origin: &str) -> Result<ProgramFile, WorkloadError> {
+    let parse_err = |msg: String| WorkloadError::Parse {
+        origin: origin.into(),
+        msg,
+    };
+    let root: Value =
+        serde_json::from_str(text).map_err(|e| parse_err(format!("malformed JSON: {e}")))?;
+    from_value(&root).map_err(parse_err)
+}
+
+/// A program written back in the file format, with freshly computed `stats`: a readable
+/// header, then one line per buffer and per op.
+pub fn to_json(program: &Program, source: Option<Source>) -> String {
+    ProgramFile::from_program(program, source).to_json()
+}
+
+impl ProgramFile {
+    /// The file form of a program (no shapes or dtypes: the IR does not keep them).
+    pub fn from_program(program: &Program, source: Option<Source>) -> ProgramFile {
+        ProgramFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            name: program.name().into(),
+            description: program.description().into(),
+            source,
+            stats: Some(Stats::of(program)),
+            buffers: program
+                .buffers()
+                .iter()
+                .map(|b| BufferEntry {
+                    name: b.name.clone(),
+                    kind: b.kind,
+                    bytes: b.size,
+                    shape: None,
+                    dtype: None,
+                })
+                .collect(),
+            ops: program
+                .ops()
+                .iter()
+                .map(|o| OpEntry {
+                    name: o.name.clone(),
+                    kind: o.kind.clone(),
+                    flops: o.flops,
+                    reads: o.reads.clone(),
+                    writes: o.writes.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Serializes in the layout the exporter uses; parses back to an equal file.
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\n");
+        out += &format!("  \"format\": {},\n", line(&self.format));
+        out += &format!("  \"version\": {},\n", line(&self.version));
+        out += &format!("  \"name\": {},\n", line(&self.name));
+        out += &format!("  \"description\": {},\n", line(&self.description));
+        if let Some(s) = &self.source {
+            out += &format!("  \"source\": {},\n", line(s));
+        }
+        if let Some(s) = &self.stats {
+            out += &format!("  \"stats\": {},\n", line(s));
+        }
+        let list = |items: Vec<String>| {
+            if items.is_empty() {
+                "[]".to_string()
+            } else {
+                format!("[\n    {}\n  ]", items.join(",\n    "))
+            }
+        };
+        let buffers = self.buffers.iter().map(line).collect();
+        let ops = self.ops.iter().map(line).collect();
+        out += &format!("  \"buffers\": {},\n", list(buffers));
+        out += &format!("  \"ops\": {}\n}}\n", list(ops));
+        out
+    }
+
+    /// Checks sizes, FLOPs and buffer indices (errors name the JSON path), then builds the
+    /// program; the IR's own checks (read before write, ...) come back as
+    /// [`WorkloadError::Program`].
+    pub fn to_program(&self, origin: &str) -> Result<Program, WorkloadError> {
+        let fail = |msg: String| WorkloadError::Parse {
+            origin: origin.into(),
+            msg,
+        };
+        let n = self.buffers.len();
+        for (i, b) in self.buffers.iter().enumerate() {
+            if b.bytes == 0 {
+                return Err(fail(format!("buffers[{i}].bytes: must be > 0, got 0")));
+            }
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            if !(op.flops.is_finite() && op.flops >= 0.0) {
+                return Err(fail(format!(
+                    "ops[{i}].flops: must be finite and >= 0, got {}",
+                    op.flops
+                )));
+            }
+            for (field, list) in [("reads", &op.reads), ("writes", &op.writes)] {
+                for (k, &b) in list.iter().enumerate() {
+                    if b >= n {
+                        return Err(fail(format!(
+                            "ops[{i}].{field}[{k}]: buffer {b} does not exist (there are {n} buffers)"
+                        )));
+                    }
+                    if let Some(first) = list[..k].iter().position(|&x| x == b) {
+                        return Err(fail(format!(
+                            "ops[{i}].{field}[{k}]: buffer {b} (`{}`) is already listed at {field}[{first}]",
+                            self.buffers[b].name
+                        )));
+                    }
+                }
+            }
+        }
+        let buffers = self
+            .buffers
+            .iter()
+            .map(|b| Buffer {
+                name: b.name.clone(),
+                size: b.bytes,
+                kind: b.kind,
+            })
+            .collect();
+        let ops = self
+            .ops
+            .iter()
+            .map(|o| Op {
+                name: o.name.clone(),
+                kind: o.kind.clone(),
+                flops: o.flops,
+                reads: o.reads.clone(),
+                writes: o.writes.clone(),
+            })
+            .collect();
+        Program::new(&self.name, &self.description, buffers, ops).map_err(|source| {
+            WorkloadError::Program {
+                origin: origin.into(),
+                source,
+            }
+        })
+    }
+}
+
+/// One-line JSON for a part of the file.
+fn line<T: Serialize>(v: &T) -> String {
+    // Cannot fail: every map has string keys, and serde_json writes non-finite floats as
+    // null (which the loader then rejects with a path).
+    serde_json::to_string(v).expect("plain data always serializes")
+}
+
+// ---------------------------------------------------------------------------------------
+// Value walking with paths
+// ---------------------------------------------------------------------------------------
+
+/// How a path is shown in errors: top-level keys as "field `x`", nested ones as written.
+fn at(path: &str) -> String {
+    if path.contains(['.', '[']) {
+        path.to_string()
+    } else {
+        format!("field `{path}`")
+    }
+}
+
+/// A value as JSON, shortened so an error stays one readable line.
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}...", s.chars().take(57).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// The object at `path`, rejecting keys outside `allowed` (typos in optional fields would
+/// otherwise be silently ignored).
+fn object<'v>(
+    v: &'v Value,
+    path: &str,
+    allowed: Option<&[&str]>,
+) -> Result<&'v Map<String, Value>, String> {
+    let what = if path.is_empty() {
+        "the document".to_string()
+    } else {
+        at(path)
+    };
+    let m = v
+        .as_object()
+        .ok_or_else(|| format!("{what}: expected an object, got {}", show(v)))?;
+    if let Some(allowed) = allowed {
+        if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(format!(
+                "{}: unknown field (expected one of: {})",
+                at(&join(path, k)),
+                allowed.join(", ")
+            ));
+        }
+    }
+    Ok(m)
+}
+
+fn required<'v>(m: &'v Map<String, Value>, path: &str, key: &str) -> Result<&'v Value, String> {
+    m.get(key).ok_or_else(|| {
+        if path.is_empty() {
+            format!("missing field `{key}`")
+        } else {
+            format!("{path}: missing field `{key}`")
+        }
+    })
+}
+
+fn string(v: &Value, path: &str) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: expected a string, got {}", at(path), show(v)))
+}
+
+fn uint(v: &Value, path: &str) -> Result<u64, String> {
+    v.as_u64().ok_or_else(|| {
+        format!(
+            "{}: expected a non-negative integer, got {}",
+            at(path),
+            show(v)
+        )
+    })
+}
+
+fn number(v: &Value, path: &str) -> Result<f64, String> {
+    v.as_f64()
+        .ok_or_else(|| format!("{}: expected a number, got {}", at(path), show(v)))
+}
+
+fn array<'v>(v: &'v Value, path: &str) -> Result<&'v Vec<Value>, String> {
+    v.as_array()
+        .ok_or_else(|| format!("{}: expected an array, got {}", at(path), show(v)))
+}
+
+fn uint_list(v: &Value, path: &str) -> Result<Vec<u64>, String> {
+    array(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(k, x)| uint(x, &format!("{path}[{k}]")))
+        .collect()
+}
+
+fn index_list(v: &Value, path: &str) -> Result<Vec<usize>, String> {
+    array(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(k, x)| {
+            let p = format!("{path}[{k}]");
+            let i = x
+                .as_u64()
+                .ok_or_else(|| format!("{p}: expected a buffer index, got {}", show(x)))?;
+            usize::try_from(i).map_err(|_| format!("{p}: buffer index {i} is too large"))
+        })
+        .collect()
+}
+
+fn opt<'v>(m: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    m.get(key).filter(|v| !v.is_null())
+}
+
+fn from_value(root: &Value) -> Result<ProgramFile, String> {
+    const TOP: &[&str] = &[
+        "format",
+        "version",
+        "name",
+        "description",
+        "source",
+        "stats",
+        "buffers",
+        "ops",
+    ];
+    let m = object(root, "", Some(TOP))?;
+    // The format first: a different kind of JSON file should be named as such, not
+    // reported as missing half its fields.
+    let format = required(m, "", "format")?;
+    if format.as_str() != Some(FORMAT) {
+        return Err(format!(
+            "field `format`: expected \"{FORMAT}\", got {}",
+            show(format)
+        ));
+    }
+    let version = uint(required(m, "", "version")?, "version")?;
+    if version != VERSION {
+        return Err(format!(
+            "field `version`: unsupported version {version} (this build reads version {VERSION})"
+        ));
+    }
+    let name = string(required(m, "", "name")?, "name")?;
+    let description = match opt(m, "description") {
+        Some(v) => string(v, "description")?,
+        None => String::new(),
+    };
+    let source = opt(m, "source").map(source_from).transpose()?;
+    let stats = opt(m, "stats").map(stats_from).transpose()?;
+    let buffers = array(required(m, "", "buffers")?, "buffers")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| buffer_from(v, &format!("buffers[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ops = array(required(m, "", "ops")?, "ops")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| op_from(v, &format!("ops[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ProgramFile {
+        format: FORMAT.into(),
+        version,
+        name,
+        description,
+        source,
+        stats,
+        buffers,
+        ops,
+    })
+}
+
+fn source_from(v: &Value) -> Result<Source, String> {
+    let m = object(v, "source", None)?;
+    let text = |key: &str| -> Result<Option<String>, String> {
+        opt(m, key)
+            .map(|v| string(v, &format!("source.{key}")))
+            .transpose()
+    };
+    const NAMED: [&str; 5] = [
+        "generator",
+        "torch",
+        "torchvision",
+        "transformers",
+        "dtype_bytes",
+    ];
+    Ok(Source {
+        generator: text("generator")?,
+        torch: text("torch")?,
+        torchvision: text("torchvision")?,
+        transformers: text("transformers")?,
+        dtype_bytes: opt(m, "dtype_bytes")
+            .map(|v| uint(v, "source.dtype_bytes"))
+            .transpose()?,
+        extra: m
+            .iter()
+            .filter(|(k, _)| !NAMED.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    })
+}
+
+fn stats_from(v: &Value) -> Result<Stats, String> {
+    const KEYS: &[&str] = &[
+        "ops",
+        "buffers",
+        "total_flops",
+        "peak_live_bytes",
+        "weight_bytes",
+    ];
+    let m = object(v, "stats", Some(KEYS))?;
+    let get = |key: &str| required(m, "stats", key);
+    let count = |key: &str| -> Result<usize, String> {
+        let path = format!("stats.{key}");
+        let n = uint(get(key)?, &path)?;
+        usize::try_from(n).map_err(|_| format!("{path}: {n} is too large"))
+    };
+    Ok(Stats {
+        ops: count("ops")?,
+        buffers: count("buffers")?,
+        total_flops: number(get("total_flops")?, "stats.total_flops")?,
+        peak_live_bytes: uint(get("peak_live_bytes")?, "stats.peak_live_bytes")?,
+        weight_bytes: uint(get("weight_bytes")?, "stats.weight_bytes")?,
+    })
+}
+
+fn buffer_from(v: &Value, path: &str) -> Result<BufferEntry, String> {
+    let m = object(v, path, Some(&["name", "kind", "bytes", "shape", "dtype"]))?;
+    let field = |key: &str| (required(m, path, key), format!("{path}.{key}"));
+    let (name, p) = field("name");
+    let name = string(name?, &p)?;
+    let (kind, p) = field("kind");
+    let kind_text = string(kind?, &p)?;
+    let kind = BufferKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == kind_text)
+        .ok_or_else(|| {
+            format!(
+                "{p}: unknown buffer kind \"{kind_text}\" (expected weight, input, activation or output)"
+            )
+        })?;
+    let (bytes, p) = field("bytes");
+    let bytes = uint(bytes?, &p)?;
+    let shape = opt(m, "shape")
+        .map(|v| uint_list(v, &format!("{path}.shape")))
+        .transpose()?;
+    let dtype = opt(m, "dtype")
+        .map(|v| string(v, &format!("{path}.dtype")))
+        .transpose()?;
+    Ok(BufferEntry {
+        name,
+        kind,
+        bytes,
+        shape,
+        dtype,
+    })
+}
+
+fn op_from(v: &Value, path: &str) -> Result<OpEntry, String> {
+    let m = object(v, path, Some(&["name", "kind", "flops", "reads", "writes"]))?;
+    let field = |key: &str| (required(m, path, key), format!("{path}.{key}"));
+    let (name, p) = field("name");
+    let name = string(name?, &p)?;
+    let (kind, p) = field("kind");
+    let kind = string(kind?, &p)?;
+    let (flops, p) = field("flops");
+    let flops = number(flops?, &p)?;
+    let (reads, p) = field("reads");
+    let reads = index_list(reads?, &p)?;
+    let (writes, p) = field("writes");
+    let writes = index_list(writes?, &p)?;
+    Ok(OpEntry {
+        name,
+        kind,
+        flops,
+        reads,
+        writes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// x (input) -> op0 -> a -> op1 -> y (output); op0 also reads w.
+    const SMALL: &str = r#"{
+      "format": "mallocmuzero-program", "version": 1, "name": "small",
+      "buffers": [
+        {"name": "x", "kind": "input", "bytes": 10},
+        {"name": "w", "kind": "weight", "bytes": 4, "shape": [2], "dtype": "bf16"},
+        {"name": "a", "kind": "activation", "bytes": 10},
+        {"name": "y", "kind": "output", "bytes": 10}
+      ],
+      "ops": [
+        {"name": "op0", "kind": "mm", "flops": 80, "reads": [0, 1], "writes": [2]},
+        {"name": "op1", "kind": "relu", "flops": 5.5, "reads": [2], "writes": [3]}
+      ]
+    }"#;
+
+    /// SMALL with one substring replaced; panics if the substring is absent, so a test
+    /// cannot pass by editing nothing.
+    fn small_with(from: &str, to: &str) -> String {
+        assert!(SMALL.contains(from), "test bug: `{from}` not in SMALL");
+        SMALL.replacen(from, to, 1)
+    }
+
+    fn parse_err(text: &str) -> String {
+        match parse_program(text, "my.json") {
+            Ok(_) => panic!("expected an error for:\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn parses_a_user_file_without_stats_or_source() {
+        let p = parse_program(SMALL, "my.json").unwrap();
+        assert_eq!(p.name(), "small");
+        assert_eq!(p.description(), "");
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.buffer(1).kind, BufferKind::Weight);
+        assert_eq!(p.buffer(3).size, 10);
+        assert_eq!(p.op(1).flops, 5.5);
+        assert_eq!(p.live_range(1), (0, 0));
+        assert_eq!(p.live_range(3), (1, 1));
+        let f = parse_file(SMALL, "my.json").unwrap();
+        assert_eq!(f.buffers[1].shape, Some(vec![2]));
+        assert_eq!(f.buffers[1].dtype.as_deref(), Some("bf16"));
+        assert!(f.stats.is_none() && f.source.is_none());
+    }
+
+    #[test]
+    fn malformed_json_reports_line_and_column() {
+        let e = parse_err(&small_with("\"version\": 1,", "\"version\": 1"));
+        assert!(e.starts_with("my.json: malformed JSON:"), "{e}");
+        assert!(e.contains("line 2 column"), "{e}");
+    }
+
+    #[test]
+    fn wrong_format_version_and_missing_fields_are_named() {
+        let e = parse_err(&small_with("mallocmuzero-program", "something-else"));
+        assert_eq!(
+            e,
+            "my.json: field `format`: expected \"mallocmuzero-program\", got \"something-else\""
+        );
+        let e = parse_err(&small_with("\"version\": 1", "\"version\": 2"));
+        assert!(e.contains("field `version`: unsupported version 2"), "{e}");
+        let e = parse_err(&small_with("\"name\": \"small\",", ""));
+        assert_eq!(e, "my.json: missing field `name`");
+        let e = parse_err(&small_with(
+            "\"bytes\": 10},\n        {\"name\": \"w\"",
+            "\"bytes\": 10},\n        {\"nam\": \"w\"",
+        ));
+        assert!(e.contains("buffers[1].nam: unknown field"), "{e}");
+        let e = parse_err("[1, 2]");
+        assert!(
+            e.contains("the document: expected an object, got [1,2]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn buffer_errors_name_index_field_and_value() {
+        let e = parse_err(&small_with("\"bytes\": 4", "\"bytes\": 0"));
+        assert_eq!(e, "my.json: buffers[1].bytes: must be > 0, got 0");
+        let e = parse_err(&small_with("\"bytes\": 4", "\"bytes\": -4"));
+        assert_eq!(
+            e,
+            "my.json: buffers[1].bytes: expected a non-negative integer, got -4"
+        );
+        let e = parse_err(&small_with("\"kind\": \"weight\"", "\"kind\": \"param\""));
+        assert!(
+            e.contains("buffers[1].kind: unknown buffer kind \"param\""),
+            "{e}"
+        );
+        let e = parse_err(&small_with("\"shape\": [2]", "\"shape\": [2.5]"));
+        assert!(
+            e.contains("buffers[1].shape[0]: expected a non-negative integer, got 2.5"),
+            "{e}"
+        );
+        let e = parse_err(&small_with(
+            "{\"name\": \"a\", \"kind\": \"activation\", \"bytes\": 10}",
+            "{\"name\": \"a\", \"kind\": \"activation\"}",
+        ));
+        assert_eq!(e, "my.json: buffers[2]: missing field `bytes`");
+    }
+
+    #[test]
+    fn op_errors_name_index_field_and_value() {
+        let e = parse_err(&small_with("\"reads\": [2]", "\"reads\": [999]"));
+        assert_eq!(
+            e,
+            "my.json: ops[1].reads[0]: buffer 999 does not exist (there are 4 buffers)"
+        );
+        let e = parse_err(&small_with("\"reads\": [0, 1]", "\"reads\": [0, 1, 0]"));
+        assert!(
+            e.contains("ops[0].reads[2]: buffer 0 (`x`) is already listed at reads[0]"),
+            "{e}"
+        );
+        let e = parse_err(&small_with("\"flops\": 80", "\"flops\": -1"));
+        assert_eq!(e, "my.json: ops[0].flops: must be finite and >= 0, got -1");
+        let e = parse_err(&small_with("\"flops\": 80", "\"flops\": \"80\""));
+        assert_eq!(e, "my.json: ops[0].flops: expected a number, got \"80\"");
+        let e = parse_err(&small_with("\"writes\": [2]", "\"writes\": 2"));
+        assert_eq!(e, "my.json: ops[0].writes: expected an array, got 2");
+        let e = parse_err(&small_with("\"reads\": [2]", "\"reads\": [\"a\"]"));
+        assert!(
+            e.contains("ops[1].reads[0]: expected a buffer index, got \"a\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn program_errors_are_wrapped_with_the_origin() {
+        // op1 reads `a` before anything writes it once op0 no longer does.
+        let text = small_with("\"writes\": [2]", "\"writes\": []");
+        match parse_program(&text, "my.json") {
+            Err(WorkloadError::Program { origin, source }) => {
+                assert_eq!(origin, "my.json");
+                assert!(matches!(
+                    source,
+                    accel_sim::ProgramError::ReadBeforeWrite { .. }
+                ));
+            }
+            other => panic!("expected a Program error, got {other:?}"),
+        }
+        let e = parse_err(&small_with(
+            "\"ops\": [\n        {\"name\": \"op0\", \"kind\": \"mm\", \"flops\": 80, \"reads\": [0, 1], \"writes\": [2]},\n        {\"name\": \"op1\", \"kind\": \"relu\", \"flops\": 5.5, \"reads\": [2], \"writes\": [3]}\n      ]",
+            "\"ops\": []",
+        ));
+        assert_eq!(e, "my.json: program has no ops");
+    }
+
+    #[test]
+    fn stats_and_source_are_parsed_and_checked() {
+        let text = small_with(
+            "\"name\": \"small\",",
+            "\"name\": \"small\", \"source\": {\"generator\": \"hand\", \"torch\": \"2.15.0\", \"dtype_bytes\": 2, \"date\": \"today\"}, \
+             \"stats\": {\"ops\": 2, \"buffers\": 4, \"total_flops\": 85.5, \"peak_live_bytes\": 24, \"weight_bytes\": 4},",
+        );
+        let f = parse_file(&text, "my.json").unwrap();
+        let p = f.to_program("my.json").unwrap();
+        assert_eq!(f.stats, Some(Stats::of(&p)));
+        let s = f.source.unwrap();
+        assert_eq!(s.generator.as_deref(), Some("hand"));
+        assert_eq!(s.dtype_bytes, Some(2));
+        assert_eq!(s.extra.get("date"), Some(&Value::from("today")));
+        let e = parse_err(&text.replacen("\"ops\": 2", "\"ops\": -2", 1));
+        assert_eq!(
+            e,
+            "my.json: stats.ops: expected a non-negative integer, got -2"
+        );
+    }
+
+    #[test]
+    fn to_json_round_trips() {
+        let p = parse_program(SMALL, "my.json").unwrap();
+        let source = Source {
+            generator: Some("test".into()),
+            ..Source::default()
+        };
+        let text = to_json(&p, Some(source.clone()));
+        let f = parse_file(&text, "back.json").unwrap();
+        assert_eq!(f.source, Some(source));
+        assert_eq!(f.stats, Some(Stats::of(&p)));
+        let back = f.to_program("back.json").unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.content_hash(), p.content_hash());
+        // The layout is one line per buffer and op, like the exporter's.
+        assert_eq!(text.lines().count(), 12 + p.buffers().len() + p.len());
+    }
+
+    #[test]
+    fn serde_derive_reads_what_the_walker_reads() {
+        let (name, text) = EMBEDDED[2];
+        let walked = parse_file(text, name).unwrap();
+        let derived: ProgramFile = serde_json::from_str(text).unwrap();
+        assert_eq!(walked, derived);
+    }
+
+    #[test]
+    fn embedded_names_match_their_files() {
+        let expected = [
+            "resnet50",
+            "resnet101",
+            "alexnet",
+            "mobilenet-v2",
+            "vgg16",
+            "vit-b16",
+            "bert-base-s128",
+            "bert-base-s384",
+            "gpt2-small-s128",
+            "unet",
+        ];
+        let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, expected);
+        for (name, text) in EMBEDDED {
+            assert_eq!(parse_file(text, name).unwrap().name, *name);
+        }
+    }
 }
