@@ -1,1 +1,84 @@
-//! The benchmark suite. (Filled in later.)
+//! The benchmark suite: each workload with the hardware and fast capacity it is evaluated
+//! at.
+//!
+//! Capacities are chosen so that no case is trivial (every beneficial buffer fits at once)
+//! or hopeless (nothing useful fits): each sits well below the workload's *beneficial peak*
+//! (the most bytes of memory-bound buffers live at one time, see [`beneficial_peak`]), and
+//! above its largest memory-bound activation. `scripts/suite_table.sh` prints the figures.
+
+use accel_sim::{BufferKind, CostModel, Hardware, Program};
+
+/// One evaluation case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteCase {
+    pub workload: &'static str,
+    pub hardware: &'static str,
+    /// Capacity of the fastest level, overriding the preset's.
+    pub fast_capacity: u64,
+}
+
+const MIB: u64 = 1 << 20;
+const KIB: u64 = 1 << 10;
+
+/// The suite, in a stable order.
+pub fn cases() -> Vec<SuiteCase> {
+    let c = |workload, hardware, fast_capacity| SuiteCase {
+        workload,
+        hardware,
+        fast_capacity,
+    };
+    vec![
+        c("resnet50", "tpu-v4i-like", 16 * MIB),
+        c("resnet101", "tpu-v4i-like", 16 * MIB),
+        c("alexnet", "tpu-v4i-like", 16 * MIB),
+        c("mobilenet-v2", "tpu-v4i-like", 4 * MIB),
+        c("vgg16", "tpu-v4i-like", 32 * MIB),
+        c("vit-b16", "tpu-v4i-like", 16 * MIB),
+        c("bert-base-s128", "tpu-v4i-like", 16 * MIB),
+        c("bert-base-s384", "tpu-v4i-like", 16 * MIB),
+        c("gpt2-small-s128", "tpu-v4i-like", 16 * MIB),
+        c("unet", "tpu-v4i-like", 16 * MIB),
+        c("alphatensor-4x4", "tpu-v4i-like", 64 * MIB),
+        c("resnet50", "nnp-i-like", 4 * MIB),
+        c("bert-base-s128", "nnp-i-like", 4 * MIB),
+        c("random-dag", "tpu-v4i-like", 512 * KIB),
+    ]
+}
+
+impl SuiteCase {
+    /// The case's hardware with its fast capacity applied.
+    pub fn hardware(&self) -> Hardware {
+        let hw = Hardware::preset(self.hardware).expect("suite names a built-in preset");
+        let fastest = hw.fastest();
+        hw.with_capacity(fastest, self.fast_capacity)
+            .expect("suite capacities are > 0")
+    }
+}
+
+/// The most bytes live at one time among buffers that would make some op faster if they
+/// sat in `level` (XLA's memory-boundedness > 0), counting weights and inputs only from
+/// their first use, since a prefetch can bring them in just before it.
+pub fn beneficial_peak(program: &Program, hw: &Hardware, level: usize) -> u64 {
+    let cost = CostModel::new(program, hw);
+    let t = program.len();
+    let mut diff = vec![0i128; t + 1];
+    for (b, buf) in program.buffers().iter().enumerate() {
+        if cost.memory_boundedness(b, level) <= 0.0 {
+            continue;
+        }
+        let (s, e) = program.live_range(b);
+        let s = match buf.kind {
+            BufferKind::Weight | BufferKind::Input => program.uses(b)[0],
+            _ => s,
+        };
+        diff[s] += buf.size as i128;
+        diff[e + 1] -= buf.size as i128;
+    }
+    let mut acc = 0i128;
+    let mut peak = 0i128;
+    for d in &diff[..t] {
+        acc += d;
+        peak = peak.max(acc);
+    }
+    peak as u64
+}
