@@ -363,8 +363,7 @@ impl Game {
             plan.start,
             plan.end,
             setup.program.buffer(b).size,
-            level.alignment,
-            level.capacity,
+            level,
             max,
             out,
         );

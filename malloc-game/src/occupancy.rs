@@ -5,6 +5,7 @@
 //! of every chunk overlapping the interval in time; the free ones are exactly the starts
 //! of the free gaps, so the query walks the gaps between the chunks that overlap in time.
 
+use accel_sim::MemoryLevel;
 use serde::{Deserialize, Serialize};
 
 /// A committed chunk: `[offset, top)` held over ops `start..=end`.
@@ -57,18 +58,18 @@ impl Occupancy {
         }
     }
 
-    /// The fitting canonical offsets for `size` bytes over `start..=end`, best fit first
-    /// (smallest gap), then lower offset; at most `max` of them, written into `out`.
+    /// The fitting canonical offsets for `size` bytes over `start..=end` in `level`, best
+    /// fit first (smallest gap), then lower offset; at most `max` of them, into `out`.
     pub fn candidates(
         &self,
         start: usize,
         end: usize,
         size: u64,
-        alignment: u64,
-        capacity: u64,
+        level: &MemoryLevel,
         max: usize,
         out: &mut Vec<Candidate>,
     ) {
+        let (alignment, capacity) = (level.alignment, level.capacity);
         out.clear();
         if size > capacity || max == 0 {
             return;
@@ -118,6 +119,16 @@ mod tests {
         }
     }
 
+    fn level(alignment: u64, capacity: u64) -> MemoryLevel {
+        MemoryLevel {
+            name: "fast".into(),
+            capacity,
+            read_bw: 1.0,
+            write_bw: 1.0,
+            alignment,
+        }
+    }
+
     #[test]
     fn best_fit_first_then_lower_offset() {
         let mut occ = Occupancy::default();
@@ -128,22 +139,22 @@ mod tests {
         occ.insert(chunk(5, 9, 45, 50));
         occ.insert(chunk(20, 30, 10, 30)); // not overlapping in time
         let mut out = Vec::new();
-        occ.candidates(0, 9, 5, 1, 100, 8, &mut out);
+        occ.candidates(0, 9, 5, &level(1, 100), 8, &mut out);
         let offsets: Vec<_> = out.iter().map(|c| (c.offset, c.gap)).collect();
         assert_eq!(offsets, vec![(40, 5), (10, 20), (50, 50)]);
-        occ.candidates(0, 9, 6, 1, 100, 8, &mut out);
+        occ.candidates(0, 9, 6, &level(1, 100), 8, &mut out);
         assert_eq!(out[0].offset, 10);
-        occ.candidates(0, 9, 6, 1, 100, 1, &mut out);
+        occ.candidates(0, 9, 6, &level(1, 100), 1, &mut out);
         assert_eq!(out.len(), 1);
         // Alignment 16: gap [40,45) cannot take it; [10,30) starts at 16.
-        occ.candidates(0, 9, 5, 16, 100, 8, &mut out);
+        occ.candidates(0, 9, 5, &level(16, 100), 8, &mut out);
         let offsets: Vec<_> = out.iter().map(|c| c.offset).collect();
         assert_eq!(offsets, vec![16, 64]);
         // Only the chunk at [10,30) overlaps ops 20..=30: offsets 0 (gap 10) and 30.
-        occ.candidates(20, 30, 10, 1, 100, 8, &mut out);
+        occ.candidates(20, 30, 10, &level(1, 100), 8, &mut out);
         let offsets: Vec<_> = out.iter().map(|c| c.offset).collect();
         assert_eq!(offsets, vec![0, 30]);
-        occ.candidates(20, 30, 101, 1, 100, 8, &mut out);
+        occ.candidates(20, 30, 101, &level(1, 100), 8, &mut out);
         assert!(out.is_empty());
         assert_eq!(occ.peak_top(), 50);
     }

@@ -137,7 +137,7 @@ mod tests {
             ..GameOptions::default()
         };
         assert_eq!(o.action_count(), 33);
-        let mut seen = vec![false; 33];
+        let mut seen = [false; 33];
         for l in 0..2 {
             for m in 0..4 {
                 for k in 0..4 {
