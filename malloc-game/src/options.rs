@@ -47,6 +47,9 @@ pub enum Order {
     BySize,
 }
 
+/// The largest K the game accepts (a corrupt or careless value must not allocate wildly).
+pub const MAX_SLOTS: usize = 1024;
+
 /// The rules' knobs. The observation's size depends on these alone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -108,8 +111,8 @@ impl GameOptions {
                 self.fast_levels
             ));
         }
-        if self.slots == 0 {
-            return Err("slots: must be >= 1".into());
+        if self.slots == 0 || self.slots > MAX_SLOTS {
+            return Err(format!("slots: must be in 1..={MAX_SLOTS}, got {}", self.slots));
         }
         if self.modes.is_empty() {
             return Err("modes: at least one mode is needed".into());

@@ -1,0 +1,668 @@
+//! The best-fit chunk heap of one fast level: chunks `[offset, offset+size)` committed over
+//! inclusive op intervals `[start, end]`, after XLA's `GlobalDecreasingSizeBestFitHeap`
+//! (docs/xla-msa.md, "Best-fit placement").
+//!
+//! Every query looks only at the chunks that overlap the asked interval in time. They are
+//! found in `O(log T + k)` for `k` overlapping chunks: a chunk overlapping `[s, e]` either
+//! is live at `s` (found by a stabbing query on a segment tree over time, where each chunk
+//! sits at `O(log T)` nodes and each root-to-leaf path meets it at most once) or starts in
+//! `(s, e]` (found in an ordered set keyed by start). The gap walk then sorts those `k`
+//! chunks by offset.
+
+use accel_sim::{Hardware, OpId};
+use std::collections::BTreeSet;
+
+/// A committed chunk: bytes `[offset, offset + size)` held over ops `start..=end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Chunk {
+    pub start: OpId,
+    pub end: OpId,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Chunk {
+    /// One past the chunk's last byte.
+    pub fn top(&self) -> u64 {
+        self.offset + self.size
+    }
+}
+
+/// Handle of a committed chunk, for [`ChunkHeap::remove`].
+pub type ChunkId = usize;
+
+/// A place where a chunk fits: its offset and the size of the free gap it starts (from the
+/// offset to the next chunk above it, or to the capacity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    pub offset: u64,
+    pub gap: u64,
+}
+
+/// How big the gap above the highest overlapping chunk counts in a best-fit choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TopGap {
+    /// It reaches the capacity (docs/xla-msa.md: "and above the last one, up to
+    /// capacity"): it competes with the gaps below by its real size.
+    #[default]
+    Capacity,
+    /// It reaches only the heap's current peak address, as in XLA's heap, which grows on
+    /// demand and checks the capacity afterwards. A chunk goes above the peak (growing the
+    /// heap) only when no gap below the peak holds it, so the heap stays compact.
+    Peak,
+}
+
+/// A chunk the heap cannot take; names the value that is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeapError {
+    #[error("heap capacity must be > 0")]
+    ZeroCapacity,
+    #[error("heap alignment must be a power of two, got {0}")]
+    BadAlignment(u64),
+    #[error("heap horizon (number of ops) must be > 0")]
+    ZeroHorizon,
+    #[error("level {level} is not a fast level of hardware `{hw}` (levels 1..{max})")]
+    NotFastLevel {
+        hw: String,
+        level: usize,
+        max: usize,
+    },
+    #[error("chunk size must be > 0")]
+    ZeroSize,
+    #[error("chunk interval {start}..={end} is not inside ops 0..{horizon}")]
+    BadInterval {
+        start: OpId,
+        end: OpId,
+        horizon: usize,
+    },
+    #[error("chunk offset {offset} is not a multiple of the alignment {alignment}")]
+    Misaligned { offset: u64, alignment: u64 },
+    #[error("chunk offset {offset} + size {size} exceeds the capacity {capacity}")]
+    OverCapacity {
+        offset: u64,
+        size: u64,
+        capacity: u64,
+    },
+    #[error("chunk [{offset}, {top}) over ops {start}..={end} overlaps a committed chunk [{other_offset}, {other_top}) over ops {other_start}..={other_end}")]
+    Overlap {
+        offset: u64,
+        top: u64,
+        start: OpId,
+        end: OpId,
+        other_offset: u64,
+        other_top: u64,
+        other_start: OpId,
+        other_end: OpId,
+    },
+}
+
+/// The committed chunks of one fast level.
+#[derive(Clone, Debug)]
+pub struct ChunkHeap {
+    capacity: u64,
+    alignment: u64,
+    horizon: usize,
+    chunks: Vec<Option<Chunk>>,
+    free_ids: Vec<ChunkId>,
+    /// Segment tree over time: node `i` lists the chunks whose interval covers the node's
+    /// whole time range but not its parent's.
+    tree: Vec<Vec<u32>>,
+    leaves: usize,
+    by_start: BTreeSet<(OpId, u32)>,
+    peak: u64,
+    live: usize,
+}
+
+#[inline]
+fn align_up(x: u64, alignment: u64) -> Option<u64> {
+    x.checked_add(alignment - 1).map(|v| v & !(alignment - 1))
+}
+
+impl ChunkHeap {
+    /// An empty heap of `capacity` bytes over ops `0..horizon`.
+    pub fn new(capacity: u64, alignment: u64, horizon: usize) -> Result<ChunkHeap, HeapError> {
+        if capacity == 0 {
+            return Err(HeapError::ZeroCapacity);
+        }
+        if alignment == 0 || !alignment.is_power_of_two() {
+            return Err(HeapError::BadAlignment(alignment));
+        }
+        if horizon == 0 {
+            return Err(HeapError::ZeroHorizon);
+        }
+        let leaves = horizon.next_power_of_two();
+        Ok(ChunkHeap {
+            capacity,
+            alignment,
+            horizon,
+            chunks: Vec::new(),
+            free_ids: Vec::new(),
+            tree: vec![Vec::new(); 2 * leaves],
+            leaves,
+            by_start: BTreeSet::new(),
+            peak: 0,
+            live: 0,
+        })
+    }
+
+    /// An empty heap for fast level `level` of `hw` (its capacity and alignment).
+    pub fn for_level(hw: &Hardware, level: usize, horizon: usize) -> Result<ChunkHeap, HeapError> {
+        if level == 0 || level >= hw.levels.len() {
+            return Err(HeapError::NotFastLevel {
+                hw: hw.name.clone(),
+                level,
+                max: hw.levels.len().saturating_sub(1),
+            });
+        }
+        let l = &hw.levels[level];
+        ChunkHeap::new(l.capacity, l.alignment, horizon)
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+    pub fn horizon(&self) -> usize {
+        self.horizon
+    }
+    /// The highest `offset + size` of any committed chunk (0 when empty).
+    pub fn peak_address(&self) -> u64 {
+        self.peak
+    }
+    /// Number of committed chunks.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+    /// A committed chunk by id.
+    pub fn get(&self, id: ChunkId) -> Option<&Chunk> {
+        self.chunks.get(id).and_then(Option::as_ref)
+    }
+    /// Every committed chunk with its id.
+    pub fn iter(&self) -> impl Iterator<Item = (ChunkId, &Chunk)> {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+    }
+
+    /// The segment-tree nodes whose union is exactly `[start, end]`.
+    fn for_each_node(leaves: usize, start: OpId, end: OpId, mut f: impl FnMut(usize)) {
+        let (mut l, mut r) = (start + leaves, end + 1 + leaves);
+        while l < r {
+            if l & 1 == 1 {
+                f(l);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                f(r);
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+    }
+
+    /// Calls `f` on every committed chunk that overlaps ops `start..=end` in time, each
+    /// once. `O(log T + k)`.
+    pub fn for_each_overlapping(&self, start: OpId, end: OpId, mut f: impl FnMut(&Chunk)) {
+        if start >= self.horizon || start > end {
+            return;
+        }
+        let end = end.min(self.horizon - 1);
+        let mut node = start + self.leaves;
+        while node >= 1 {
+            for &id in &self.tree[node] {
+                if let Some(c) = &self.chunks[id as usize] {
+                    f(c);
+                }
+            }
+            node >>= 1;
+        }
+        if end > start {
+            for &(_, id) in self.by_start.range((start + 1, 0)..=(end, u32::MAX)) {
+                if let Some(c) = &self.chunks[id as usize] {
+                    f(c);
+                }
+            }
+        }
+    }
+
+    /// Whether `[offset, offset + size)` is free over ops `start..=end`, aligned, and under
+    /// the capacity.
+    pub fn fits(&self, start: OpId, end: OpId, offset: u64, size: u64) -> bool {
+        if size == 0 || start > end || end >= self.horizon || offset % self.alignment != 0 {
+            return false;
+        }
+        let Some(top) = offset.checked_add(size) else {
+            return false;
+        };
+        if top > self.capacity {
+            return false;
+        }
+        let mut free = true;
+        self.for_each_overlapping(start, end, |c| {
+            if c.offset < top && offset < c.top() {
+                free = false;
+            }
+        });
+        free
+    }
+
+    /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
+    /// lowest; the last one ends at the capacity (it may be empty).
+    fn for_each_gap(&self, start: OpId, end: OpId, mut f: impl FnMut(u64, u64, bool)) {
+        let mut busy: Vec<(u64, u64)> = Vec::new();
+        self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top())));
+        busy.sort_unstable();
+        let mut reach = 0u64;
+        for (o, t) in busy {
+            if o > reach {
+                f(reach, o, false);
+            }
+            reach = reach.max(t);
+        }
+        if reach < self.capacity {
+            f(reach, self.capacity, true);
+        }
+    }
+
+    /// The canonical candidate offsets for a chunk of `size` bytes over ops
+    /// `start..=end`: 0 and the top of every chunk overlapping the interval in time
+    /// (aligned up), kept where the chunk fits, sorted by the size of the free gap each
+    /// starts (best fit first), then by offset. These are exactly the starts of the free
+    /// gaps that hold the chunk. Written into `out` (cleared first). `O(log T + k log k)`.
+    pub fn candidates(&self, start: OpId, end: OpId, size: u64, out: &mut Vec<Candidate>) {
+        out.clear();
+        if size == 0 || size > self.capacity || start > end || end >= self.horizon {
+            return;
+        }
+        let alignment = self.alignment;
+        self.for_each_gap(start, end, |lo, hi, _| {
+            if let Some(o) = align_up(lo, alignment) {
+                if o < hi && hi - o >= size {
+                    out.push(Candidate {
+                        offset: o,
+                        gap: hi - o,
+                    });
+                }
+            }
+        });
+        out.sort_unstable_by_key(|c| (c.gap, c.offset));
+    }
+
+    /// The offset a chunk of `size` bytes over ops `start..=end` gets: `preferred` if the
+    /// chunk fits there, else the smallest free gap that holds it (lower offset on ties),
+    /// with the top gap sized by `top`. `None` when it fits nowhere under the capacity.
+    pub fn best_fit(
+        &self,
+        start: OpId,
+        end: OpId,
+        size: u64,
+        preferred: Option<u64>,
+        top: TopGap,
+    ) -> Option<u64> {
+        if size == 0 || size > self.capacity || start > end || end >= self.horizon {
+            return None;
+        }
+        if let Some(p) = preferred {
+            if self.fits(start, end, p, size) {
+                return Some(p);
+            }
+        }
+        let alignment = self.alignment;
+        let peak = self.peak;
+        let capacity = self.capacity;
+        let mut best: Option<(u64, u64)> = None;
+        let mut grow: Option<u64> = None;
+        self.for_each_gap(start, end, |lo, hi, last| {
+            let Some(o) = align_up(lo, alignment) else {
+                return;
+            };
+            if o >= hi || hi - o < size {
+                return;
+            }
+            let nominal_hi = match (top, last) {
+                (TopGap::Peak, true) => peak.max(o).min(capacity),
+                _ => hi,
+            };
+            let gap = nominal_hi - o;
+            if gap >= size {
+                if best.is_none_or(|b| (gap, o) < b) {
+                    best = Some((gap, o));
+                }
+            } else {
+                grow = Some(o);
+            }
+        });
+        best.map(|(_, o)| o).or(grow)
+    }
+
+    /// Commits a chunk; fails (changing nothing) if it is out of bounds, misaligned or
+    /// overlaps a committed chunk.
+    pub fn commit(&mut self, chunk: Chunk) -> Result<ChunkId, HeapError> {
+        let Chunk {
+            start,
+            end,
+            offset,
+            size,
+        } = chunk;
+        if size == 0 {
+            return Err(HeapError::ZeroSize);
+        }
+        if start > end || end >= self.horizon {
+            return Err(HeapError::BadInterval {
+                start,
+                end,
+                horizon: self.horizon,
+            });
+        }
+        if offset % self.alignment != 0 {
+            return Err(HeapError::Misaligned {
+                offset,
+                alignment: self.alignment,
+            });
+        }
+        if offset.checked_add(size).is_none_or(|t| t > self.capacity) {
+            return Err(HeapError::OverCapacity {
+                offset,
+                size,
+                capacity: self.capacity,
+            });
+        }
+        let mut clash: Option<Chunk> = None;
+        self.for_each_overlapping(start, end, |c| {
+            if clash.is_none() && c.offset < offset + size && offset < c.top() {
+                clash = Some(*c);
+            }
+        });
+        if let Some(c) = clash {
+            return Err(HeapError::Overlap {
+                offset,
+                top: offset + size,
+                start,
+                end,
+                other_offset: c.offset,
+                other_top: c.top(),
+                other_start: c.start,
+                other_end: c.end,
+            });
+        }
+        let id = match self.free_ids.pop() {
+            Some(id) => {
+                self.chunks[id] = Some(chunk);
+                id
+            }
+            None => {
+                self.chunks.push(Some(chunk));
+                self.chunks.len() - 1
+            }
+        };
+        let tree = &mut self.tree;
+        Self::for_each_node(self.leaves, start, end, |n| tree[n].push(id as u32));
+        self.by_start.insert((start, id as u32));
+        self.peak = self.peak.max(chunk.top());
+        self.live += 1;
+        Ok(id)
+    }
+
+    /// Removes a committed chunk (undoing a commit); `None` if `id` is not committed.
+    pub fn remove(&mut self, id: ChunkId) -> Option<Chunk> {
+        let chunk = self.chunks.get_mut(id)?.take()?;
+        let tree = &mut self.tree;
+        Self::for_each_node(self.leaves, chunk.start, chunk.end, |n| {
+            if let Some(i) = tree[n].iter().position(|&x| x as usize == id) {
+                tree[n].swap_remove(i);
+            }
+        });
+        self.by_start.remove(&(chunk.start, id as u32));
+        self.free_ids.push(id);
+        self.live -= 1;
+        if chunk.top() >= self.peak {
+            self.peak = self.iter().map(|(_, c)| c.top()).max().unwrap_or(0);
+        }
+        Some(chunk)
+    }
+}
+
+/// The result of [`pack_decreasing_size`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packing {
+    /// Per interval (input order): its offset, or `None` if it did not fit.
+    pub offsets: Vec<Option<u64>>,
+    /// How many intervals fit.
+    pub placed: usize,
+    /// The highest `offset + size` among the placed ones.
+    pub peak: u64,
+}
+
+/// XLA's "global decreasing size best fit" packing of `(start, end, size)` intervals
+/// (inclusive op ranges) into `capacity` bytes: largest first, then longest-lived, then
+/// input order; each at its best-fit offset, or left out if it fits nowhere.
+pub fn pack_decreasing_size(
+    intervals: &[(OpId, OpId, u64)],
+    capacity: u64,
+    alignment: u64,
+    top: TopGap,
+) -> Result<Packing, HeapError> {
+    let horizon = intervals.iter().map(|i| i.1 + 1).max().unwrap_or(1);
+    let mut heap = ChunkHeap::new(capacity, alignment, horizon)?;
+    let mut order: Vec<usize> = (0..intervals.len()).collect();
+    order.sort_by_key(|&i| {
+        let (s, e, size) = intervals[i];
+        (
+            std::cmp::Reverse(size),
+            std::cmp::Reverse(e.saturating_sub(s)),
+            i,
+        )
+    });
+    let mut offsets = vec![None; intervals.len()];
+    let mut placed = 0;
+    for i in order {
+        let (start, end, size) = intervals[i];
+        if let Some(offset) = heap.best_fit(start, end, size, None, top) {
+            heap.commit(Chunk {
+                start,
+                end,
+                offset,
+                size,
+            })?;
+            offsets[i] = Some(offset);
+            placed += 1;
+        }
+    }
+    Ok(Packing {
+        offsets,
+        placed,
+        peak: heap.peak_address(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(start: OpId, end: OpId, offset: u64, size: u64) -> Chunk {
+        Chunk {
+            start,
+            end,
+            offset,
+            size,
+        }
+    }
+
+    /// A brute-force reference: every chunk, filtered by time overlap.
+    fn overlapping_naive(h: &ChunkHeap, s: OpId, e: OpId) -> Vec<Chunk> {
+        let mut v: Vec<Chunk> = h
+            .iter()
+            .map(|(_, c)| *c)
+            .filter(|c| c.start <= e && s <= c.end)
+            .collect();
+        v.sort_by_key(|c| (c.start, c.end, c.offset));
+        v
+    }
+
+    #[test]
+    fn best_fit_picks_the_smallest_gap_then_the_lower_offset() {
+        // Over ops 2..=3, chunks at [0,10), [14,20), [30,34) leave gaps [10,14) (4 bytes),
+        // [20,30) (10) and [34,100) (66).
+        let mut h = ChunkHeap::new(100, 1, 10).unwrap();
+        h.commit(chunk(0, 5, 0, 10)).unwrap();
+        h.commit(chunk(2, 2, 14, 6)).unwrap();
+        h.commit(chunk(3, 9, 30, 4)).unwrap();
+        // A chunk only live at op 8 does not matter for ops 2..=3.
+        h.commit(chunk(8, 8, 10, 4)).unwrap();
+        assert_eq!(h.best_fit(2, 3, 4, None, TopGap::Capacity), Some(10));
+        assert_eq!(h.best_fit(2, 3, 5, None, TopGap::Capacity), Some(20));
+        assert_eq!(h.best_fit(2, 3, 11, None, TopGap::Capacity), Some(34));
+        assert_eq!(h.best_fit(2, 3, 67, None, TopGap::Capacity), None);
+        // The preferred offset wins wherever it fits, and only there.
+        assert_eq!(h.best_fit(2, 3, 5, Some(40), TopGap::Capacity), Some(40));
+        assert_eq!(h.best_fit(2, 3, 5, Some(12), TopGap::Capacity), Some(20));
+        let mut c = Vec::new();
+        h.candidates(2, 3, 4, &mut c);
+        assert_eq!(
+            c,
+            vec![
+                Candidate { offset: 10, gap: 4 },
+                Candidate {
+                    offset: 20,
+                    gap: 10
+                },
+                Candidate {
+                    offset: 34,
+                    gap: 66
+                },
+            ]
+        );
+        h.candidates(2, 3, 5, &mut c);
+        assert_eq!(c.iter().map(|c| c.offset).collect::<Vec<_>>(), vec![20, 34]);
+    }
+
+    #[test]
+    fn the_peak_rule_keeps_the_heap_compact() {
+        // Ops 0..=1 hold [0,10) and [60,80); ops 5..=6 hold [0,40): the peak is 80.
+        let mut h = ChunkHeap::new(100, 1, 10).unwrap();
+        h.commit(chunk(0, 1, 0, 10)).unwrap();
+        h.commit(chunk(5, 6, 0, 40)).unwrap();
+        h.commit(chunk(0, 1, 60, 20)).unwrap();
+        // Gaps over 0..=1: [10,60) (50) and [80,100) (20).
+        assert_eq!(h.best_fit(0, 1, 15, None, TopGap::Capacity), Some(80));
+        // Under the peak rule the top gap counts only up to the peak (80): it has no room
+        // below the peak, so [10,60) wins.
+        assert_eq!(h.peak_address(), 80);
+        assert_eq!(h.best_fit(0, 1, 15, None, TopGap::Peak), Some(10));
+        // Nothing below the peak holds 55 bytes: no gap holds it at all.
+        assert_eq!(h.best_fit(0, 1, 55, None, TopGap::Peak), None);
+        // 20 bytes fit only in the top gap, which then grows the heap.
+        let mut g = ChunkHeap::new(100, 1, 10).unwrap();
+        g.commit(chunk(0, 1, 0, 50)).unwrap();
+        assert_eq!(g.best_fit(0, 1, 20, None, TopGap::Peak), Some(50));
+    }
+
+    #[test]
+    fn alignment_rounds_gap_starts_up() {
+        let mut h = ChunkHeap::new(256, 64, 4).unwrap();
+        h.commit(chunk(0, 3, 0, 10)).unwrap();
+        assert_eq!(h.best_fit(0, 0, 64, None, TopGap::Capacity), Some(64));
+        assert!(!h.fits(0, 0, 10, 4), "misaligned");
+        assert!(h.fits(1, 1, 64, 192));
+        assert!(!h.fits(1, 1, 128, 192), "over capacity");
+        assert_eq!(
+            h.commit(chunk(0, 0, 10, 4)),
+            Err(HeapError::Misaligned {
+                offset: 10,
+                alignment: 64
+            })
+        );
+        let mut c = Vec::new();
+        h.candidates(0, 3, 192, &mut c);
+        assert_eq!(
+            c,
+            vec![Candidate {
+                offset: 64,
+                gap: 192
+            }]
+        );
+        h.candidates(0, 3, 193, &mut c);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn commit_rejects_overlaps_and_remove_undoes() {
+        let mut h = ChunkHeap::new(100, 1, 10).unwrap();
+        let a = h.commit(chunk(2, 5, 0, 50)).unwrap();
+        let e = h.commit(chunk(5, 7, 40, 20)).unwrap_err();
+        assert!(e.to_string().contains("overlaps"), "{e}");
+        assert!(h.commit(chunk(6, 7, 40, 20)).is_ok());
+        assert!(matches!(
+            h.commit(chunk(3, 10, 60, 1)),
+            Err(HeapError::BadInterval { .. })
+        ));
+        assert!(matches!(
+            h.commit(chunk(3, 3, 60, 41)),
+            Err(HeapError::OverCapacity { .. })
+        ));
+        assert_eq!(h.peak_address(), 60);
+        assert_eq!(h.remove(a), Some(chunk(2, 5, 0, 50)));
+        assert_eq!(h.remove(a), None);
+        assert!(h.fits(2, 5, 0, 100));
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.peak_address(), 60);
+        assert!(matches!(
+            ChunkHeap::new(10, 3, 1),
+            Err(HeapError::BadAlignment(3))
+        ));
+        assert!(ChunkHeap::new(0, 1, 1).is_err());
+        assert!(ChunkHeap::new(1, 1, 0).is_err());
+    }
+
+    #[test]
+    fn overlap_query_matches_brute_force() {
+        // A deterministic LCG so the test needs no dependency.
+        let mut x: u64 = 12345;
+        let mut next = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let t = 37;
+        let mut h = ChunkHeap::new(1 << 40, 1, t).unwrap();
+        let mut ids = Vec::new();
+        for i in 0..400u64 {
+            let s = next(t as u64) as usize;
+            let e = (s + next(8) as usize).min(t - 1);
+            // Distinct offsets: no overlaps in address.
+            ids.push(h.commit(chunk(s, e, i * 10, 10)).unwrap());
+            if i % 3 == 0 {
+                let k = next(ids.len() as u64) as usize;
+                h.remove(ids.swap_remove(k));
+            }
+        }
+        for s in 0..t {
+            for e in s..t {
+                let mut got = Vec::new();
+                h.for_each_overlapping(s, e, |c| got.push(*c));
+                got.sort_by_key(|c| (c.start, c.end, c.offset));
+                assert_eq!(got, overlapping_naive(&h, s, e), "{s}..={e}");
+            }
+        }
+    }
+
+    #[test]
+    fn packing_input_12_by_hand() {
+        // minimalloc's input.12 (capacity 12): b1 [0,2], b2 [3,8], b3 [0,8], b4 [9,20],
+        // b5 [0,20], all 4 bytes. Order: b5 (longest), b4, b3, b2, b1.
+        // b5 -> 0; b4 beside b5 -> 4; b3 beside b5 -> 4; b2 beside b5, b3 -> 8;
+        // b1 beside b5, b3 -> 8. Peak 12.
+        let iv = [(0, 2, 4), (3, 8, 4), (0, 8, 4), (9, 20, 4), (0, 20, 4)];
+        let p = pack_decreasing_size(&iv, 12, 1, TopGap::Capacity).unwrap();
+        assert_eq!(p.offsets, vec![Some(8), Some(8), Some(4), Some(4), Some(0)]);
+        assert_eq!((p.placed, p.peak), (5, 12));
+    }
+}

@@ -1,0 +1,83 @@
+//! Players of the mallocGame: policies that play a whole episode and return the finished
+//! game (its mapping, rewards and simulated return).
+//!
+//! - [`random`]: uniform over the legal actions (the floor any learned player must clear).
+//! - [`greedy`]: the action with the largest cost-model saving at each turn.
+//! - [`xla`]: the XLA-style heuristic (docs/xla-msa.md) expressed over the game's actions,
+//!   so the game can be scored against XLA on equal terms.
+//! - [`beam`]: beam search over whole games, ranked by the cost model, finished by the
+//!   simulator.
+//!
+//! Every player only ever plays legal actions, so every game it returns is finished and
+//! its mapping is valid.
+
+pub mod beam;
+pub mod greedy;
+pub mod random;
+pub mod xla;
+
+pub use beam::BeamPlayer;
+pub use greedy::{greedy_action, GreedyPlayer};
+pub use random::RandomPlayer;
+pub use xla::{CopyBudget, XlaPlayer};
+
+use crate::game::{Game, GameSetup};
+use std::sync::Arc;
+
+/// A policy that plays whole episodes.
+pub trait Player: Send + Sync {
+    /// The spec that [`player`] parses back into this player (`beam:8`).
+    fn name(&self) -> String;
+    /// Plays a fresh episode of `setup` to its end; deterministic given `seed`.
+    fn play(&self, setup: &Arc<GameSetup>, seed: u64) -> Game;
+}
+
+/// The players [`player`] knows, without parameters.
+pub const PLAYER_NAMES: &[&str] = &["random", "xla", "greedy", "beam"];
+
+/// "random", "xla", "greedy", "beam" (width [`beam::DEFAULT_WIDTH`]), "beam:W" (width W);
+/// `None` if the name is unknown or W is not a positive integer.
+pub fn player(spec: &str) -> Option<Box<dyn Player>> {
+    match spec {
+        "random" => Some(Box::new(RandomPlayer)),
+        "xla" => Some(Box::new(XlaPlayer::default())),
+        "greedy" => Some(Box::new(GreedyPlayer)),
+        "beam" => Some(Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH))),
+        _ => {
+            let w: usize = spec.strip_prefix("beam:")?.parse().ok()?;
+            (w > 0).then(|| Box::new(BeamPlayer::new(w)) as Box<dyn Player>)
+        }
+    }
+}
+
+/// Plays `action`, which the caller took from the game's own legal set. Should it be
+/// refused anyway (a bug in a player, not bad input), action 0 is played instead: it is
+/// legal on every turn, so the episode still ends in a valid mapping.
+fn play_legal(game: &mut Game, action: usize) {
+    if game.apply_action(action).is_err() {
+        debug_assert!(false, "a player chose illegal action {action}");
+        // Action 0 can only fail on a finished game, where there is nothing left to do.
+        let _ = game.apply_action(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_round_trip_through_name() {
+        for spec in ["random", "xla", "greedy", "beam:1", "beam:8", "beam:32"] {
+            assert_eq!(player(spec).unwrap().name(), spec);
+        }
+        assert_eq!(player("beam").unwrap().name(), "beam:8");
+        for name in PLAYER_NAMES {
+            assert!(player(name).is_some(), "{name}");
+        }
+        for bad in [
+            "", "beam:0", "beam:", "beam:x", "beam:-1", "beam8", "xla:1", "Greedy",
+        ] {
+            assert!(player(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,673 @@
+//! Saved games: what was played, against which program and hardware, and a replay that
+//! re-plays every action and checks every reward.
+//!
+//! A saved game is a [`binio`](crate::binio) file of kind `MMZGAME` (or its JSON export).
+//! It names the program by name and content hash rather than embedding it: the workload is
+//! loaded again at replay, and a changed workload is reported instead of replayed. The
+//! hardware and the game options are embedded, so a replay needs nothing else.
+
+use crate::binio::{self, BinError};
+use crate::game::{Game, GameError, GameSetup};
+use crate::options::GameOptions;
+use accel_sim::hardware::HardwareFile;
+use accel_sim::{HardwareError, Program};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The format version of saved games (binary header and the `format_version` field).
+pub const GAME_FORMAT_VERSION: u32 = 1;
+/// The magic of a saved-game file.
+pub const GAME_MAGIC: &[u8; 8] = b"MMZGAME\0";
+
+use crate::options::MAX_SLOTS;
+
+/// One played game.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GameRecord {
+    /// [`GAME_FORMAT_VERSION`] when written.
+    pub format_version: u32,
+    /// The program's name.
+    pub workload: String,
+    /// [`Program::content_hash`] of the program played.
+    pub program_hash: u64,
+    #[serde(with = "hardware_serde")]
+    pub hardware: HardwareFile,
+    pub options: GameOptions,
+    /// Who played (a baseline's name, `muzero`, `random`, ...).
+    pub player: String,
+    pub seed: u64,
+    /// One action per turn, in turn order.
+    pub actions: Vec<u32>,
+    /// The reward of each turn.
+    pub rewards: Vec<f64>,
+    /// The simulated latency `S` of the final mapping, seconds.
+    pub final_latency_s: f64,
+    /// `S0`, seconds.
+    pub all_slow_latency_s: f64,
+    /// Per turn, for agents that search (visit counts per action, root value).
+    pub search: Option<Vec<SearchStats>>,
+}
+
+/// What a searching agent saw at one turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchStats {
+    /// One count per action (`GameOptions::action_count` entries).
+    pub visits: Vec<u32>,
+    pub root_value: f32,
+}
+
+/// A saved game that cannot be made, read or trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot save an unfinished game: turn {turn} of {length}")]
+    NotTerminal { turn: usize, length: usize },
+    #[error(transparent)]
+    Bin(#[from] BinError),
+    #[error("{origin}: not a saved game: {msg}")]
+    Json { origin: String, msg: String },
+    #[error("{origin}: saved-game format version {found}, this build reads {expected}")]
+    Version {
+        origin: String,
+        found: u32,
+        expected: u32,
+    },
+    #[error("{origin}: field `{field}`: {msg}")]
+    Invalid {
+        origin: String,
+        field: &'static str,
+        msg: String,
+    },
+}
+
+/// Why a saved game does not replay.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("saved game of workload `{saved}` replayed against program `{given}`")]
+    WrongWorkload { saved: String, given: String },
+    #[error("saved against a different version of workload `{workload}` (program hash {saved:#018x} != {given:#018x})")]
+    ProgramHash {
+        workload: String,
+        saved: u64,
+        given: u64,
+    },
+    #[error("saved game of `{workload}` has {actions} actions, but the program has {buffers} buffers (one turn each)")]
+    Length {
+        workload: String,
+        actions: usize,
+        buffers: usize,
+    },
+    #[error("saved game of `{workload}` has {rewards} rewards for {actions} actions")]
+    Rewards {
+        workload: String,
+        rewards: usize,
+        actions: usize,
+    },
+    #[error("saved game of `{workload}`: {source}")]
+    Hardware {
+        workload: String,
+        source: HardwareError,
+    },
+    #[error("saved game of `{workload}`: {source}")]
+    Setup { workload: String, source: GameError },
+    #[error("saved game of `{workload}`: all-slow latency S0 {saved:e} s, replayed {replayed:e} s (the simulator or its inputs changed)")]
+    AllSlow {
+        workload: String,
+        saved: f64,
+        replayed: f64,
+    },
+    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`): {source}")]
+    Illegal {
+        workload: String,
+        turn: usize,
+        buffer: String,
+        source: GameError,
+    },
+    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`, action {action} = {action_name}): saved reward {saved:e}, replayed {replayed:e}")]
+    Reward {
+        workload: String,
+        turn: usize,
+        buffer: String,
+        action: u32,
+        action_name: String,
+        saved: f64,
+        replayed: f64,
+    },
+    #[error("saved game of `{workload}`: final latency {saved:e} s, replayed {replayed:e} s")]
+    FinalLatency {
+        workload: String,
+        saved: f64,
+        replayed: f64,
+    },
+}
+
+/// One replayed turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnInfo {
+    pub buffer: String,
+    pub action: u32,
+    /// `GameSetup::action_name`: `CMEM prefetch slot 0`.
+    pub action_name: String,
+    pub reward: f64,
+    /// The cost model's latency after this turn (`P(t)`), seconds.
+    pub proxy_latency_s: f64,
+}
+
+/// A verified replay: the finished game and its per-turn table.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    pub game: Game,
+    pub turns: Vec<TurnInfo>,
+}
+
+/// Rewards are fractions of `S0` (order 1e-3 per turn); the replay runs the same code on the
+/// same inputs, so anything beyond rounding noise means the game changed.
+fn close(saved: f64, replayed: f64) -> bool {
+    (saved - replayed).abs() <= 1e-12 + 1e-9 * saved.abs()
+}
+
+impl GameRecord {
+    /// The record of a finished game. `search`, when given, has one entry per turn.
+    pub fn from_game(
+        game: &Game,
+        player: &str,
+        seed: u64,
+        search: Option<Vec<SearchStats>>,
+    ) -> Result<GameRecord, RecordError> {
+        let not_over = || RecordError::NotTerminal {
+            turn: game.turn(),
+            length: game.length(),
+        };
+        if !game.is_terminal() {
+            return Err(not_over());
+        }
+        let final_latency_s = game.final_latency().ok_or_else(not_over)?;
+        let setup = game.setup();
+        let program = setup.program();
+        let origin = format!("game of `{}`", program.name());
+        let actions = game
+            .actions()
+            .iter()
+            .map(|&a| {
+                u32::try_from(a).map_err(|_| RecordError::Invalid {
+                    origin: origin.clone(),
+                    field: "actions",
+                    msg: format!("action {a} does not fit in 32 bits"),
+                })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        let record = GameRecord {
+            format_version: GAME_FORMAT_VERSION,
+            workload: program.name().to_string(),
+            program_hash: program.content_hash(),
+            hardware: setup.hardware().to_file(),
+            options: setup.options().clone(),
+            player: player.to_string(),
+            seed,
+            actions,
+            rewards: game.rewards().to_vec(),
+            final_latency_s,
+            all_slow_latency_s: setup.all_slow_latency(),
+            search,
+        };
+        record.check(&origin)?;
+        Ok(record)
+    }
+
+    /// Checks what can be checked without the program: the version and the lengths.
+    fn check(&self, origin: &str) -> Result<(), RecordError> {
+        if self.format_version != GAME_FORMAT_VERSION {
+            return Err(RecordError::Version {
+                origin: origin.to_string(),
+                found: self.format_version,
+                expected: GAME_FORMAT_VERSION,
+            });
+        }
+        let invalid = |field, msg| RecordError::Invalid {
+            origin: origin.to_string(),
+            field,
+            msg,
+        };
+        if self.rewards.len() != self.actions.len() {
+            return Err(invalid(
+                "rewards",
+                format!(
+                    "{} rewards for {} actions",
+                    self.rewards.len(),
+                    self.actions.len()
+                ),
+            ));
+        }
+        // A corrupt file can hold any numbers; these bounds keep the game's per-turn buffers
+        // (sized by the slot count) and the action count small before any game is built.
+        if !(1..=MAX_SLOTS).contains(&self.options.slots) {
+            return Err(invalid(
+                "options.slots",
+                format!("must be in 1..={MAX_SLOTS}, got {}", self.options.slots),
+            ));
+        }
+        let fast_on_offer = self.hardware.levels.len().saturating_sub(1);
+        if self.options.fast_levels > fast_on_offer {
+            return Err(invalid(
+                "options.fast_levels",
+                format!(
+                    "{} fast levels, the saved hardware has {fast_on_offer}",
+                    self.options.fast_levels
+                ),
+            ));
+        }
+        if let Some(search) = &self.search {
+            if search.len() != self.actions.len() {
+                return Err(invalid(
+                    "search",
+                    format!("{} entries for {} turns", search.len(), self.actions.len()),
+                ));
+            }
+            let count = self.options.action_count();
+            if let Some((t, s)) = search
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.visits.len() != count)
+            {
+                return Err(invalid(
+                    "search",
+                    format!(
+                        "turn {t}: {} visit counts, the game has {count} actions",
+                        s.visits.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the binary form atomically.
+    pub fn save(&self, path: &Path) -> Result<(), RecordError> {
+        binio::write_atomic(path, GAME_MAGIC, GAME_FORMAT_VERSION, self)?;
+        Ok(())
+    }
+
+    /// Reads a file written by [`GameRecord::save`].
+    pub fn load(path: &Path) -> Result<GameRecord, RecordError> {
+        let record: GameRecord = binio::read(path, GAME_MAGIC, GAME_FORMAT_VERSION)?;
+        record.check(&path.display().to_string())?;
+        Ok(record)
+    }
+
+    /// The JSON form (pretty-printed), for tools and people.
+    pub fn to_json(&self) -> String {
+        // Cannot fail: every map key is a string and every type serializes. (A non-finite
+        // float becomes `null`, which `from_json` then reports.)
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| unreachable!("a game record always serializes to JSON: {e}"))
+    }
+
+    /// Parses [`GameRecord::to_json`]'s form; `origin` (a file name) is what errors name.
+    pub fn from_json(text: &str, origin: &str) -> Result<GameRecord, RecordError> {
+        let record: GameRecord = serde_json::from_str(text).map_err(|e| RecordError::Json {
+            origin: origin.to_string(),
+            msg: e.to_string(),
+        })?;
+        record.check(origin)?;
+        Ok(record)
+    }
+
+    /// Replays the game against `program` and checks every reward, `S0` and the final
+    /// latency; the first difference is the error.
+    pub fn replay(&self, program: Arc<Program>) -> Result<Replay, ReplayError> {
+        let workload = || self.workload.clone();
+        if program.name() != self.workload {
+            return Err(ReplayError::WrongWorkload {
+                saved: workload(),
+                given: program.name().to_string(),
+            });
+        }
+        let hash = program.content_hash();
+        if hash != self.program_hash {
+            return Err(ReplayError::ProgramHash {
+                workload: workload(),
+                saved: self.program_hash,
+                given: hash,
+            });
+        }
+        let buffers = program.buffers().len();
+        if self.actions.len() != buffers {
+            return Err(ReplayError::Length {
+                workload: workload(),
+                actions: self.actions.len(),
+                buffers,
+            });
+        }
+        if self.rewards.len() != self.actions.len() {
+            return Err(ReplayError::Rewards {
+                workload: workload(),
+                rewards: self.rewards.len(),
+                actions: self.actions.len(),
+            });
+        }
+        let hw = self
+            .hardware
+            .clone()
+            .into_hardware("saved hardware: ")
+            .map_err(|source| ReplayError::Hardware {
+                workload: workload(),
+                source,
+            })?;
+        let setup = GameSetup::new(program, hw, self.options.clone()).map_err(|source| {
+            ReplayError::Setup {
+                workload: workload(),
+                source,
+            }
+        })?;
+        if !close(self.all_slow_latency_s, setup.all_slow_latency()) {
+            return Err(ReplayError::AllSlow {
+                workload: workload(),
+                saved: self.all_slow_latency_s,
+                replayed: setup.all_slow_latency(),
+            });
+        }
+        let mut game = setup.start();
+        let mut turns = Vec::with_capacity(self.actions.len());
+        for (turn, (&action, &saved)) in self.actions.iter().zip(&self.rewards).enumerate() {
+            let buffer = match game.current_buffer() {
+                Some(b) => setup.program().buffer(b).name.clone(),
+                // Unreachable while the game has one turn per buffer (checked above), but a
+                // game that ends early must not index past it.
+                None => {
+                    return Err(ReplayError::Illegal {
+                        workload: workload(),
+                        turn,
+                        buffer: String::new(),
+                        source: GameError::Terminal,
+                    })
+                }
+            };
+            let replayed =
+                game.apply_action(action as usize)
+                    .map_err(|source| ReplayError::Illegal {
+                        workload: workload(),
+                        turn,
+                        buffer: buffer.clone(),
+                        source,
+                    })?;
+            let action_name = setup.action_name(action as usize);
+            if !close(saved, replayed) {
+                return Err(ReplayError::Reward {
+                    workload: workload(),
+                    turn,
+                    buffer,
+                    action,
+                    action_name,
+                    saved,
+                    replayed,
+                });
+            }
+            turns.push(TurnInfo {
+                buffer,
+                action,
+                action_name,
+                reward: replayed,
+                proxy_latency_s: game.proxy_latency(),
+            });
+        }
+        let replayed = game.final_latency().unwrap_or(f64::NAN);
+        if !close(self.final_latency_s, replayed) {
+            return Err(ReplayError::FinalLatency {
+                workload: workload(),
+                saved: self.final_latency_s,
+                replayed,
+            });
+        }
+        Ok(Replay { game, turns })
+    }
+}
+
+/// `HardwareFile` is written for JSON and TOML: its capacities are an untagged enum and an
+/// absent level-0 capacity is skipped, neither of which a non-self-describing format such
+/// as bincode can read back. JSON gets the file form itself (a saved game's `hardware` reads
+/// like a hardware file); binary formats get a plain mirror of it.
+mod hardware_serde {
+    use accel_sim::hardware::{ByteSize, DmaFile, HardwareFile, LevelFile};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Hw {
+        name: String,
+        peak_tflops: f64,
+        op_overhead_us: f64,
+        dma_engines: u32,
+        dma_setup_us: f64,
+        levels: Vec<Level>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Level {
+        name: String,
+        capacity: Option<Size>,
+        read_gb_per_s: f64,
+        write_gb_per_s: f64,
+        alignment: u64,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(h: &HardwareFile, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            return h.serialize(s);
+        }
+        Hw {
+            name: h.name.clone(),
+            peak_tflops: h.peak_tflops,
+            op_overhead_us: h.op_overhead_us,
+            dma_engines: h.dma.engines,
+            dma_setup_us: h.dma.setup_us,
+            levels: h
+                .levels
+                .iter()
+                .map(|l| Level {
+                    name: l.name.clone(),
+                    capacity: l.capacity.as_ref().map(|c| match c {
+                        ByteSize::Bytes(b) => Size::Bytes(*b),
+                        ByteSize::Text(t) => Size::Text(t.clone()),
+                    }),
+                    read_gb_per_s: l.read_gb_per_s,
+                    write_gb_per_s: l.write_gb_per_s,
+                    alignment: l.alignment,
+                })
+                .collect(),
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HardwareFile, D::Error> {
+        if d.is_human_readable() {
+            return HardwareFile::deserialize(d);
+        }
+        let h = Hw::deserialize(d)?;
+        Ok(HardwareFile {
+            name: h.name,
+            peak_tflops: h.peak_tflops,
+            op_overhead_us: h.op_overhead_us,
+            dma: DmaFile {
+                engines: h.dma_engines,
+                setup_us: h.dma_setup_us,
+            },
+            levels: h
+                .levels
+                .into_iter()
+                .map(|l| LevelFile {
+                    name: l.name,
+                    capacity: l.capacity.map(|c| match c {
+                        Size::Bytes(b) => ByteSize::Bytes(b),
+                        Size::Text(t) => ByteSize::Text(t),
+                    }),
+                    read_gb_per_s: l.read_gb_per_s,
+                    write_gb_per_s: l.write_gb_per_s,
+                    alignment: l.alignment,
+                })
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accel_sim::{Buffer, BufferKind, Hardware, Op};
+
+    fn program(flops: f64) -> Arc<Program> {
+        let buf = |n: &str, s, k| Buffer {
+            name: n.into(),
+            size: s,
+            kind: k,
+        };
+        let op = |n: &str, r: &[usize], w: &[usize]| Op {
+            name: n.into(),
+            kind: "t".into(),
+            flops,
+            reads: r.to_vec(),
+            writes: w.to_vec(),
+        };
+        Arc::new(
+            Program::new(
+                "tiny",
+                "",
+                vec![
+                    buf("x", 1 << 20, BufferKind::Input),
+                    buf("w", 2 << 20, BufferKind::Weight),
+                    buf("a", 1 << 20, BufferKind::Activation),
+                    buf("y", 1 << 20, BufferKind::Output),
+                ],
+                vec![op("op0", &[0, 1], &[2]), op("op1", &[2, 1], &[3])],
+            )
+            .unwrap(),
+        )
+    }
+
+    fn hw() -> Hardware {
+        Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap()
+    }
+
+    /// Plays the highest legal action every turn (places as much as it can).
+    fn played(p: Arc<Program>) -> Game {
+        let mut g = Game::new(p, hw(), GameOptions::default()).unwrap();
+        while !g.is_terminal() {
+            let a = *g.legal_actions().last().unwrap();
+            g.apply_action(a).unwrap();
+        }
+        g
+    }
+
+    #[test]
+    fn presets_survive_the_file_form_exactly() {
+        // The replay rebuilds the hardware from its file form; a lossy conversion would
+        // shift every reward by rounding noise.
+        for h in [
+            hw(),
+            Hardware::nnp_i_like(),
+            Hardware::tpu_v4i_like().with_capacity(1, 16 << 20).unwrap(),
+        ] {
+            assert_eq!(h.to_file().into_hardware("").unwrap(), h);
+        }
+    }
+
+    #[test]
+    fn binary_and_json_keep_the_hardware() {
+        let mut r = GameRecord::from_game(&played(program(1e6)), "test", 7, None).unwrap();
+        r.hardware.levels[1].capacity = Some(accel_sim::hardware::ByteSize::Text("3MiB".into()));
+        let b = binio::to_bytes("r", GAME_MAGIC, GAME_FORMAT_VERSION, &r).unwrap();
+        let back: GameRecord = binio::from_bytes("r", &b, GAME_MAGIC, GAME_FORMAT_VERSION).unwrap();
+        assert_eq!(back.to_json(), r.to_json());
+        let j = GameRecord::from_json(&r.to_json(), "r.json").unwrap();
+        assert_eq!(j.hardware.levels[1].capacity, r.hardware.levels[1].capacity);
+        assert!(j.hardware.levels[0].capacity.is_none());
+        // The JSON hardware reads like a hardware file.
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["hardware"]["levels"][1]["capacity"], "3MiB");
+        assert_eq!(v["hardware"]["peak_tflops"], 138.0);
+    }
+
+    #[test]
+    fn unfinished_games_are_refused() {
+        let mut g = Game::new(program(1e6), hw(), GameOptions::default()).unwrap();
+        g.apply_action(0).unwrap();
+        let e = GameRecord::from_game(&g, "test", 0, None).unwrap_err();
+        assert!(
+            matches!(e, RecordError::NotTerminal { turn: 1, length: 4 }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn search_stats_must_cover_every_turn_and_action() {
+        let g = played(program(1e6));
+        let n = g.setup().action_count();
+        let ok = vec![
+            SearchStats {
+                visits: vec![1; n],
+                root_value: 0.5,
+            };
+            g.length()
+        ];
+        assert!(GameRecord::from_game(&g, "mz", 0, Some(ok.clone())).is_ok());
+        let e = GameRecord::from_game(&g, "mz", 0, Some(ok[1..].to_vec())).unwrap_err();
+        assert!(e.to_string().contains("3 entries for 4 turns"), "{e}");
+        let mut short = ok;
+        short[2].visits.pop();
+        let e = GameRecord::from_game(&g, "mz", 0, Some(short)).unwrap_err();
+        assert!(e.to_string().contains("turn 2:"), "{e}");
+    }
+
+    #[test]
+    fn replay_reports_the_first_difference() {
+        let g = played(program(1e6));
+        let r = GameRecord::from_game(&g, "test", 0, None).unwrap();
+        let ok = r.replay(program(1e6)).unwrap();
+        assert_eq!(ok.turns.len(), 4);
+        assert_eq!(ok.game.final_latency(), g.final_latency());
+        let e = r.replay(program(2e6)).unwrap_err();
+        assert!(matches!(e, ReplayError::ProgramHash { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains("different version of workload `tiny`"),
+            "{e}"
+        );
+        let mut bad = r.clone();
+        bad.final_latency_s *= 1.0 + 1e-6;
+        assert!(matches!(
+            bad.replay(program(1e6)),
+            Err(ReplayError::FinalLatency { .. })
+        ));
+        let mut bad = r.clone();
+        bad.all_slow_latency_s *= 1.01;
+        assert!(matches!(
+            bad.replay(program(1e6)),
+            Err(ReplayError::AllSlow { .. })
+        ));
+        let mut bad = r;
+        bad.actions.pop();
+        bad.rewards.pop();
+        let e = bad.replay(program(1e6)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("3 actions, but the program has 4 buffers"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tolerance_is_relative_with_a_floor() {
+        // At a reward of 0.1 the relative part (1e-10) dominates the 1e-12 floor.
+        assert!(close(0.1, 0.1 * (1.0 + 5e-10)));
+        assert!(!close(0.1, 0.1 * (1.0 + 2e-9)));
+        assert!(!close(-0.1, 0.1));
+        assert!(close(0.0, 5e-13));
+        assert!(!close(0.0, 2e-12));
+    }
+}
