@@ -119,6 +119,13 @@ impl CostModel {
         self.size[b] * (inv[to] - inv[from])
     }
 
+    /// What op `u` saves by reading buffer `b` from `level` instead of level 0, with every
+    /// other access in level 0 (XLA's `inst_elapsed_reduction`).
+    pub fn use_saving_s(&self, b: BufferId, level: usize, u: OpId) -> f64 {
+        let c = self.compute[u];
+        c.max(self.default_mem[u]) - c.max(self.default_mem[u] + self.mem_shift(b, false, 0, level))
+    }
+
     /// XLA's `memory_boundedness` of a buffer placed in `level` (docs/xla-msa.md): the
     /// benefit of its defining op and uses, combined, divided by sqrt(size).
     pub fn memory_boundedness(&self, b: BufferId, level: usize) -> f64 {
@@ -132,16 +139,18 @@ impl CostModel {
                 mem0 - c
             }
         };
-        let mut acc: Option<f64> = self.def[b].map(|d| benefit(d, true));
+        // A weight or input is defined by XLA's parameter instruction, which moves no
+        // bytes and computes nothing: its benefit is 0.
+        let mut acc = self.def[b].map_or(0.0, |d| benefit(d, true));
         for &u in &self.uses[b] {
             let ub = benefit(u, false);
-            acc = Some(match acc {
-                Some(a) if a > 0.0 && ub > 0.0 => a + ub,
-                Some(a) => a.max(ub),
-                None => ub,
-            });
+            acc = if acc > 0.0 && ub > 0.0 {
+                acc + ub
+            } else {
+                acc.max(ub)
+            };
         }
-        acc.unwrap_or(0.0) / self.size[b].sqrt()
+        acc / self.size[b].sqrt()
     }
 
     /// Exposed copy time of one buffer's placement (see the module docs).

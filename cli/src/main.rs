@@ -1,1 +1,154 @@
-fn main() {}
+//! `mallocmuzero`: the command line that wires accel-sim, bench-workloads and malloc-game
+//! together. Errors print one line and exit with status 2; nothing here panics on input.
+
+mod bench;
+mod evaluate;
+mod play;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "mallocmuzero",
+    version,
+    about = "Learned memory mapping of ML programs: evaluate mappings against the XLA-style baseline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the built-in workloads with their statistics.
+    Workloads {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the built-in hardware configs.
+    Hardware {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run solvers on workloads, validate and simulate their mappings, print a table.
+    Evaluate(evaluate::EvaluateArgs),
+    /// Throughput figures of the simulator, the cost model and the game.
+    Bench(bench::BenchArgs),
+    /// Play the mallocGame with a player; print return and latency per episode.
+    Play(play::PlayArgs),
+    /// Replay a saved game, verify every reward, print or draw what happened.
+    Replay(play::ReplayArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => evaluate::run(&evaluate::EvaluateArgs::default()),
+        Some(Command::Workloads { json }) => workloads(json),
+        Some(Command::Hardware { json }) => hardware(json),
+        Some(Command::Evaluate(args)) => evaluate::run(&args),
+        Some(Command::Bench(args)) => bench::run(&args),
+        Some(Command::Play(args)) => play::run_play(&args),
+        Some(Command::Replay(args)) => play::run_replay(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+fn workloads(json: bool) -> Result<()> {
+    let mut rows = Vec::new();
+    for name in bench_workloads::names() {
+        let p = bench_workloads::load(name).with_context(|| format!("workload `{name}`"))?;
+        let weights: u64 = p
+            .buffers()
+            .iter()
+            .filter(|b| b.kind == accel_sim::BufferKind::Weight)
+            .map(|b| b.size)
+            .sum();
+        rows.push(serde_json::json!({
+            "name": name,
+            "ops": p.len(),
+            "buffers": p.buffers().len(),
+            "gflops": p.total_flops() / 1e9,
+            "weight_bytes": weights,
+            "peak_live_bytes": p.peak_live_bytes(),
+            "description": p.description(),
+        }));
+    }
+    if json {
+        println!("{}", serde_json::json!({ "workloads": rows }));
+        return Ok(());
+    }
+    println!(
+        "{:<18} {:>6} {:>8} {:>10} {:>11} {:>11}",
+        "workload", "ops", "buffers", "GFLOPs", "weights", "peak live"
+    );
+    for r in &rows {
+        println!(
+            "{:<18} {:>6} {:>8} {:>10.2} {:>11} {:>11}",
+            r["name"].as_str().unwrap_or_default(),
+            r["ops"],
+            r["buffers"],
+            r["gflops"].as_f64().unwrap_or_default(),
+            accel_sim::hardware::format_size(r["weight_bytes"].as_u64().unwrap_or_default()),
+            accel_sim::hardware::format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
+        );
+    }
+    Ok(())
+}
+
+fn hardware(json: bool) -> Result<()> {
+    let all: Vec<_> = accel_sim::hardware::PRESETS
+        .iter()
+        .map(|n| accel_sim::Hardware::preset(n).map(|h| h.to_file()))
+        .collect::<Result<_, _>>()?;
+    if json {
+        println!("{}", serde_json::json!({ "hardware": all }));
+        return Ok(());
+    }
+    for h in &all {
+        println!(
+            "{}: {} TFLOP/s peak, {} us per op, {} DMA engine(s)",
+            h.name, h.peak_tflops, h.op_overhead_us, h.dma.engines
+        );
+        for (i, l) in h.levels.iter().enumerate() {
+            let cap = match &l.capacity {
+                None => "unbounded".to_string(),
+                Some(accel_sim::hardware::ByteSize::Bytes(b)) => {
+                    accel_sim::hardware::format_size(*b)
+                }
+                Some(accel_sim::hardware::ByteSize::Text(t)) => t.clone(),
+            };
+            println!(
+                "  level {i} {:<6} {:>10}  read {:>7} GB/s  write {:>7} GB/s  align {} B",
+                l.name, cap, l.read_gb_per_s, l.write_gb_per_s, l.alignment
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `16MiB` (the fastest level) or `1:16MiB` (level 1).
+pub(crate) fn parse_capacity(spec: &str, hw: &accel_sim::Hardware) -> Result<(usize, u64)> {
+    let (level, size) = match spec.split_once(':') {
+        Some((l, s)) => (
+            l.trim().parse::<usize>().with_context(|| {
+                format!("--fast-capacity `{spec}`: `{l}` is not a level number")
+            })?,
+            s,
+        ),
+        None => (hw.fastest(), spec),
+    };
+    let bytes = accel_sim::parse_size(size).map_err(|m| anyhow::anyhow!("--fast-capacity: {m}"))?;
+    if level == 0 || level >= hw.levels.len() {
+        bail!(
+            "--fast-capacity `{spec}`: level {level} is not a fast level of `{}` (1..{})",
+            hw.name,
+            hw.levels.len() - 1
+        );
+    }
+    Ok((level, bytes))
+}

@@ -83,7 +83,19 @@ impl GameSetup {
         let boundedness: Vec<f64> = (0..n)
             .map(|b| cost.memory_boundedness(b, fastest))
             .collect();
-        let order = presentation_order(&program, &boundedness, options.order);
+        let order = match options.order {
+            Order::Xla => crate::baselines::xla::xla_order(&program, &cost, fastest),
+            Order::ByStart => {
+                let mut ids: Vec<BufferId> = (0..n).collect();
+                ids.sort_by_key(|&b| (program.live_range(b).0, b));
+                ids
+            }
+            Order::BySize => {
+                let mut ids: Vec<BufferId> = (0..n).collect();
+                ids.sort_by_key(|&b| (std::cmp::Reverse(program.buffer(b).size), b));
+                ids
+            }
+        };
         let picker = PickerConfig::default();
         let plans = (0..n)
             .map(|b| {
@@ -180,27 +192,6 @@ impl GameSetup {
             }
         }
     }
-}
-
-fn presentation_order(program: &Program, boundedness: &[f64], order: Order) -> Vec<BufferId> {
-    let mut ids: Vec<BufferId> = (0..program.buffers().len()).collect();
-    match order {
-        Order::Xla => ids.sort_by(|&a, &b| {
-            let key = |x: BufferId| {
-                let (s, e) = program.live_range(x);
-                let last = program.uses(x).last().copied().unwrap_or(s);
-                (s as i64 - e as i64, last, s)
-            };
-            boundedness[b]
-                .total_cmp(&boundedness[a])
-                .then(program.buffer(b).size.cmp(&program.buffer(a).size))
-                .then(key(a).cmp(&key(b)))
-                .then(a.cmp(&b))
-        }),
-        Order::ByStart => ids.sort_by_key(|&b| (program.live_range(b).0, b)),
-        Order::BySize => ids.sort_by_key(|&b| (std::cmp::Reverse(program.buffer(b).size), b)),
-    }
-    ids
 }
 
 /// The interval a mode gives buffer `b` in `level` (docs/mallocgame.md, "One turn").

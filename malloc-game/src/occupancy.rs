@@ -17,11 +17,55 @@ pub struct Chunk {
     pub top: u64,
 }
 
-/// A place where a chunk fits: its offset and the size of the free gap it starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A place where a chunk fits: its offset and the size of the free gap it starts (from the
+/// offset to the next chunk above it, or to the capacity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Candidate {
     pub offset: u64,
     pub gap: u64,
+}
+
+/// Calls `f(lo, hi, last)` for every free gap `[lo, hi)` between the `busy` ranges
+/// `(offset, top)` (sorted here), from the lowest; the `last` one ends at `capacity`.
+pub fn for_each_gap(busy: &mut [(u64, u64)], capacity: u64, mut f: impl FnMut(u64, u64, bool)) {
+    busy.sort_unstable();
+    let mut reach = 0u64;
+    for &(o, t) in busy.iter() {
+        if o > reach {
+            f(reach, o, false);
+        }
+        reach = reach.max(t);
+    }
+    if reach < capacity {
+        f(reach, capacity, true);
+    }
+}
+
+/// The canonical offsets where `size` bytes fit between the `busy` ranges: the aligned
+/// starts of the free gaps that hold the chunk, best fit first (smallest gap), then lower
+/// offset. Written into `out` (cleared first).
+pub fn fitting_gaps(
+    busy: &mut [(u64, u64)],
+    size: u64,
+    alignment: u64,
+    capacity: u64,
+    out: &mut Vec<Candidate>,
+) {
+    out.clear();
+    if size == 0 || size > capacity {
+        return;
+    }
+    for_each_gap(busy, capacity, |lo, hi, _| {
+        if let Some(o) = align_up(lo, alignment) {
+            if o < hi && hi - o >= size {
+                out.push(Candidate {
+                    offset: o,
+                    gap: hi - o,
+                });
+            }
+        }
+    });
+    out.sort_unstable_by_key(|c| (c.gap, c.offset));
 }
 
 /// The chunks of one level, sorted by start time.
@@ -69,41 +113,16 @@ impl Occupancy {
         max: usize,
         out: &mut Vec<Candidate>,
     ) {
-        let (alignment, capacity) = (level.alignment, level.capacity);
-        out.clear();
-        if size > capacity || max == 0 {
-            return;
-        }
         let mut busy: Vec<(u64, u64)> = Vec::new();
         self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top)));
-        busy.sort_unstable();
-        let mut push = |lo: u64, hi: u64| {
-            let o = align_up(lo, alignment);
-            if o.checked_add(size).is_some_and(|t| t <= hi) {
-                out.push(Candidate {
-                    offset: o,
-                    gap: hi - lo,
-                });
-            }
-        };
-        let mut lo = 0u64;
-        for &(o, t) in &busy {
-            if o > lo {
-                push(lo, o);
-            }
-            lo = lo.max(t);
-        }
-        if capacity > lo {
-            push(lo, capacity);
-        }
-        out.sort_unstable_by_key(|c| (c.gap, c.offset));
+        fitting_gaps(&mut busy, size, level.alignment, level.capacity, out);
         out.truncate(max);
     }
 }
 
-/// `x` rounded up to a multiple of `alignment` (a power of two).
-pub fn align_up(x: u64, alignment: u64) -> u64 {
-    (x + alignment - 1) & !(alignment - 1)
+/// `x` rounded up to a multiple of `alignment` (a power of two); `None` on overflow.
+pub fn align_up(x: u64, alignment: u64) -> Option<u64> {
+    x.checked_add(alignment - 1).map(|v| v & !(alignment - 1))
 }
 
 #[cfg(test)]
@@ -146,7 +165,7 @@ mod tests {
         assert_eq!(out[0].offset, 10);
         occ.candidates(0, 9, 6, &level(1, 100), 1, &mut out);
         assert_eq!(out.len(), 1);
-        // Alignment 16: gap [40,45) cannot take it; [10,30) starts at 16.
+        // Alignment 16: gap [40,45) cannot take it; [10,30) starts at 16 (gap 14).
         occ.candidates(0, 9, 5, &level(16, 100), 8, &mut out);
         let offsets: Vec<_> = out.iter().map(|c| c.offset).collect();
         assert_eq!(offsets, vec![16, 64]);

@@ -112,7 +112,10 @@ impl GameOptions {
             ));
         }
         if self.slots == 0 || self.slots > MAX_SLOTS {
-            return Err(format!("slots: must be in 1..={MAX_SLOTS}, got {}", self.slots));
+            return Err(format!(
+                "slots: must be in 1..={MAX_SLOTS}, got {}",
+                self.slots
+            ));
         }
         if self.modes.is_empty() {
             return Err("modes: at least one mode is needed".into());

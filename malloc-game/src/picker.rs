@@ -52,8 +52,52 @@ impl PickerConfig {
         self.max_copy_s(hw, level) > cost.span_s(start + 1, end)
     }
 
-    /// The window for prefetching buffer `b` into `level` for its use at `use_time`, when
-    /// level 0 holds the data from op `available` on (`available <= use_time`).
+    /// The picker's window for a copy of `copy` seconds that must be done by op `u`, when
+    /// level 0 holds the data from op `lo` on. `span(s)` is the elapsed time of ops
+    /// `s..u`; `red` is what the use itself saves by reading the fast level (XLA's
+    /// `inst_elapsed_reduction`). `None` when no start overlaps `min_overlap` x the copy:
+    /// XLA then gives up on the prefetch.
+    pub fn window_with(
+        &self,
+        lo: OpId,
+        u: OpId,
+        copy: f64,
+        red: f64,
+        max_copy: f64,
+        span: impl Fn(OpId) -> f64,
+    ) -> Option<PrefetchWindow> {
+        if lo > u {
+            return None;
+        }
+        let min_iv = self.min_overlap * copy;
+        // span(s) falls as s grows, so each bound is a scan from one side.
+        let latest = (lo..=u).rev().find(|&s| min_iv <= span(s) + red)?;
+        let earliest = (lo..latest)
+            .find(|&s| span(s) <= max_copy)
+            .unwrap_or(latest);
+        let want = self.preferred_overlap * copy;
+        let mut preferred = earliest;
+        let mut best = (want - span(earliest)).abs();
+        // Ties keep the earlier start.
+        for s in earliest + 1..=latest {
+            let d = (want - span(s)).abs();
+            if d < best {
+                best = d;
+                preferred = s;
+            }
+        }
+        Some(PrefetchWindow {
+            earliest,
+            latest,
+            preferred,
+        })
+    }
+
+    /// The game's window for prefetching buffer `b` into `level` for its use at `u`, when
+    /// level 0 holds the data from op `available` on, with every op timed as if all its
+    /// data were in level 0. Where no start hides `min_overlap` of the copy, the game
+    /// (unlike XLA) still offers the earliest start the `max_copy` rule allows, and lets
+    /// the simulator judge.
     pub fn window(
         &self,
         cost: &CostModel,
@@ -61,40 +105,22 @@ impl PickerConfig {
         b: BufferId,
         level: usize,
         available: OpId,
-        use_time: OpId,
+        u: OpId,
     ) -> PrefetchWindow {
-        debug_assert!(available <= use_time);
+        debug_assert!(available <= u);
         let copy = cost.copy_s(b, level);
         let max_copy = self.max_copy_s(hw, level);
-        let u = use_time;
-        // The use's own saving lets a slightly shorter overlap do (XLA's `red`).
-        let compute = cost.compute_s(u);
-        let mem0 = cost.default_mem_s(u);
-        let red =
-            cost.default_elapsed_s(u) - compute.max(mem0 + cost.mem_shift(b, false, 0, level));
+        let red = cost.use_saving_s(b, level, u);
         let span = |s: OpId| cost.span_s(s, u);
-        // span(s) falls as s grows, so each bound is a scan from one side.
-        let earliest = (available..=u).find(|&s| span(s) <= max_copy).unwrap_or(u);
-        let latest = (earliest..=u)
-            .rev()
-            .find(|&s| self.min_overlap * copy <= span(s) + red)
-            .unwrap_or(earliest);
-        let target = self.preferred_overlap * copy;
-        let mut preferred = latest;
-        let mut best = f64::INFINITY;
-        // Ties go to the later start, which holds the chunk for less time.
-        for s in (earliest..=latest).rev() {
-            let d = (target - span(s)).abs();
-            if d < best {
-                best = d;
-                preferred = s;
-            }
-        }
-        PrefetchWindow {
-            earliest,
-            latest,
-            preferred,
-        }
+        self.window_with(available, u, copy, red, max_copy, span)
+            .unwrap_or_else(|| {
+                let s = (available..=u).find(|&s| span(s) <= max_copy).unwrap_or(u);
+                PrefetchWindow {
+                    earliest: s,
+                    latest: s,
+                    preferred: s,
+                }
+            })
     }
 }
 
@@ -148,11 +174,17 @@ mod tests {
         assert_eq!(w.latest, 8);
         assert_eq!(w.preferred, 6);
         assert_eq!(w.earliest, 0);
-        // A 20 us max copy (1000 B capacity) forbids starting early: span(s, 9) <= max_copy
-        // only at s = 9.
+        // A 20 us max copy (1000 B capacity) allows only s = 9 (span 0), which cannot hide
+        // the copy; the min-overlap bound wins, as in XLA: the window is just s = 8.
         let hw_small = hw.clone().with_capacity(1, 1000).unwrap();
         let w = PickerConfig::default().window(&cost, &hw_small, 0, 1, 0, 9);
-        assert_eq!(w.earliest, 9);
-        assert_eq!((w.latest, w.preferred), (9, 9));
+        assert_eq!((w.earliest, w.latest, w.preferred), (8, 8, 8));
+        // No start hides the copy when the use is at op 0: XLA gives up, the game offers
+        // the only start there is.
+        let span = |s: usize| cost.span_s(s, 0);
+        let cfg = PickerConfig::default();
+        assert_eq!(cfg.window_with(0, 0, 1e-3, 0.0, 1.0, span), None);
+        let w = cfg.window(&cost, &hw, 0, 1, 0, 0);
+        assert_eq!((w.earliest, w.latest, w.preferred), (0, 0, 0));
     }
 }

@@ -6,6 +6,7 @@ use malloc_game::baselines::heap::{pack_decreasing_size, TopGap};
 use malloc_game::baselines::{
     bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, SOLVER_NAMES,
 };
+use malloc_game::picker::PickerConfig;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -125,8 +126,11 @@ fn xla_variants() -> Vec<XlaOptions> {
         },
         XlaOptions {
             // A tiny max overlap: no-copy rarely allowed, many evictions and prefetches.
-            max_overlap: 0.05,
-            min_overlap: 0.0,
+            picker: PickerConfig {
+                max_overlap: 0.05,
+                min_overlap: 0.0,
+                ..PickerConfig::default()
+            },
             ..d
         },
     ]

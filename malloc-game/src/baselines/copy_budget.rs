@@ -21,7 +21,7 @@ struct Queued {
 
 /// One FIFO budget over a program's ops.
 #[derive(Clone, Debug)]
-pub(crate) struct CopyBudget {
+pub struct CopyBudget {
     /// `cum[t]` = the budget of ops `0..t`.
     cum: Vec<f64>,
     queue: Vec<Queued>,
@@ -30,7 +30,7 @@ pub(crate) struct CopyBudget {
 
 impl CopyBudget {
     /// A budget of `per_op[t]` seconds at op `t`.
-    pub(crate) fn new(per_op: &[f64]) -> CopyBudget {
+    pub fn new(per_op: &[f64]) -> CopyBudget {
         let mut cum = Vec::with_capacity(per_op.len() + 1);
         let mut acc = 0.0;
         cum.push(0.0);
@@ -50,16 +50,19 @@ impl CopyBudget {
         self.cum[hi] * 1e-12
     }
 
-    /// Adds a copy of `amount` seconds beside ops `lo..hi` if it and every copy queued
-    /// behind it still finish within their windows; otherwise changes nothing and returns
-    /// false. A copy of zero seconds always fits and is not queued.
-    pub(crate) fn try_add(&mut self, lo: usize, hi: usize, amount: f64) -> bool {
-        if amount <= 0.0 {
-            return true;
-        }
-        let hi = hi.min(self.cum.len() - 1);
+    /// Where a copy of `amount` seconds beside ops `lo..hi` would be queued and when it
+    /// would finish, with the new finishes of the copies it pushes back in `pushed`; `None`
+    /// if it or one of those would miss its window.
+    fn place(
+        &self,
+        lo: usize,
+        hi: usize,
+        amount: f64,
+        pushed: &mut Vec<f64>,
+    ) -> Option<(usize, f64)> {
+        pushed.clear();
         if lo >= hi {
-            return false;
+            return None;
         }
         let pos = self.queue.partition_point(|c| (c.lo, c.hi) <= (lo, hi));
         let pointer = if pos == 0 {
@@ -69,9 +72,8 @@ impl CopyBudget {
         };
         let finish = self.cum[lo].max(pointer) + amount;
         if finish > self.cum[hi] + self.slack(hi) {
-            return false;
+            return None;
         }
-        self.scratch.clear();
         let mut p = finish;
         for c in &self.queue[pos..] {
             let f = self.cum[c.lo].max(p) + c.amount;
@@ -79,11 +81,36 @@ impl CopyBudget {
                 break;
             }
             if f > self.cum[c.hi] + self.slack(c.hi) {
-                return false;
+                return None;
             }
-            self.scratch.push(f);
+            pushed.push(f);
             p = f;
         }
+        Some((pos, finish))
+    }
+
+    /// Whether a copy of `amount` seconds beside ops `lo..hi` would fit, changing nothing.
+    pub fn fits(&self, lo: usize, hi: usize, amount: f64) -> bool {
+        amount <= 0.0
+            || self
+                .place(lo, hi.min(self.cum.len() - 1), amount, &mut Vec::new())
+                .is_some()
+    }
+
+    /// Adds a copy of `amount` seconds beside ops `lo..hi` if it and every copy queued
+    /// behind it still finish within their windows; otherwise changes nothing and returns
+    /// false. A copy of zero seconds always fits and is not queued.
+    pub fn try_add(&mut self, lo: usize, hi: usize, amount: f64) -> bool {
+        if amount <= 0.0 {
+            return true;
+        }
+        let hi = hi.min(self.cum.len() - 1);
+        let mut pushed = std::mem::take(&mut self.scratch);
+        let placed = self.place(lo, hi, amount, &mut pushed);
+        self.scratch = pushed;
+        let Some((pos, finish)) = placed else {
+            return false;
+        };
         for (k, &f) in self.scratch.iter().enumerate() {
             self.queue[pos + k].finish = f;
         }
@@ -102,7 +129,7 @@ impl CopyBudget {
     /// Queues a copy behind all others (callers add in FIFO order), charging it only what
     /// its window still has: for replaying copies accepted under another budget, which
     /// may not all fit this one.
-    pub(crate) fn push_clipped(&mut self, lo: usize, hi: usize, amount: f64) {
+    pub fn push_clipped(&mut self, lo: usize, hi: usize, amount: f64) {
         let hi = hi.min(self.cum.len() - 1);
         if lo >= hi || amount <= 0.0 {
             return;
@@ -122,14 +149,14 @@ impl CopyBudget {
     }
 
     /// The queue, for a later [`CopyBudget::restore`].
-    pub(crate) fn snapshot(&self) -> Vec<(usize, usize, f64, f64)> {
+    pub fn snapshot(&self) -> Vec<(usize, usize, f64, f64)> {
         self.queue
             .iter()
             .map(|c| (c.lo, c.hi, c.amount, c.finish))
             .collect()
     }
 
-    pub(crate) fn restore(&mut self, snap: &[(usize, usize, f64, f64)]) {
+    pub fn restore(&mut self, snap: &[(usize, usize, f64, f64)]) {
         self.queue.clear();
         self.queue
             .extend(snap.iter().map(|&(lo, hi, amount, finish)| Queued {
@@ -141,9 +168,11 @@ impl CopyBudget {
     }
 
     /// Number of queued copies.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.queue.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
     }
 }
 
@@ -187,5 +216,26 @@ mod tests {
         b.restore(&snap);
         assert_eq!(b.len(), 1);
         assert!(b.try_add(2, 3, 1.0));
+    }
+
+    #[test]
+    fn copies_are_served_in_issue_order() {
+        // Four ops of 1 s each.
+        let mut b = CopyBudget::new(&[1.0; 4]);
+        // 1.5 s beside ops 1..3: done at 2.5 of the 3 s there.
+        assert!(b.try_add(1, 3, 1.5));
+        // Issued earlier, 1.5 s beside ops 0..2 is served first (done at 1.5) and pushes
+        // the first copy to 3.0: both still fit.
+        assert!(b.fits(0, 2, 1.5));
+        assert!(b.try_add(0, 2, 1.5));
+        // Any more work before op 3 would push the copy beside 1..3 past its deadline.
+        assert!(!b.fits(0, 1, 0.1));
+        assert!(!b.try_add(0, 1, 0.1));
+        assert!(!b.try_add(2, 3, 0.1));
+        // After it, op 3 is free.
+        assert!(b.try_add(3, 4, 1.0));
+        assert_eq!(b.len(), 3);
+        // An empty window carries nothing.
+        assert!(!b.try_add(2, 2, 1e-9));
     }
 }

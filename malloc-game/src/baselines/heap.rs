@@ -31,13 +31,8 @@ impl Chunk {
 /// Handle of a committed chunk, for [`ChunkHeap::remove`].
 pub type ChunkId = usize;
 
-/// A place where a chunk fits: its offset and the size of the free gap it starts (from the
-/// offset to the next chunk above it, or to the capacity).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Candidate {
-    pub offset: u64,
-    pub gap: u64,
-}
+pub use crate::occupancy::Candidate;
+use crate::occupancy::{align_up, fitting_gaps};
 
 /// How big the gap above the highest overlapping chunk counts in a best-fit choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -111,11 +106,6 @@ pub struct ChunkHeap {
     by_start: BTreeSet<(OpId, u32)>,
     peak: u64,
     live: usize,
-}
-
-#[inline]
-fn align_up(x: u64, alignment: u64) -> Option<u64> {
-    x.checked_add(alignment - 1).map(|v| v & !(alignment - 1))
 }
 
 impl ChunkHeap {
@@ -255,20 +245,10 @@ impl ChunkHeap {
 
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
     /// lowest; the last one ends at the capacity (it may be empty).
-    fn for_each_gap(&self, start: OpId, end: OpId, mut f: impl FnMut(u64, u64, bool)) {
+    fn for_each_gap(&self, start: OpId, end: OpId, f: impl FnMut(u64, u64, bool)) {
         let mut busy: Vec<(u64, u64)> = Vec::new();
         self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top())));
-        busy.sort_unstable();
-        let mut reach = 0u64;
-        for (o, t) in busy {
-            if o > reach {
-                f(reach, o, false);
-            }
-            reach = reach.max(t);
-        }
-        if reach < self.capacity {
-            f(reach, self.capacity, true);
-        }
+        crate::occupancy::for_each_gap(&mut busy, self.capacity, f);
     }
 
     /// The canonical candidate offsets for a chunk of `size` bytes over ops
@@ -278,21 +258,12 @@ impl ChunkHeap {
     /// gaps that hold the chunk. Written into `out` (cleared first). `O(log T + k log k)`.
     pub fn candidates(&self, start: OpId, end: OpId, size: u64, out: &mut Vec<Candidate>) {
         out.clear();
-        if size == 0 || size > self.capacity || start > end || end >= self.horizon {
+        if start > end || end >= self.horizon {
             return;
         }
-        let alignment = self.alignment;
-        self.for_each_gap(start, end, |lo, hi, _| {
-            if let Some(o) = align_up(lo, alignment) {
-                if o < hi && hi - o >= size {
-                    out.push(Candidate {
-                        offset: o,
-                        gap: hi - o,
-                    });
-                }
-            }
-        });
-        out.sort_unstable_by_key(|c| (c.gap, c.offset));
+        let mut busy: Vec<(u64, u64)> = Vec::new();
+        self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top())));
+        fitting_gaps(&mut busy, size, self.alignment, self.capacity, out);
     }
 
     /// The offset a chunk of `size` bytes over ops `start..=end` gets: `preferred` if the

@@ -9,7 +9,7 @@
 //! [`heap`] is the best-fit chunk heap they share with the mallocGame.
 
 pub mod bound;
-mod copy_budget;
+pub mod copy_budget;
 pub mod greedy_size;
 pub mod heap;
 pub mod xla;

@@ -62,6 +62,7 @@
 use super::copy_budget::CopyBudget;
 use super::heap::{Chunk, ChunkHeap, ChunkId, TopGap};
 use super::Solver;
+use crate::picker::PickerConfig;
 use accel_sim::{
     Allocation, Arrival, BufferId, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
     Mapping, OpId, Program,
@@ -82,14 +83,12 @@ pub enum EvictionOverBudget {
 /// The knobs of the `xla` baseline. The defaults are XLA's where XLA has them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct XlaOptions {
-    /// A prefetch must overlap at least `min_overlap` x its copy time (plus the use's own
-    /// saving): fixes the latest start.
-    pub min_overlap: f64,
-    /// The picker starts from the start whose overlap is closest to this x the copy time.
-    pub preferred_overlap: f64,
-    /// Neither a prefetch's overlap nor a no-copy segment may exceed this x the time to
-    /// copy the whole level (`max_copy`).
-    pub max_overlap: f64,
+    /// The prefetch interval picker's overlap ratios. A prefetch must overlap at least
+    /// `min_overlap` x its copy time (plus the use's own saving): that fixes the latest
+    /// start; the search begins at the start closest to `preferred_overlap` x the copy
+    /// time; neither a prefetch's overlap nor a no-copy segment may exceed `max_overlap`
+    /// x the time to copy the whole level (`max_copy`).
+    pub picker: PickerConfig,
     /// Enforce the asynchronous-copy budget (each op carries copy work up to its elapsed
     /// time, FIFO).
     pub copy_budget: bool,
@@ -123,9 +122,7 @@ pub enum CascadeTiming {
 impl Default for XlaOptions {
     fn default() -> Self {
         XlaOptions {
-            min_overlap: 0.8,
-            preferred_overlap: 1.5,
-            max_overlap: 10.0,
+            picker: PickerConfig::default(),
             copy_budget: true,
             separate_eviction_budget: true,
             eviction_over_budget: EvictionOverBudget::Free,
@@ -213,8 +210,7 @@ impl Xla {
                 cost: &cost,
                 level,
                 opts: &self.options,
-                max_copy: hw.copy_seconds(level, hw.levels[level].capacity)
-                    * self.options.max_overlap,
+                max_copy: self.options.picker.max_copy_s(hw, level),
                 heap,
                 timing,
                 stats: XlaPassStats {
@@ -687,7 +683,7 @@ impl Pass<'_> {
         let copy = self.cost.copy_s(b, self.level);
         let d = o.start;
         let latest = next - 1;
-        let want = self.opts.preferred_overlap * copy;
+        let want = self.opts.picker.preferred_overlap * copy;
         let preferred = (d..=latest)
             .find(|&e| self.timing.span(d + 1, e + 1) >= want)
             .unwrap_or(latest)
@@ -739,21 +735,11 @@ impl Pass<'_> {
                 .compute_s(u)
                 .max(timing.mem[u] + cost.mem_shift(b, false, 0, self.level));
         let span = |s: OpId| timing.span(s, u);
-        let min_iv = self.opts.min_overlap * copy;
-        let latest = (lo..=u).rev().find(|&s| min_iv <= span(s) + red)?;
-        let earliest = (lo..latest)
-            .find(|&s| span(s) <= self.max_copy)
-            .unwrap_or(latest);
-        let want = self.opts.preferred_overlap * copy;
-        let mut preferred = earliest;
-        let mut best = (want - span(earliest)).abs();
-        for s in earliest + 1..=latest {
-            let d = (want - span(s)).abs();
-            if d < best {
-                best = d;
-                preferred = s;
-            }
-        }
+        let window = self
+            .opts
+            .picker
+            .window_with(lo, u, copy, red, self.max_copy, span)?;
+        let (earliest, latest, preferred) = (window.earliest, window.latest, window.preferred);
         // If no chunk fits from `s`, none fits from an earlier start (a longer interval).
         let mut oom: Option<OpId> = None;
         let (mut up, mut down) = (preferred + 1, preferred.checked_sub(1));

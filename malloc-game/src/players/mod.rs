@@ -19,7 +19,7 @@ pub mod xla;
 pub use beam::BeamPlayer;
 pub use greedy::{greedy_action, GreedyPlayer};
 pub use random::RandomPlayer;
-pub use xla::{CopyBudget, XlaPlayer};
+pub use xla::{PrefetchBudget, XlaPlayer};
 
 use crate::game::{Game, GameSetup};
 use std::sync::Arc;

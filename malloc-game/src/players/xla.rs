@@ -21,7 +21,7 @@
 //! - `require_overlap`: XLA's picker has no start for a prefetch that would overlap less
 //!   than `min_overlap` of its copy (counting the use's own saving); the game then falls
 //!   back to its earliest start (see game.rs); the player refuses it.
-//! - `copy_budget`: XLA's asynchronous-copy budget ([`CopyBudget`]): each op can carry
+//! - `copy_budget`: XLA's asynchronous-copy budget ([`PrefetchBudget`]): each op can carry
 //!   prefetch work up to its own elapsed time (cost model, everything in default memory),
 //!   served in FIFO order; a prefetch that does not fit is refused.
 //!
@@ -33,6 +33,7 @@
 //! player tries the levels buffer by buffer, in the game's one order.
 
 use super::{play_legal, Player};
+use crate::baselines::copy_budget::CopyBudget as FifoBudget;
 use crate::game::{Game, GameSetup};
 use crate::options::Mode;
 use crate::picker::PickerConfig;
@@ -40,41 +41,27 @@ use accel_sim::{Allocation, Arrival, BufferId, CostModel, OpId, Program};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// XLA's asynchronous-copy budget over a program's ops, for prefetches (see the module
-/// docs). Copies are served in issue order (by window start, then window end, then the
-/// order they were added), each taking all the budget of the ops beside it until it is
-/// done; a copy fits iff it, and every copy served after it, is still done by the end of
-/// its window.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CopyBudget {
-    /// `cum[t]`: the budget of ops `0..t`, seconds.
-    cum: Vec<f64>,
-    /// The copies taken: (window start, window end, seconds), in service order.
-    copies: Vec<(OpId, OpId, f64)>,
+/// XLA's asynchronous-copy budget ([`crate::baselines::copy_budget::PrefetchBudget`], the one
+/// the `xla` baseline uses), charged with the prefetches of game allocations.
+#[derive(Clone, Debug)]
+pub struct PrefetchBudget {
+    budget: FifoBudget,
 }
 
-impl CopyBudget {
+impl PrefetchBudget {
     /// Nothing taken: each op carries up to its default-memory elapsed time.
-    pub fn new(cost: &CostModel) -> CopyBudget {
-        Self::per_op((0..cost.len()).map(|t| cost.default_elapsed_s(t)))
-    }
-
-    fn per_op(budget: impl Iterator<Item = f64>) -> CopyBudget {
-        let mut cum = vec![0.0];
-        for x in budget {
-            cum.push(cum[cum.len() - 1] + x.max(0.0));
-        }
-        CopyBudget {
-            cum,
-            copies: Vec::new(),
+    pub fn new(cost: &CostModel) -> PrefetchBudget {
+        let per_op: Vec<f64> = (0..cost.len()).map(|t| cost.default_elapsed_s(t)).collect();
+        PrefetchBudget {
+            budget: FifoBudget::new(&per_op),
         }
     }
 
     /// The budget after the prefetches of every placement made so far in `game`, taken in
     /// turn order; one that does not fit (a game another player played) is left out.
-    pub fn from_game(game: &Game) -> CopyBudget {
+    pub fn from_game(game: &Game) -> PrefetchBudget {
         let setup = game.setup();
-        let mut budget = CopyBudget::new(setup.cost_model());
+        let mut budget = PrefetchBudget::new(setup.cost_model());
         for &b in &setup.order()[..game.turn()] {
             if let Some(a) = game.placement(b) {
                 budget.try_take(setup.cost_model(), setup.program(), b, a);
@@ -85,10 +72,10 @@ impl CopyBudget {
 
     /// Number of copies taken.
     pub fn len(&self) -> usize {
-        self.copies.len()
+        self.budget.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.copies.is_empty()
+        self.budget.is_empty()
     }
 
     /// The ops a prefetch runs beside, from its start to its first use (half-open); `None`
@@ -108,32 +95,11 @@ impl CopyBudget {
         Some(a.start..first.max(a.start))
     }
 
-    /// Where the copy would go in the service order, or `None` if it does not fit.
-    fn slot(&self, w: &Range<OpId>, amount: f64) -> Option<usize> {
-        let at = self
-            .copies
-            .partition_point(|&(lo, hi, _)| (lo, hi) <= (w.start, w.end));
-        let new = (w.start, w.end, amount);
-        let queue = self.copies[..at]
-            .iter()
-            .chain(std::iter::once(&new))
-            .chain(&self.copies[at..]);
-        let mut done = 0.0f64;
-        for &(lo, hi, amount) in queue {
-            done = done.max(self.cum[lo]) + amount;
-            // Sums of many small floats drift: a relative slack on the deadline.
-            if done > self.cum[hi] * (1.0 + 1e-12) {
-                return None;
-            }
-        }
-        Some(at)
-    }
-
     /// Whether the prefetch of `a` (for buffer `b`) fits.
     pub fn fits(&self, cost: &CostModel, program: &Program, b: BufferId, a: &Allocation) -> bool {
         match Self::window(program, b, a) {
             None => true,
-            Some(w) => self.slot(&w, cost.copy_s(b, a.level)).is_some(),
+            Some(w) => self.budget.fits(w.start, w.end, cost.copy_s(b, a.level)),
         }
     }
 
@@ -146,16 +112,9 @@ impl CopyBudget {
         b: BufferId,
         a: &Allocation,
     ) -> bool {
-        let Some(w) = Self::window(program, b, a) else {
-            return true;
-        };
-        let amount = cost.copy_s(b, a.level);
-        match self.slot(&w, amount) {
-            Some(at) => {
-                self.copies.insert(at, (w.start, w.end, amount));
-                true
-            }
-            None => false,
+        match Self::window(program, b, a) {
+            None => true,
+            Some(w) => self.budget.try_add(w.start, w.end, cost.copy_s(b, a.level)),
         }
     }
 }
@@ -184,7 +143,7 @@ const PREFETCHES: [Mode; 3] = [Mode::Prefetch, Mode::PrefetchLate, Mode::Prefetc
 impl XlaPlayer {
     /// XLA's action for the current buffer of `game`, with `budget` the copy work left
     /// (ignored unless `copy_budget`). 0 on a finished game.
-    pub fn choose(&self, game: &Game, budget: &CopyBudget) -> usize {
+    pub fn choose(&self, game: &Game, budget: &PrefetchBudget) -> usize {
         let Some(b) = game.current_buffer() else {
             return 0;
         };
@@ -251,10 +210,7 @@ fn hides_min_overlap(
     let Some(u) = program.uses(b).iter().copied().find(|&u| u >= a.start) else {
         return false;
     };
-    let red = cost.default_elapsed_s(u)
-        - cost
-            .compute_s(u)
-            .max(cost.default_mem_s(u) + cost.mem_shift(b, false, 0, a.level));
+    let red = cost.use_saving_s(b, a.level, u);
     picker.min_overlap * cost.copy_s(b, a.level) <= cost.span_s(a.start, u) + red
 }
 
@@ -268,7 +224,7 @@ impl Player for XlaPlayer {
 
     fn play(&self, setup: &Arc<GameSetup>, _seed: u64) -> Game {
         let mut game = setup.start();
-        let mut budget = CopyBudget::new(setup.cost_model());
+        let mut budget = PrefetchBudget::new(setup.cost_model());
         while let Some(b) = game.current_buffer() {
             let action = self.choose(&game, &budget);
             if let Ok(Some(a)) = game.allocation_for(action) {
@@ -423,30 +379,6 @@ mod tests {
     }
 
     #[test]
-    fn budget_serves_copies_in_issue_order() {
-        // Four ops of 1 s each.
-        let mut b = CopyBudget::per_op([1.0; 4].into_iter());
-        let take = |b: &mut CopyBudget, lo, hi, amount| {
-            let w = lo..hi;
-            b.slot(&w, amount)
-                .inspect(|&at| b.copies.insert(at, (lo, hi, amount)))
-        };
-        // 1.5 s beside ops 1..3: done at 2.5 of the 3 s there.
-        assert!(take(&mut b, 1, 3, 1.5).is_some());
-        // Issued earlier, 1.5 s beside ops 0..2 is served first (done at 1.5) and pushes
-        // the first copy to 3.0: both still fit, and it goes first in the queue.
-        assert_eq!(take(&mut b, 0, 2, 1.5), Some(0));
-        // Any more work before op 3 would push the copy beside 1..3 past its deadline.
-        assert!(take(&mut b, 0, 1, 0.1).is_none());
-        assert!(take(&mut b, 2, 3, 0.1).is_none());
-        // After it, op 3 is free.
-        assert!(take(&mut b, 3, 4, 1.0).is_some());
-        assert_eq!(b.len(), 3);
-        // An empty window carries nothing.
-        assert!(take(&mut b, 2, 2, 1e-9).is_none());
-    }
-
-    #[test]
     fn budget_rebuilt_from_the_game_holds_the_players_prefetches() {
         let s = setup(late_weight(10, 4 << 20), 64 << 20);
         let g = XlaPlayer::default().play(&s, 0);
@@ -457,10 +389,10 @@ mod tests {
             })
             .count();
         assert_eq!(prefetches, 1);
-        let budget = CopyBudget::from_game(&g);
+        let budget = PrefetchBudget::from_game(&g);
         assert_eq!(budget.len(), prefetches);
         let a = g.placement(0).unwrap();
-        assert_eq!(CopyBudget::window(s.program(), 0, a), Some(a.start..9));
+        assert_eq!(PrefetchBudget::window(s.program(), 0, a), Some(a.start..9));
     }
 
     #[test]

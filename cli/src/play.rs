@@ -1,0 +1,303 @@
+//! `mallocmuzero play` and `mallocmuzero replay`.
+
+use crate::evaluate::{self, Row};
+use accel_sim::{Program, Simulator};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use malloc_game::players::{self, Player};
+use malloc_game::record::GameRecord;
+use malloc_game::render::{self, MapLegend};
+use malloc_game::{GameOptions, GameSetup, Order};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The rules' knobs a user may change from the command line.
+#[derive(Args, Clone, Debug, Default)]
+pub struct GameArgs {
+    /// Offset candidates per (level, mode) (the game's K).
+    #[arg(long)]
+    pub slots: Option<usize>,
+    /// Presentation order: xla, by-start, by-size.
+    #[arg(long, value_parser = parse_order)]
+    pub order: Option<Order>,
+    /// Fast levels the player may use, fastest first (default: all of the hardware's).
+    #[arg(long)]
+    pub fast_levels: Option<usize>,
+}
+
+fn parse_order(s: &str) -> Result<Order, String> {
+    match s {
+        "xla" => Ok(Order::Xla),
+        "by-start" => Ok(Order::ByStart),
+        "by-size" => Ok(Order::BySize),
+        other => Err(format!("unknown order `{other}` (xla, by-start, by-size)")),
+    }
+}
+
+impl GameArgs {
+    pub fn options(&self, hw: &accel_sim::Hardware) -> GameOptions {
+        let d = GameOptions::default();
+        GameOptions {
+            fast_levels: self.fast_levels.unwrap_or(hw.levels.len() - 1),
+            slots: self.slots.unwrap_or(d.slots),
+            order: self.order.unwrap_or(d.order),
+            ..d
+        }
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct PlayArgs {
+    #[command(flatten)]
+    pub case: evaluate::CaseArgs,
+    /// random, xla, greedy, beam or beam:W.
+    #[arg(long, default_value = "greedy")]
+    pub player: String,
+    #[arg(long, default_value_t = 1)]
+    pub episodes: u64,
+    /// Episode i plays with seed + i.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Save every game into this folder (`<workload>-<player>-<seed>.game`).
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub game: GameArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn player_or_error(spec: &str) -> Result<Box<dyn Player>> {
+    players::player(spec).with_context(|| {
+        format!(
+            "unknown player `{spec}` (available: {}, beam:W)",
+            players::PLAYER_NAMES.join(", ")
+        )
+    })
+}
+
+pub fn run_play(args: &PlayArgs) -> Result<()> {
+    if args.episodes == 0 {
+        bail!("--episodes: must be >= 1");
+    }
+    let player = player_or_error(&args.player)?;
+    let case = evaluate::single_case(&args.case)?;
+    let program = Arc::new(case.program);
+    let hw = case.hw;
+    let setup = GameSetup::new(Arc::clone(&program), hw.clone(), args.game.options(&hw))?;
+    let xla = evaluate::xla_latency(&program, &hw)?;
+    if let Some(dir) = &args.save {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
+    let bar = ProgressBar::new(args.episodes);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed}] {bar:30} {pos}/{len} episodes ({per_sec}) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut episodes = Vec::new();
+    let mut best: Option<(f64, Row, u64)> = None;
+    let t0 = Instant::now();
+    let mut steps = 0usize;
+    for i in 0..args.episodes {
+        let seed = args.seed + i;
+        let game = player.play(&setup, seed);
+        steps += game.length();
+        let mapping = game.mapping();
+        let valid = mapping.validate(&program, &hw).is_ok();
+        let latency = game.final_latency().unwrap_or(f64::NAN);
+        let ret = game.total_return();
+        if let Some(dir) = &args.save {
+            let path = dir.join(format!("{}-{}-{seed}.game", program.name(), player.name()));
+            GameRecord::from_game(&game, &player.name(), seed, None)?
+                .save(&path)
+                .with_context(|| format!("saving {}", path.display()))?;
+        }
+        if !args.json {
+            bar.println(format!(
+                "episode {i:>4}  seed {seed:>6}  return {ret:+.5}  latency {:>10.2} us  {}x vs xla  {}",
+                latency * 1e6,
+                format_args!("{:.4}", xla / latency),
+                if valid { "valid" } else { "INVALID" }
+            ));
+        }
+        episodes.push(serde_json::json!({
+            "seed": seed, "return": ret, "latency_s": latency, "valid": valid,
+        }));
+        if best.as_ref().is_none_or(|(r, _, _)| ret > *r) {
+            let row = Row {
+                workload: program.name().to_string(),
+                hardware: hw.name.clone(),
+                solver: player.name(),
+                latency_s: Some(latency),
+                proxy_latency_s: Some(game.proxy_latency()),
+                valid,
+                speedup_vs_xla: Some(xla / latency),
+                bound_latency_s: malloc_game::baselines::bound_latency(&program, &hw),
+                gap_to_bound: None,
+                fast_capacity_bytes: hw.levels[1..].iter().map(|l| l.capacity).sum(),
+                fast_bytes_used: None,
+                solve_s: 0.0,
+                error: None,
+            };
+            best = Some((ret, row, seed));
+        }
+        bar.set_message(format!(
+            "best latency {:.2} us, {:.0} steps/s",
+            best.as_ref().and_then(|b| b.1.latency_s).unwrap_or(0.0) * 1e6,
+            steps as f64 / t0.elapsed().as_secs_f64()
+        ));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let (ret, mut row, seed) = best.context("at least one episode")?;
+    row.gap_to_bound = row.latency_s.map(|l| l / row.bound_latency_s - 1.0);
+    if args.json {
+        let mut b = serde_json::to_value(&row)?;
+        b["seed"] = seed.into();
+        b["return"] = ret.into();
+        println!("{}", serde_json::json!({ "episodes": episodes, "best": b }));
+    } else {
+        println!(
+            "best: seed {seed}, return {ret:+.5}, latency {:.2} us ({:.4}x vs xla at {:.2} us; bound {:.2} us)",
+            row.latency_s.unwrap_or(f64::NAN) * 1e6,
+            row.speedup_vs_xla.unwrap_or(f64::NAN),
+            xla * 1e6,
+            row.bound_latency_s * 1e6
+        );
+    }
+    Ok(())
+}
+
+#[derive(Args, Clone)]
+pub struct ReplayArgs {
+    /// A saved game (`.game`, binary; or `.json` as written by `--export-json`).
+    pub game: PathBuf,
+    /// The program to replay against, when it is not a built-in workload (a .json or .csv
+    /// file).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Print the per-turn table.
+    #[arg(long)]
+    pub steps: bool,
+    /// Write the memory map of the replayed mapping as SVG.
+    #[arg(long)]
+    pub render: Option<PathBuf>,
+    /// Write the simulated latency timeline as SVG.
+    #[arg(long)]
+    pub timeline: Option<PathBuf>,
+    /// Write the record as JSON.
+    #[arg(long)]
+    pub export_json: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load_record(path: &Path) -> Result<GameRecord> {
+    if path.extension().is_some_and(|e| e == "json") {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+        return Ok(GameRecord::from_json(&text, &path.display().to_string())?);
+    }
+    Ok(GameRecord::load(path)?)
+}
+
+pub fn run_replay(args: &ReplayArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let record = load_record(&args.game)?;
+    let spec = args
+        .workload
+        .clone()
+        .unwrap_or_else(|| record.workload.clone());
+    let program: Arc<Program> = Arc::new(
+        bench_workloads::load(&spec)
+            .with_context(|| format!("loading the workload of {}", args.game.display()))?,
+    );
+    let replay = record
+        .replay(Arc::clone(&program))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.game.display()))?;
+    let verify_s = t0.elapsed().as_secs_f64();
+    let game = &replay.game;
+    let hw = game.setup().hardware().clone();
+    let latency = game.final_latency().unwrap_or(f64::NAN);
+    if let Some(path) = &args.export_json {
+        malloc_game::binio::write_bytes_atomic(path, record.to_json().as_bytes())?;
+    }
+    let legend = MapLegend {
+        workload: program.name().to_string(),
+        hardware: hw.name.clone(),
+        solver: record.player.clone(),
+        latency_s: Some(latency),
+    };
+    if let Some(path) = &args.render {
+        let svg = render::memory_map_svg(&program, &hw, &game.mapping(), &legend);
+        malloc_game::binio::write_bytes_atomic(path, svg.as_bytes())?;
+    }
+    if let Some(path) = &args.timeline {
+        let report = Simulator::new(&program, &hw).run(&game.mapping(), true);
+        let svg = render::timeline_svg(&program, &report, &legend);
+        malloc_game::binio::write_bytes_atomic(path, svg.as_bytes())?;
+    }
+    if args.json {
+        let turns: Vec<_> = replay
+            .turns
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "buffer": t.buffer, "action": t.action, "action_name": t.action_name,
+                    "reward": t.reward, "proxy_latency_s": t.proxy_latency_s,
+                })
+            })
+            .collect();
+        let mut out = serde_json::json!({
+            "workload": program.name(), "hardware": hw.name, "solver": record.player,
+            "seed": record.seed, "return": game.total_return(), "latency_s": latency,
+            "valid": true, "verified": true, "verify_s": verify_s,
+        });
+        if args.steps {
+            out["turns"] = turns.into();
+        }
+        println!("{out}");
+        return Ok(());
+    }
+    if args.steps {
+        println!(
+            "{:>5}  {:<40} {:<28} {:>10} {:>14}",
+            "turn", "buffer", "action", "reward", "model (us)"
+        );
+        for (i, t) in replay.turns.iter().enumerate() {
+            println!(
+                "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2}",
+                truncate(&t.buffer, 40),
+                t.action_name,
+                t.reward,
+                t.proxy_latency_s * 1e6
+            );
+        }
+    }
+    println!(
+        "verified {} turns of {} ({} on {}, player {}, seed {}): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
+        replay.turns.len(),
+        args.game.display(),
+        program.name(),
+        hw.name,
+        record.player,
+        record.seed,
+        game.total_return(),
+        latency * 1e6,
+        verify_s * 1e3
+    );
+    Ok(())
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
