@@ -31,6 +31,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the benchmark suite: each case's hardware, fast capacity, and the bytes that
+    /// would benefit from fast memory at once.
+    Suite {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run solvers on workloads, validate and simulate their mappings, print a table.
     Evaluate(evaluate::EvaluateArgs),
     /// Throughput figures of the simulator, the cost model and the game.
@@ -47,6 +53,7 @@ fn main() {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),
         Some(Command::Workloads { json }) => workloads(json),
         Some(Command::Hardware { json }) => hardware(json),
+        Some(Command::Suite { json }) => suite(json),
         Some(Command::Evaluate(args)) => evaluate::run(&args),
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Play(args)) => play::run_play(&args),
@@ -90,8 +97,8 @@ fn workloads(json: bool) -> Result<()> {
         println!(
             "{:<18} {:>6} {:>8} {:>10.2} {:>11} {:>11}",
             r["name"].as_str().unwrap_or_default(),
-            r["ops"],
-            r["buffers"],
+            r["ops"].as_u64().unwrap_or_default(),
+            r["buffers"].as_u64().unwrap_or_default(),
             r["gflops"].as_f64().unwrap_or_default(),
             accel_sim::hardware::format_size(r["weight_bytes"].as_u64().unwrap_or_default()),
             accel_sim::hardware::format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
@@ -128,6 +135,47 @@ fn hardware(json: bool) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+fn suite(json: bool) -> Result<()> {
+    use accel_sim::hardware::format_size;
+    let mut rows = Vec::new();
+    for case in bench_workloads::suite::cases() {
+        let p = bench_workloads::load(case.workload)?;
+        let hw = case.hardware();
+        let fastest = hw.fastest();
+        let beneficial = bench_workloads::suite::beneficial_peak(&p, &hw, fastest);
+        let capacity: u64 = hw.levels[1..].iter().map(|l| l.capacity).sum();
+        rows.push(serde_json::json!({
+            "workload": case.workload,
+            "hardware": case.hardware,
+            "fast_capacity_bytes": capacity,
+            "beneficial_peak_bytes": beneficial,
+            "beneficial_over_capacity": beneficial as f64 / capacity as f64,
+            "peak_live_bytes": p.peak_live_bytes(),
+        }));
+    }
+    if json {
+        println!("{}", serde_json::json!({ "suite": rows }));
+        return Ok(());
+    }
+    println!(
+        "{:<18} {:<13} {:>12} {:>16} {:>10} {:>12}",
+        "workload", "hardware", "fast cap", "beneficial peak", "x cap", "peak live"
+    );
+    for r in &rows {
+        println!(
+            "{:<18} {:<13} {:>12} {:>16} {:>9.1}x {:>12}",
+            r["workload"].as_str().unwrap_or_default(),
+            r["hardware"].as_str().unwrap_or_default(),
+            format_size(r["fast_capacity_bytes"].as_u64().unwrap_or_default()),
+            format_size(r["beneficial_peak_bytes"].as_u64().unwrap_or_default()),
+            r["beneficial_over_capacity"].as_f64().unwrap_or_default(),
+            format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
+        );
+    }
+    println!("\nbeneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
     Ok(())
 }
 
