@@ -60,9 +60,23 @@ fn main() {
         Some(Command::Replay(args)) => play::run_replay(&args),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", one_line(&e));
         std::process::exit(2);
     }
+}
+
+/// The error and its causes on one line. Library errors already print their cause inside
+/// their own message, so a cause whose text is already there is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }
 
 fn workloads(json: bool) -> Result<()> {

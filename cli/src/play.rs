@@ -60,7 +60,8 @@ pub struct PlayArgs {
     /// Episode i plays with seed + i.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Save every game into this folder (`<workload>-<player>-<seed>.game`).
+    /// Save every game into this folder (`<workload>-<player>-<seed>.game`, with `beam:W`
+    /// written `beam-W`).
     #[arg(long)]
     pub save: Option<PathBuf>,
     #[command(flatten)]
@@ -107,22 +108,31 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         let game = player.play(&setup, seed);
         steps += game.length();
         let mapping = game.mapping();
-        let valid = mapping.validate(&program, &hw).is_ok();
+        let stats = mapping.validate(&program, &hw).ok();
+        let valid = stats.is_some();
         let latency = game.final_latency().unwrap_or(f64::NAN);
         let ret = game.total_return();
         if let Some(dir) = &args.save {
-            let path = dir.join(format!("{}-{}-{seed}.game", program.name(), player.name()));
+            // `beam:32` -> `beam-32`: a colon is not a portable file-name character.
+            let tag = player.name().replace(':', "-");
+            let path = dir.join(format!("{}-{tag}-{seed}.game", program.name()));
             GameRecord::from_game(&game, &player.name(), seed, None)?
                 .save(&path)
                 .with_context(|| format!("saving {}", path.display()))?;
         }
         if !args.json {
-            bar.println(format!(
-                "episode {i:>4}  seed {seed:>6}  return {ret:+.5}  latency {:>10.2} us  {}x vs xla  {}",
+            let line = format!(
+                "episode {i:>4}  seed {seed:>6}  return {ret:+.5}  latency {:>10.2} us  {:.4}x vs xla  {}",
                 latency * 1e6,
-                format_args!("{:.4}", xla / latency),
+                xla / latency,
                 if valid { "valid" } else { "INVALID" }
-            ));
+            );
+            // A hidden bar (output not a terminal) swallows its println.
+            if bar.is_hidden() {
+                println!("{line}");
+            } else {
+                bar.println(line);
+            }
         }
         episodes.push(serde_json::json!({
             "seed": seed, "return": ret, "latency_s": latency, "valid": valid,
@@ -139,7 +149,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
                 bound_latency_s: malloc_game::baselines::bound_latency(&program, &hw),
                 gap_to_bound: None,
                 fast_capacity_bytes: hw.levels[1..].iter().map(|l| l.capacity).sum(),
-                fast_bytes_used: None,
+                fast_bytes_used: stats.map(|s| s.peak_bytes[1..].iter().sum()),
                 solve_s: 0.0,
                 error: None,
             };

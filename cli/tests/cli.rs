@@ -1,0 +1,190 @@
+//! End-to-end tests of the `mallocmuzero` binary: output shapes, bad input, and a saved
+//! game replayed from disk.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mallocmuzero"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
+}
+
+#[test]
+fn evaluate_json_has_every_field_and_xla_beats_all_slow() {
+    let v = json(&["evaluate", "--workload", "diamond", "--json"]);
+    let rows = v["results"].as_array().unwrap();
+    assert!(rows.len() >= 5);
+    for r in rows {
+        for f in [
+            "workload",
+            "hardware",
+            "solver",
+            "latency_s",
+            "proxy_latency_s",
+            "valid",
+            "speedup_vs_xla",
+        ] {
+            assert!(r.get(f).is_some(), "missing {f} in {r}");
+        }
+        assert_eq!(r["valid"], true);
+        assert!(r["latency_s"].as_f64().unwrap() >= r["bound_latency_s"].as_f64().unwrap());
+    }
+    let by = |s: &str| {
+        rows.iter()
+            .find(|r| r["solver"] == s)
+            .unwrap_or_else(|| panic!("no {s}"))["latency_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        rows.iter().find(|r| r["solver"] == "xla").unwrap()["speedup_vs_xla"],
+        1.0
+    );
+    assert!(by("xla") < by("all-slow"));
+}
+
+#[test]
+fn bad_input_gets_one_line_and_status_2() {
+    let dir = std::env::temp_dir().join(format!("cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad_json = dir.join("bad.json");
+    std::fs::write(
+        &bad_json,
+        "{\"format\": \"mallocmuzero-program\", \"version\": 1,",
+    )
+    .unwrap();
+    let zero = dir.join("zero.json");
+    std::fs::write(
+        &zero,
+        r#"{"format":"mallocmuzero-program","version":1,"name":"z",
+            "buffers":[{"name":"a","kind":"input","bytes":0}],"ops":[]}"#,
+    )
+    .unwrap();
+    let garbage = dir.join("g.game");
+    std::fs::write(&garbage, [7u8; 40]).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["evaluate".into(), "--workload".into(), "nope".into()],
+            "unknown workload `nope`",
+        ),
+        (
+            vec!["evaluate".into(), "--hw".into(), "tpu-v9".into()],
+            "unknown hardware `tpu-v9`",
+        ),
+        (
+            vec![
+                "evaluate".into(),
+                "--workload".into(),
+                bad_json.display().to_string(),
+            ],
+            "bad.json",
+        ),
+        (
+            vec![
+                "evaluate".into(),
+                "--workload".into(),
+                zero.display().to_string(),
+            ],
+            "buffers[0].bytes: must be > 0, got 0",
+        ),
+        (
+            vec!["evaluate".into(), "--fast-capacity".into(), "10B".into()],
+            "smaller than the smallest buffer",
+        ),
+        (
+            vec!["evaluate".into(), "--solver".into(), "magic".into()],
+            "unknown solver `magic`",
+        ),
+        (
+            vec!["replay".into(), garbage.display().to_string()],
+            "bad magic",
+        ),
+        (
+            vec!["play".into(), "--player".into(), "beam:0".into()],
+            "unknown player `beam:0`",
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err} should say {want}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn play_saves_games_that_replay_and_render() {
+    let dir = std::env::temp_dir().join(format!("cli-play-{}", std::process::id()));
+    let d = dir.display().to_string();
+    let v = json(&[
+        "play",
+        "--workload",
+        "random-dag",
+        "--player",
+        "beam:4",
+        "--episodes",
+        "2",
+        "--seed",
+        "5",
+        "--save",
+        &d,
+        "--json",
+    ]);
+    assert_eq!(v["episodes"].as_array().unwrap().len(), 2);
+    assert_eq!(v["best"]["valid"], true);
+    assert_eq!(v["best"]["solver"], "beam:4");
+    let game = dir.join("random-dag-beam-4-5.game");
+    let map = dir.join("map.svg");
+    let timeline = dir.join("t.svg");
+    let exported = dir.join("game.json");
+    let r = json(&[
+        "replay",
+        &game.display().to_string(),
+        "--render",
+        &map.display().to_string(),
+        "--timeline",
+        &timeline.display().to_string(),
+        "--export-json",
+        &exported.display().to_string(),
+        "--json",
+    ]);
+    assert_eq!(r["verified"], true);
+    let best_return = v["episodes"][0]["return"].as_f64().unwrap();
+    assert_eq!(r["return"].as_f64().unwrap(), best_return);
+    assert!(std::fs::read_to_string(&map).unwrap().starts_with("<svg"));
+    assert!(std::fs::read_to_string(&timeline)
+        .unwrap()
+        .contains("</svg>"));
+    // The JSON export replays too.
+    let r2 = json(&["replay", &exported.display().to_string(), "--json"]);
+    assert_eq!(r2["return"], r["return"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn listings_are_json() {
+    let w = json(&["workloads", "--json"]);
+    assert!(w["workloads"].as_array().unwrap().len() >= 14);
+    let h = json(&["hardware", "--json"]);
+    assert_eq!(h["hardware"].as_array().unwrap().len(), 2);
+    let s = json(&["suite", "--json"]);
+    for c in s["suite"].as_array().unwrap() {
+        assert!(c["beneficial_over_capacity"].as_f64().unwrap() > 1.0, "{c}");
+    }
+}
