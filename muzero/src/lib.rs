@@ -1,1 +1,7 @@
-//! mallocMuZero (issue 4): empty until the agent lands.
+//! mallocMuZero: learned-model MCTS self-play, replay buffer, networks and training.
+//!
+//! - [`env`]: the [`env::Environment`] trait the agent plays (toy games and the mallocGame).
+//! - [`model`]: the [`model::Model`] trait the search calls in batches.
+
+pub mod env;
+pub mod model;
