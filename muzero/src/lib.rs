@@ -2,6 +2,8 @@
 //!
 //! - [`env`]: the [`env::Environment`] trait the agent plays (toy games and the mallocGame).
 //! - [`model`]: the [`model::Model`] trait the search calls in batches.
+//! - [`batch`]: [`batch::TrainingBatch`], what replay samples and the learner consumes.
 
+pub mod batch;
 pub mod env;
 pub mod model;

@@ -1,0 +1,37 @@
+//! A batch of training targets: what the replay buffer samples and the learner consumes.
+//!
+//! Position `t` of a game is the state before its `t`-th action; `rewards[t]` is the
+//! reward of that action. A sample at position `t` unrolls `K` steps: step `k` in `0..=K`
+//! describes position `t + k`.
+
+/// `B` samples, each unrolled `K` steps. All arrays are row-major.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainingBatch {
+    /// `B`.
+    pub batch: usize,
+    /// `K`.
+    pub unroll: usize,
+    /// `A`.
+    pub action_count: usize,
+    /// `[B, observation_len]`: the observation at position `t`.
+    pub observations: Vec<f32>,
+    /// `[B, K]`: the action taken at position `t + k` (past the end of the game: a
+    /// uniformly random action, as MuZero does; its targets are masked).
+    pub actions: Vec<usize>,
+    /// `[B, K + 1]`: the n-step value target of position `t + k` (0 at and past the end).
+    pub target_values: Vec<f32>,
+    /// `[B, K + 1]`: the reward of the action that led to position `t + k` (`k >= 1`;
+    /// entry `k = 0` is 0 and unused).
+    pub target_rewards: Vec<f32>,
+    /// `[B, K + 1, A]`: the search policy at position `t + k` (zeros where masked).
+    pub target_policies: Vec<f32>,
+    /// `[B, K + 1]`: 1 where position `t + k` exists (`t + k <= length`), else 0; masks
+    /// the value and reward losses.
+    pub mask: Vec<f32>,
+    /// `[B, K + 1]`: 1 where a search policy exists (`t + k < length`), else 0.
+    pub policy_mask: Vec<f32>,
+    /// `[B]`: importance-sampling weights of prioritized replay, max-normalised to 1.
+    pub weights: Vec<f32>,
+    /// `[B]`: (game index in the buffer, position) of each sample, for priority updates.
+    pub indices: Vec<(usize, usize)>,
+}
