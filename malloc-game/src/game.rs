@@ -329,6 +329,14 @@ impl Game {
         &self.occupancy[li]
     }
 
+    /// The observation vector (see [`crate::observation`]); its length depends only on
+    /// the game options.
+    pub fn observation(&self) -> Vec<f32> {
+        let mut out = vec![0.0; crate::observation::observation_len(&self.setup.options)];
+        crate::observation::encode(self, &mut out);
+        out
+    }
+
     /// The mapping built so far (buffers without a turn yet are in level 0).
     pub fn mapping(&self) -> Mapping {
         let mut m = Mapping::all_slow(&self.setup.program);

@@ -28,8 +28,11 @@ pub trait Model: Send + Sync {
     fn hidden_len(&self) -> usize;
     fn action_count(&self) -> usize;
     /// `f(h(observations))` for `batch` observations of `observation_len` each.
-    fn initial_inference(&self, observations: &[f32], batch: usize)
-        -> Result<ModelOutput, ModelError>;
+    fn initial_inference(
+        &self,
+        observations: &[f32],
+        batch: usize,
+    ) -> Result<ModelOutput, ModelError>;
     /// `f(g(hidden, action))` for `batch` hidden states of `hidden_len` each.
     fn recurrent_inference(
         &self,
