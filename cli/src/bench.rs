@@ -16,6 +16,9 @@ pub struct BenchArgs {
     /// Seconds to spend on each measurement.
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
+    /// Only the search figures on the reference shape (for scripts/bench_mctx.py).
+    #[arg(long)]
+    pub mcts_only: bool,
 }
 
 /// Runs `f` repeatedly for about `seconds`; returns calls per second.
@@ -30,6 +33,11 @@ fn rate(seconds: f64, mut f: impl FnMut() -> usize) -> f64 {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
+    let mcts = mcts_figures(args.seconds)?;
+    if args.mcts_only {
+        println!("{}", serde_json::to_string(&mcts)?);
+        return Ok(());
+    }
     let case = bench_workloads::suite::cases()
         .into_iter()
         .find(|c| c.workload == "resnet50")
@@ -74,6 +82,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     });
 
     let game = game_figures(&program, &hw, args.seconds)?;
+    let train_steps_per_s = train_figure(&program, &hw, args.seconds)?;
 
     if args.json {
         println!(
@@ -85,6 +94,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 "env_steps_with_obs_per_s": game.steps_obs_per_s,
                 "episodes_per_s": game.episodes_per_s,
                 "replay_verify_ms": game.replay_ms,
+                "mcts_sims_per_s": mcts["gumbel"]["sims_per_s"],
+                "mcts_mean_depth": mcts["gumbel"]["mean_depth"],
+                "mcts_muzero_sims_per_s": mcts["muzero"]["sims_per_s"],
+                "mcts_muzero_mean_depth": mcts["muzero"]["mean_depth"],
+                "train_steps_per_s": train_steps_per_s,
                 "workload": program.name(),
                 "hardware": hw.name,
                 "ops": program.len(),
@@ -118,6 +132,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "  load + replay + verify a game:  {:>12.2} ms",
             game.replay_ms
         );
+        for (name, key) in [("Gumbel MuZero", "gumbel"), ("MuZero pUCT", "muzero")] {
+            println!(
+                "  MCTS, {name} (reference shape, batch 256 x 16): {:>9.0} sims/s, mean depth {:.2}",
+                mcts[key]["sims_per_s"].as_f64().unwrap_or_default(),
+                mcts[key]["mean_depth"].as_f64().unwrap_or_default()
+            );
+        }
+        println!("  training steps, default network (batch 128, K = 5): {train_steps_per_s:.1} /s");
     }
     Ok(())
 }
@@ -199,4 +221,108 @@ fn game_figures(
         episodes_per_s,
         replay_ms: times[times.len() / 2],
     })
+}
+
+/// Search throughput on the reference shape (observation 512, hidden 256, 13
+/// actions, 3 masked at the root; random weights), batch 256 x 16 simulations, for the
+/// Gumbel MuZero root and for MuZero pUCT: what `scripts/bench_mctx.py` compares with mctx.
+fn mcts_figures(seconds: f64) -> Result<serde_json::Value> {
+    use muzero::network::{MuZeroNet, NetworkConfig};
+    use muzero::search::{GumbelConfig, SearchConfig, Searcher};
+    use rand::{Rng, SeedableRng};
+    let config = NetworkConfig::reference();
+    let net = MuZeroNet::new(&config, 0, &muzero::train::device())?;
+    let (batch, sims) = (256usize, 16usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let obs: Vec<f32> = (0..batch * config.observation_len)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let legal: Vec<bool> = (0..batch * config.action_count)
+        .map(|i| i % config.action_count < config.action_count - 3)
+        .collect();
+    let mut out = serde_json::Map::new();
+    for (key, gumbel) in [("gumbel", Some(GumbelConfig::default())), ("muzero", None)] {
+        let search = SearchConfig {
+            simulations: sims,
+            gumbel,
+            ..SearchConfig::default()
+        };
+        let mut searcher = Searcher::new();
+        let mut depth = 0.0f64;
+        let mut calls = 0usize;
+        let t0 = Instant::now();
+        while t0.elapsed().as_secs_f64() < seconds || calls == 0 {
+            let outs = searcher
+                .search(&net, &obs, &legal, batch, &search, &mut rng)
+                .map_err(|e| anyhow::anyhow!("search: {e}"))?;
+            depth += outs.iter().map(|o| o.mean_depth as f64).sum::<f64>() / batch as f64;
+            calls += 1;
+        }
+        let dt = t0.elapsed().as_secs_f64();
+        out.insert(
+            key.into(),
+            serde_json::json!({
+                "sims_per_s": (calls * batch * sims) as f64 / dt,
+                "mean_depth": depth / calls as f64,
+                "batch": batch, "simulations": sims,
+            }),
+        );
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
+/// Training steps per second of the default network on resnet50's game (batch 128,
+/// K = 5), from two random games in the replay buffer.
+fn train_figure(
+    program: &accel_sim::Program,
+    hw: &accel_sim::Hardware,
+    seconds: f64,
+) -> Result<f64> {
+    use malloc_game::{players, GameOptions, GameSetup};
+    use muzero::network::MuZeroNet;
+    use muzero::optim::Optimizer;
+    use muzero::replay::{GameHistory, ReplayBuffer};
+    use muzero::train::TrainConfig;
+    use rand::SeedableRng;
+    use std::sync::Arc;
+    let setup = GameSetup::new(
+        Arc::new(program.clone()),
+        hw.clone(),
+        GameOptions::default(),
+    )?;
+    let config = TrainConfig::default();
+    let net_config = config.network_for(&setup)?;
+    let net = MuZeroNet::new(&net_config, 0, &muzero::train::device())?;
+    let mut opt = Optimizer::new(net.vars(), config.optim.clone())?;
+    let mut replay = ReplayBuffer::new(
+        config.replay.clone(),
+        net_config.observation_len,
+        net_config.action_count,
+    )?;
+    let random = players::player("random").context("random player")?;
+    let a = setup.action_count();
+    for seed in 0..2 {
+        // Replay the random player's actions to record observations and rewards.
+        let played = random.play(&setup, seed);
+        let mut g = setup.start();
+        let mut h = GameHistory::new(net_config.observation_len, a);
+        let uniform = vec![1.0 / a as f32; a];
+        for &action in played.actions() {
+            let obs = g.observation();
+            let r = g.apply_action(action)?;
+            h.push_step(&obs, action, r as f32, 0.0, &uniform)?;
+        }
+        replay.push(h)?;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let t0 = Instant::now();
+    let mut steps = 0usize;
+    while t0.elapsed().as_secs_f64() < seconds || steps == 0 {
+        let batch = replay.sample(config.batch_size, &mut rng)?;
+        let out = net.loss(&batch, &config.loss)?;
+        opt.step(&out.loss)?;
+        replay.update_priorities(&batch.indices, &out.value_errors)?;
+        steps += 1;
+    }
+    Ok(steps as f64 / t0.elapsed().as_secs_f64())
 }

@@ -40,6 +40,13 @@ pub struct EvaluateArgs {
     /// Seed of the game players.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The run directory of a trained agent, for `--solver muzero`.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Search simulations per move of `--solver muzero` (default: the run's evaluation
+    /// setting).
+    #[arg(long)]
+    pub simulations: Option<usize>,
     #[command(flatten)]
     pub game: crate::play::GameArgs,
     /// A mapping file (JSON, `mallocmuzero-mapping`) to evaluate beside the solvers.
@@ -61,6 +68,8 @@ impl Default for EvaluateArgs {
             suite: false,
             solvers: Vec::new(),
             seed: 0,
+            checkpoint: None,
+            simulations: None,
             game: crate::play::GameArgs::default(),
             mapping: None,
             json: false,
@@ -103,7 +112,49 @@ enum Source {
     Solver(Box<dyn baselines::Solver>),
     /// A game player, playing one episode with the given seed.
     Player(Box<dyn malloc_game::players::Player>, u64),
+    /// The trained agent of a run directory: its network, its run's game options, a
+    /// search without noise.
+    MuZero(Box<Agent>),
     File(PathBuf),
+}
+
+/// A trained agent loaded from a run directory.
+pub struct Agent {
+    net: muzero::network::MuZeroNet,
+    options: malloc_game::GameOptions,
+    search: muzero::search::SearchConfig,
+    seed: u64,
+}
+
+impl Agent {
+    pub fn load(dir: &std::path::Path, simulations: Option<usize>) -> Result<Agent> {
+        let info = muzero::train::read_run_info(dir)?;
+        let net = muzero::train::load_network(dir)?;
+        let search = muzero::search::SearchConfig {
+            simulations: simulations.unwrap_or(info.config.eval_simulations),
+            ..info.config.search.clone()
+        };
+        search
+            .check()
+            .map_err(|m| anyhow::anyhow!("--simulations: {m}"))?;
+        Ok(Agent {
+            net,
+            options: info.options,
+            search,
+            seed: info.config.seed,
+        })
+    }
+
+    /// The agent's mapping of `program` on `hw`: one game, greedy over the search.
+    pub fn play(&self, program: &Program, hw: &Hardware) -> Result<Mapping> {
+        let setup = malloc_game::GameSetup::new(
+            std::sync::Arc::new(program.clone()),
+            hw.clone(),
+            self.options.clone(),
+        )?;
+        let g = muzero::train::play_greedy(&self.net, &setup, &self.search, self.seed)?;
+        Ok(g.game.mapping())
+    }
 }
 
 /// The solvers `evaluate` runs when none is named.
@@ -127,7 +178,16 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         args.solvers.clone()
     };
     for name in &names {
-        if let Some(s) = baselines::solver(name) {
+        if name == "muzero" {
+            let dir = args
+                .checkpoint
+                .as_ref()
+                .context("--solver muzero needs --checkpoint RUN_DIR (a `train` run directory)")?;
+            sources.push(Source::MuZero(Box::new(Agent::load(
+                dir,
+                args.simulations,
+            )?)));
+        } else if let Some(s) = baselines::solver(name) {
             sources.push(Source::Solver(s));
         } else if let Some(p) =
             malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name))
@@ -135,7 +195,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
             sources.push(Source::Player(p, args.seed));
         } else {
             bail!(
-                "unknown solver `{name}` (baselines: {}; game players: {}, beam:W, xla-game)",
+                "unknown solver `{name}` (baselines: {}; game players: {}, beam:W, xla-game; muzero with --checkpoint)",
                 baselines::SOLVER_NAMES.join(", "),
                 malloc_game::players::PLAYER_NAMES.join(", ")
             );
@@ -258,6 +318,7 @@ fn evaluate_case(
                 };
                 (name, g.mapping())
             }
+            Source::MuZero(agent) => ("muzero".to_string(), agent.play(program, hw)?),
             Source::File(path) => {
                 let text =
                     std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;

@@ -4,6 +4,7 @@
 mod bench;
 mod evaluate;
 mod play;
+mod train;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -45,9 +46,14 @@ enum Command {
     Play(play::PlayArgs),
     /// Replay a saved game, verify every reward, print or draw what happened.
     Replay(play::ReplayArgs),
+    /// Train the mallocMuZero agent by self-play (default: a few minutes on alexnet).
+    Train(train::TrainArgs),
 }
 
 fn main() {
+    // Before any thread starts: candle's elementwise thread pool spins and stalls when the
+    // cores are shared (see muzero::network).
+    muzero::network::keep_candle_elementwise_single_threaded();
     let cli = Cli::parse();
     let result = match cli.command {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),
@@ -58,6 +64,7 @@ fn main() {
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Play(args)) => play::run_play(&args),
         Some(Command::Replay(args)) => play::run_replay(&args),
+        Some(Command::Train(args)) => train::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

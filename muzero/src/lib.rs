@@ -9,6 +9,7 @@
 //! - [`support`]: categorical value/reward supports with the h(x) transform.
 //! - [`optim`]: AdamW with warm-up, decay and global-norm clipping; resumable state.
 //! - [`replay`]: game histories, prioritized replay, n-step targets, reanalyse.
+//! - [`train`]: self-play and learner side by side, evaluation, checkpoints, resume.
 //! - [`toy`]: toy games and an exact model, for testing the core.
 
 pub mod batch;
@@ -21,3 +22,4 @@ pub mod replay;
 pub mod search;
 pub mod support;
 pub mod toy;
+pub mod train;
