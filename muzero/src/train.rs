@@ -297,23 +297,22 @@ pub fn play_greedy(
         .ok_or_else(|| TrainError::Game("no game was played".into()))
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), TrainError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| TrainError::File {
+/// Maps an I/O or format error to one that names the file.
+fn file_error<E: std::fmt::Display>(path: &Path) -> impl FnOnce(E) -> TrainError + '_ {
+    move |e| TrainError::File {
         path: path.display().to_string(),
         msg: e.to_string(),
-    })?;
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), TrainError> {
+    let text = serde_json::to_string_pretty(value).map_err(file_error(path))?;
     Ok(binio::write_bytes_atomic(path, text.as_bytes())?)
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, TrainError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TrainError::File {
-        path: path.display().to_string(),
-        msg: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| TrainError::File {
-        path: path.display().to_string(),
-        msg: e.to_string(),
-    })
+    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
+    serde_json::from_str(&text).map_err(file_error(path))
 }
 
 /// Reads a run's `run.json`.
@@ -365,10 +364,7 @@ pub fn train(
     let best_dir = dir.join("best");
     let ckpt_dir = dir.join("checkpoints");
     for d in [dir, &games_dir, &best_dir, &ckpt_dir] {
-        std::fs::create_dir_all(d).map_err(|e| TrainError::File {
-            path: d.display().to_string(),
-            msg: e.to_string(),
-        })?;
+        std::fs::create_dir_all(d).map_err(file_error(d))?;
     }
     let net_config;
     let net;
@@ -628,14 +624,8 @@ fn append_metrics(path: &Path, line: &str) -> Result<(), TrainError> {
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| TrainError::File {
-            path: path.display().to_string(),
-            msg: e.to_string(),
-        })?;
-    writeln!(f, "{line}").map_err(|e| TrainError::File {
-        path: path.display().to_string(),
-        msg: e.to_string(),
-    })
+        .map_err(file_error(path))?;
+    writeln!(f, "{line}").map_err(file_error(path))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -683,10 +673,7 @@ fn save_checkpoint(
 ) -> Result<(), TrainError> {
     let name = format!("iter-{iteration:06}");
     let here: PathBuf = ckpt_dir.join(&name);
-    std::fs::create_dir_all(&here).map_err(|e| TrainError::File {
-        path: here.display().to_string(),
-        msg: e.to_string(),
-    })?;
+    std::fs::create_dir_all(&here).map_err(file_error(&here))?;
     net.save(&here.join("weights.safetensors"))?;
     opt.save(&here.join("optimizer.bin"))?;
     binio::write_atomic(
