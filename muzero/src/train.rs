@@ -64,9 +64,16 @@ impl Default for TrainConfig {
         TrainConfig {
             seed: 0,
             network: None,
+            // c_scale 0.1 (mctx's default), not the paper's 1.0: with 1.0, sigma(q) over
+            // min-max-rescaled Q spans ~66 and swamps the Gumbel noise, so self-play became
+            // deterministic and stopped exploring (unet: every game identical from the
+            // 9th iteration on).
             search: SearchConfig {
                 simulations: 16,
-                gumbel: Some(GumbelConfig::default()),
+                gumbel: Some(GumbelConfig {
+                    c_scale: 0.1,
+                    ..GumbelConfig::default()
+                }),
                 ..SearchConfig::default()
             },
             eval_simulations: 16,
