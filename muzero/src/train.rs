@@ -348,9 +348,15 @@ pub fn xla_latency(setup: &GameSetup) -> Result<f64, TrainError> {
         .latency_s)
 }
 
-struct Best {
+/// The fastest mapping found so far, and where and how to record a better one.
+struct Best<'a> {
     ret: f64,
     latency: f64,
+    dir: &'a Path,
+    setup: &'a GameSetup,
+    workload: &'a str,
+    seed: u64,
+    xla: f64,
 }
 
 /// Trains on `setup`, writing into `dir`. With `resume`, continues the run saved there.
@@ -384,6 +390,11 @@ pub fn train(
     let mut best = Best {
         ret: f64::NEG_INFINITY,
         latency: f64::INFINITY,
+        dir: &best_dir,
+        setup: &setup,
+        workload,
+        seed: config.seed,
+        xla,
     };
     if resume {
         let info = read_run_info(dir)?;
@@ -412,10 +423,8 @@ pub fn train(
         positions = latest.positions;
         elapsed_before = latest.elapsed_s;
         if let Ok(b) = read_json::<TrainSummary>(&best_dir.join("summary.json")) {
-            best = Best {
-                ret: b.best_return,
-                latency: b.best_latency_s,
-            };
+            best.ret = b.best_return;
+            best.latency = b.best_latency_s;
         }
     } else {
         net_config = config.network_for(&setup)?;
@@ -506,16 +515,7 @@ pub fn train(
             for g in played {
                 positions += g.history.len() as u64;
                 returns.push(g.game.total_return());
-                consider_best(
-                    &g,
-                    &mut best,
-                    &best_dir,
-                    &setup,
-                    workload,
-                    config.seed,
-                    xla,
-                    train_steps,
-                )?;
+                best.consider(&g, train_steps)?;
                 replay.push(g.history)?;
             }
             if iteration % config.eval_every as u64 == 0 {
@@ -534,16 +534,7 @@ pub fn train(
                     .map_err(|e| TrainError::Game(e.to_string()))?
                     .save(&games_dir.join(format!("eval-{iteration:06}.game")))
                     .map_err(|e| TrainError::Game(e.to_string()))?;
-                consider_best(
-                    &g,
-                    &mut best,
-                    &best_dir,
-                    &setup,
-                    workload,
-                    config.seed,
-                    xla,
-                    train_steps,
-                )?;
+                best.consider(&g, train_steps)?;
             }
             let elapsed_s = elapsed_before + started.elapsed().as_secs_f64();
             let n = done.max(1) as f32;
@@ -635,36 +626,30 @@ fn append_metrics(path: &Path, line: &str) -> Result<(), TrainError> {
     writeln!(f, "{line}").map_err(file_error(path))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn consider_best(
-    g: &PlayedGame,
-    best: &mut Best,
-    best_dir: &Path,
-    setup: &GameSetup,
-    workload: &str,
-    seed: u64,
-    xla: f64,
-    train_steps: u64,
-) -> Result<(), TrainError> {
-    let ret = g.game.total_return();
-    if ret <= best.ret {
-        return Ok(());
+impl Best<'_> {
+    /// Keeps `g` if it beats the best so far: its mapping, saved game and a summary.
+    fn consider(&mut self, g: &PlayedGame, train_steps: u64) -> Result<(), TrainError> {
+        let ret = g.game.total_return();
+        if ret <= self.ret {
+            return Ok(());
+        }
+        let latency = g.game.final_latency().unwrap_or(f64::INFINITY);
+        self.ret = ret;
+        self.latency = latency;
+        let mapping = MappingFile::from_mapping(self.setup.program(), &g.game.mapping());
+        write_json(&self.dir.join("mapping.json"), &mapping)?;
+        GameRecord::from_game(&g.game, "muzero", self.seed, Some(g.search.clone()))
+            .map_err(|e| TrainError::Game(e.to_string()))?
+            .save(&self.dir.join("game.game"))
+            .map_err(|e| TrainError::Game(e.to_string()))?;
+        write_json(
+            &self.dir.join("found.json"),
+            &serde_json::json!({
+                "workload": self.workload, "latency_s": latency, "return": ret,
+                "speedup_vs_xla": self.xla / latency, "train_steps": train_steps,
+            }),
+        )
     }
-    let latency = g.game.final_latency().unwrap_or(f64::INFINITY);
-    *best = Best { ret, latency };
-    let mapping = MappingFile::from_mapping(setup.program(), &g.game.mapping());
-    write_json(&best_dir.join("mapping.json"), &mapping)?;
-    GameRecord::from_game(&g.game, "muzero", seed, Some(g.search.clone()))
-        .map_err(|e| TrainError::Game(e.to_string()))?
-        .save(&best_dir.join("game.game"))
-        .map_err(|e| TrainError::Game(e.to_string()))?;
-    write_json(
-        &best_dir.join("found.json"),
-        &serde_json::json!({
-            "workload": workload, "latency_s": latency, "return": ret,
-            "speedup_vs_xla": xla / latency, "train_steps": train_steps,
-        }),
-    )
 }
 
 #[allow(clippy::too_many_arguments)]
