@@ -10,9 +10,10 @@ Set-up (once; jax[cpu] and mctx install in seconds):
     python3 -m venv .venv-mctx && .venv-mctx/bin/pip install "jax[cpu]" mctx
     cargo build --release -p mallocmuzero
 Run:
-    .venv-mctx/bin/python scripts/bench_mctx.py [--seconds 5]
+    .venv-mctx/bin/python scripts/bench_mctx.py [--seconds 5] [--rounds 3]
 
-Prints one JSON object with both rates, the ratios ours/mctx, and the mean tree depths.
+Prints one JSON object with both rates (medians over rounds that alternate mctx and ours),
+the ratios ours/mctx, and the mean tree depths.
 Our side runs `mallocmuzero bench --mcts-only`, which uses the same shape with scalar
 value/reward heads replaced by our categorical ones (25 bins: decoded to scalars).
 """
@@ -122,30 +123,51 @@ def run_mctx(policy_name, seconds):
     return {"sims_per_s": calls * B * SIMS / dt, "mean_depth": depth}
 
 
-def run_ours(seconds):
-    here = os.path.dirname(os.path.abspath(__file__))
-    binary = os.path.join(here, "..", "target", "release", "mallocmuzero")
+def run_ours(seconds, binary):
+    if binary is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        binary = os.path.join(here, "..", "target", "release", "mallocmuzero")
     cmd = [binary] if os.path.exists(binary) else ["cargo", "run", "--release", "-q", "-p", "mallocmuzero", "--"]
     out = subprocess.run(cmd + ["bench", "--mcts-only", "--seconds", str(seconds)],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--seconds", type=float, default=5.0, help="per measurement")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="mctx and ours alternate this many times; medians are reported "
+                         "(the machine is shared: alternating spreads its noise over both)")
+    ap.add_argument("--binary", default=None,
+                    help="the mallocmuzero binary (default target/release/mallocmuzero)")
     args = ap.parse_args()
-    mctx_g = run_mctx("gumbel_muzero_policy", args.seconds)
-    mctx_m = run_mctx("muzero_policy", args.seconds)
-    ours = run_ours(args.seconds)
+    rounds = {"mctx_gumbel": [], "mctx_muzero": [], "ours_gumbel": [], "ours_muzero": []}
+    for _ in range(max(args.rounds, 1)):
+        rounds["mctx_gumbel"].append(run_mctx("gumbel_muzero_policy", args.seconds))
+        rounds["mctx_muzero"].append(run_mctx("muzero_policy", args.seconds))
+        ours = run_ours(args.seconds, args.binary)
+        rounds["ours_gumbel"].append(ours["gumbel"])
+        rounds["ours_muzero"].append(ours["muzero"])
     result = {
         "shape": {"batch": B, "simulations": SIMS, "observation": OBS, "hidden": H, "actions": A},
         "jax": jax.__version__, "mctx": mctx.__version__, "jax_devices": [str(d) for d in jax.devices()],
-        "mctx_gumbel": mctx_g, "mctx_muzero": mctx_m,
-        "ours_gumbel": ours["gumbel"], "ours_muzero": ours["muzero"],
-        "ratio_gumbel": ours["gumbel"]["sims_per_s"] / mctx_g["sims_per_s"],
-        "ratio_muzero": ours["muzero"]["sims_per_s"] / mctx_m["sims_per_s"],
+        "rounds": args.rounds, "seconds_each": args.seconds,
     }
+    for key, runs in rounds.items():
+        result[key] = {
+            "sims_per_s": median([r["sims_per_s"] for r in runs]),
+            "mean_depth": runs[0]["mean_depth"],
+            "all_sims_per_s": [round(r["sims_per_s"]) for r in runs],
+        }
+    for policy in ["gumbel", "muzero"]:
+        result["ratio_" + policy] = (result["ours_" + policy]["sims_per_s"]
+                                     / result["mctx_" + policy]["sims_per_s"])
     print(json.dumps(result, indent=1))
 
 

@@ -13,6 +13,7 @@
 //! - [`toy`]: toy games and an exact model, for testing the core.
 
 pub mod batch;
+mod cpu_infer;
 pub mod env;
 pub mod malloc;
 pub mod model;

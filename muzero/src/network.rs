@@ -28,9 +28,10 @@
 //! every optimizer update.
 
 use crate::batch::TrainingBatch;
+use crate::cpu_infer;
 use crate::model::{Model, ModelError, ModelOutput};
 use crate::support::Support;
-use candle_core::{DType, Device, Tensor, Var, D};
+use candle_core::{DType, Device, Layout, Storage, StorageRef, Tensor, Var, D};
 use malloc_game::binio::{self, BinError};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -275,20 +276,10 @@ fn min_max_scale(x: &Tensor) -> candle_core::Result<Tensor> {
 const MIN_MAX_EPS: f64 = 1e-5;
 
 /// [`min_max_scale`] on plain rows, with the same operations in the same order (so the
-/// same bits): inference scales here because candle's row reductions cost more than the
-/// round trip through a `Vec`.
+/// same bits): inference scales outside candle because candle's row reductions cost more
+/// than the round trip through a `Vec`.
 fn min_max_rows(data: &mut [f32], width: usize) {
-    for row in data.chunks_exact_mut(width) {
-        let (mut min, mut max) = (f32::INFINITY, f32::NEG_INFINITY);
-        for &x in row.iter() {
-            min = min.min(x);
-            max = max.max(x);
-        }
-        let range = (max - min) + MIN_MAX_EPS as f32;
-        for x in row.iter_mut() {
-            *x = (*x - min) / range;
-        }
-    }
+    cpu_infer::min_max_rows(data, width, MIN_MAX_EPS as f32)
 }
 
 /// Applies `layers` with ReLU between them (`relu_last` adds one after the last).
@@ -434,6 +425,8 @@ pub struct MuZeroNet {
     dyn_blocks: Vec<ResBlock>,
     /// The prediction trunk followed by `pred.heads`: policy logits then value logits.
     pred_layers: Vec<Linear>,
+    /// Threads a CPU inference call may use (the machine's cores, read once here).
+    inference_threads: usize,
 }
 
 impl MuZeroNet {
@@ -476,6 +469,7 @@ impl MuZeroNet {
             dyn_layers,
             dyn_blocks,
             pred_layers,
+            inference_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 
@@ -574,10 +568,9 @@ impl MuZeroNet {
         Ok(Tensor::from_vec(idx, n, &self.device)?)
     }
 
-    /// Scales raw hidden states (`[B, H]`) and runs the prediction on them.
+    /// Scales raw hidden states (`[B, H]`) and runs the prediction on them, in candle.
     fn finish(&self, raw_hidden: &Tensor, reward: Option<&Tensor>) -> Result<ModelOutput> {
-        let c = &self.config;
-        let (h, a) = (c.hidden, c.action_count);
+        let h = self.config.hidden;
         let batch = raw_hidden.dim(0)?;
         let mut hidden = raw_hidden.flatten_all()?.to_vec1::<f32>()?;
         min_max_rows(&mut hidden, h);
@@ -586,6 +579,18 @@ impl MuZeroNet {
             .predict(&scaled, Pass::Infer)?
             .flatten_all()?
             .to_vec1::<f32>()?;
+        let reward = match reward {
+            Some(r) => r.flatten_all()?.to_vec1::<f32>()?,
+            None => Vec::new(),
+        };
+        Ok(self.decode(hidden, &heads, &reward, batch))
+    }
+
+    /// The model's outputs from scaled hidden states, prediction heads (`[B, A + value
+    /// bins]`) and reward logits (`[B, reward bins]`, or empty at the roots).
+    fn decode(&self, hidden: Vec<f32>, heads: &[f32], reward: &[f32], batch: usize) -> ModelOutput {
+        let c = &self.config;
+        let a = c.action_count;
         let vs = &c.value_support;
         let mut policy_logits = Vec::with_capacity(batch * a);
         let mut value = Vec::with_capacity(batch);
@@ -593,23 +598,102 @@ impl MuZeroNet {
             policy_logits.extend_from_slice(&row[..a]);
             value.push(vs.decode_logits(&row[a..]));
         }
-        let reward = match reward {
-            Some(r) => {
-                let rs = &c.reward_support;
-                r.flatten_all()?
-                    .to_vec1::<f32>()?
-                    .chunks_exact(rs.bins)
-                    .map(|row| rs.decode_logits(row))
-                    .collect()
-            }
-            None => vec![0.0; batch],
+        let rs = &c.reward_support;
+        let reward = if reward.is_empty() {
+            vec![0.0; batch]
+        } else {
+            reward
+                .chunks_exact(rs.bins)
+                .map(|row| rs.decode_logits(row))
+                .collect()
         };
-        Ok(ModelOutput {
+        ModelOutput {
             hidden,
             reward,
             policy_logits,
             value,
-        })
+        }
+    }
+
+    /// Runs `f` on the weights as plain slices (the Vars' own storage, locked for reading
+    /// meanwhile); `None` off the CPU, where inference stays in candle.
+    fn with_cpu_weights<R>(&self, f: impl FnOnce(&cpu_infer::Weights<'_>) -> R) -> Option<R> {
+        type Guard<'a> = (StorageRef<'a>, &'a Layout);
+        fn lock(t: &Tensor) -> Guard<'_> {
+            t.storage_and_layout()
+        }
+        fn slice<'a>(g: &'a Guard<'_>) -> Option<&'a [f32]> {
+            let Storage::Cpu(cpu) = &*g.0 else {
+                return None;
+            };
+            let (start, end) = g.1.contiguous_offsets()?;
+            cpu.as_slice::<f32>().ok()?.get(start..end)
+        }
+        fn linears(ls: &[Linear]) -> Vec<Guard<'_>> {
+            ls.iter().flat_map(|l| [lock(&l.wd), lock(&l.bd)]).collect()
+        }
+        fn block_guards(bs: &[ResBlock]) -> Vec<Guard<'_>> {
+            bs.iter()
+                .flat_map(|b| {
+                    [
+                        &b.ln.gamma_d,
+                        &b.ln.beta_d,
+                        &b.fc1.wd,
+                        &b.fc1.bd,
+                        &b.fc2.wd,
+                        &b.fc2.bd,
+                    ]
+                    .map(lock)
+                })
+                .collect()
+        }
+        fn dense<'a>(g: &'a [Guard<'_>]) -> Option<Vec<cpu_infer::Dense<'a>>> {
+            g.chunks_exact(2)
+                .map(|wb| {
+                    let dims = wb[0].1.dims();
+                    Some(cpu_infer::Dense {
+                        w: slice(&wb[0])?,
+                        b: slice(&wb[1])?,
+                        input: dims[0],
+                        output: dims[1],
+                    })
+                })
+                .collect()
+        }
+        fn blocks<'a>(g: &'a [Guard<'_>]) -> Option<Vec<cpu_infer::Block<'a>>> {
+            g.chunks_exact(6)
+                .map(|p| {
+                    let mut fc = dense(&p[2..])?.into_iter();
+                    Some(cpu_infer::Block {
+                        gamma: slice(&p[0])?,
+                        beta: slice(&p[1])?,
+                        fc1: fc.next()?,
+                        fc2: fc.next()?,
+                    })
+                })
+                .collect()
+        }
+        if !self.device.is_cpu() {
+            return None;
+        }
+        let guards = [
+            linears(&self.repr),
+            block_guards(&self.repr_blocks),
+            linears(&self.dyn_layers),
+            block_guards(&self.dyn_blocks),
+            linears(&self.pred_layers),
+        ];
+        let weights = cpu_infer::Weights {
+            hidden: self.config.hidden,
+            repr: dense(&guards[0])?,
+            repr_blocks: blocks(&guards[1])?,
+            dyn_layers: dense(&guards[2])?,
+            dyn_blocks: blocks(&guards[3])?,
+            pred: dense(&guards[4])?,
+            ln_eps: LN_EPS as f32,
+            min_max_eps: MIN_MAX_EPS as f32,
+        };
+        Some(f(&weights))
     }
 
     fn initial(&self, observations: &[f32], batch: usize) -> Result<ModelOutput> {
@@ -620,6 +704,17 @@ impl MuZeroNet {
                 observations.len()
             )));
         }
+        let input = cpu_infer::Input::Observations(observations);
+        match self.with_cpu_weights(|w| w.run(input, batch, self.inference_threads)) {
+            Some(out) => Ok(self.decode(out.hidden, &out.heads, &out.reward_logits, batch)),
+            None => self.initial_candle(observations, batch),
+        }
+    }
+
+    /// [`MuZeroNet::initial`] through candle: the path off the CPU, and the reference the
+    /// CPU path is tested against.
+    fn initial_candle(&self, observations: &[f32], batch: usize) -> Result<ModelOutput> {
+        let o = self.config.observation_len;
         let obs = Tensor::from_slice(observations, (batch, o), &self.device)?;
         let raw = self.represent_raw(&obs, Pass::Infer)?;
         self.finish(&raw, None)
@@ -635,6 +730,28 @@ impl MuZeroNet {
                 actions.len()
             )));
         }
+        let a = self.config.action_count;
+        if let Some(i) = actions.iter().position(|&act| act >= a) {
+            return Err(NetError::Input(format!(
+                "action {} at position {i} is out of range (the network has {a} actions)",
+                actions[i]
+            )));
+        }
+        let input = cpu_infer::Input::Transitions { hidden, actions };
+        match self.with_cpu_weights(|w| w.run(input, batch, self.inference_threads)) {
+            Some(out) => Ok(self.decode(out.hidden, &out.heads, &out.reward_logits, batch)),
+            None => self.recurrent_candle(hidden, actions, batch),
+        }
+    }
+
+    /// [`MuZeroNet::recurrent`] through candle.
+    fn recurrent_candle(
+        &self,
+        hidden: &[f32],
+        actions: &[usize],
+        batch: usize,
+    ) -> Result<ModelOutput> {
+        let h = self.config.hidden;
         let hidden = Tensor::from_slice(hidden, (batch, h), &self.device)?;
         let actions = self.actions_tensor(actions.iter().copied())?;
         let (next, reward) = self.dynamics_raw(&hidden, &actions, Pass::Infer)?;
@@ -1037,6 +1154,68 @@ mod tests {
             value_support: Support::symmetric(5, 10.0),
             reward_support: Support::symmetric(3, 10.0),
         }
+    }
+
+    fn assert_close(what: &str, fast: &[f32], reference: &[f32]) {
+        assert_eq!(fast.len(), reference.len(), "{what}: lengths");
+        for (i, (a, b)) in fast.iter().zip(reference).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                "{what}[{i}]: CPU path {a} vs candle {b}"
+            );
+        }
+    }
+
+    /// The CPU inference path against candle's, on two residual blocks and deeper trunks,
+    /// with a batch that leaves a partial group of rows; and the CPU path gives the same
+    /// bits on 1 and on 3 threads.
+    #[test]
+    fn cpu_inference_matches_candle_and_ignores_thread_count() {
+        let config = NetworkConfig {
+            observation_len: 20,
+            action_count: 5,
+            hidden: 16,
+            repr_layers: vec![24, 12],
+            blocks: 2,
+            dyn_layers: vec![18, 14],
+            pred_layers: vec![11, 9],
+            value_support: Support::symmetric(7, 10.0),
+            reward_support: Support::symmetric(5, 10.0),
+        };
+        let mut net = MuZeroNet::new(&config, 3, &Device::Cpu).unwrap();
+        let batch = 2 * cpu_infer::ROWS_PER_TASK + 37;
+        let mut rng = StdRng::seed_from_u64(9);
+        let obs: Vec<f32> = (0..batch * config.observation_len)
+            .map(|_| rng.random_range(-2.0..2.0))
+            .collect();
+        let actions: Vec<usize> = (0..batch).map(|i| (i * 7) % config.action_count).collect();
+
+        let reference = net.initial_candle(&obs, batch).unwrap();
+        let mut runs = Vec::new();
+        for threads in [1, 3] {
+            net.inference_threads = threads;
+            let fast = net.initial(&obs, batch).unwrap();
+            let next = net.recurrent(&fast.hidden, &actions, batch).unwrap();
+            runs.push((fast, next));
+        }
+        assert_eq!(runs[0], runs[1], "1 and 3 threads differ");
+        let (fast, next) = &runs[0];
+        assert_close("initial hidden", &fast.hidden, &reference.hidden);
+        assert_close(
+            "initial policy",
+            &fast.policy_logits,
+            &reference.policy_logits,
+        );
+        assert_close("initial value", &fast.value, &reference.value);
+        let reference = net.recurrent_candle(&fast.hidden, &actions, batch).unwrap();
+        assert_close("next hidden", &next.hidden, &reference.hidden);
+        assert_close("reward", &next.reward, &reference.reward);
+        assert_close("next policy", &next.policy_logits, &reference.policy_logits);
+        assert_close("next value", &next.value, &reference.value);
+        assert!(
+            next.reward.iter().any(|&r| r != 0.0),
+            "rewards were decoded"
+        );
     }
 
     #[test]

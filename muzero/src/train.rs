@@ -26,7 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::record::{GameRecord, SearchStats};
 use malloc_game::{binio, observation, Game, GameSetup};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,6 +42,11 @@ pub struct TrainConfig {
     pub network: Option<NetworkConfig>,
     /// Self-play search (Gumbel MuZero with 16 simulations by default).
     pub search: SearchConfig,
+    /// Self-play plays a uniformly random legal action instead of the search's with this
+    /// probability per turn (the search policy stays the policy target). Why: once the
+    /// policy is sharp, the Gumbel noise alone seldom tries an action the model misjudges,
+    /// so the model never sees the true outcome and self-play settles on a local optimum.
+    pub explore_epsilon: f64,
     /// Simulations of the evaluation game (its search has no noise).
     pub eval_simulations: usize,
     pub replay: ReplayConfig,
@@ -76,6 +81,10 @@ impl Default for TrainConfig {
                 }),
                 ..SearchConfig::default()
             },
+            // 0.05: on the tiny test game, self-play without it found the optimum with 2 of 5
+            // seeds in 3,000 steps (stuck behind a move whose model reward was wrong), with
+            // it 5 of 5 (0.15 too).
+            explore_epsilon: 0.05,
             eval_simulations: 16,
             replay: ReplayConfig::default(),
             optim: OptimConfig::default(),
@@ -138,6 +147,12 @@ impl TrainConfig {
             return bad(format!(
                 "train_steps_per_position: must be >= 0, got {}",
                 self.train_steps_per_position
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.explore_epsilon) {
+            return bad(format!(
+                "explore_epsilon: must be in [0, 1], got {}",
+                self.explore_epsilon
             ));
         }
         if self.eval_every == 0 || self.checkpoint_every == 0 {
@@ -237,12 +252,14 @@ pub struct PlayedGame {
     pub search: Vec<SearchStats>,
 }
 
-/// Plays `count` games of `setup` in lockstep, one batched search per turn.
+/// Plays `count` games of `setup` in lockstep, one batched search per turn; each turn
+/// plays a random legal action instead of the search's with probability `explore_epsilon`.
 pub fn play_games(
     net: &MuZeroNet,
     setup: &Arc<GameSetup>,
     count: usize,
     search: &SearchConfig,
+    explore_epsilon: f64,
     seed: u64,
 ) -> Result<Vec<PlayedGame>, TrainError> {
     let obs_len = observation::observation_len(setup.options());
@@ -264,12 +281,19 @@ pub fn play_games(
             .search(net, &obs, &legal, count, search, &mut rng)
             .map_err(|e| TrainError::Game(format!("search: {e}")))?;
         for (i, out) in outs.iter().enumerate() {
+            let mut action = out.action;
+            if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
+                let legal_here = &legal[i * a..(i + 1) * a];
+                let n = legal_here.iter().filter(|&&l| l).count();
+                let k = rng.random_range(0..n.max(1));
+                action = (0..a).filter(|&j| legal_here[j]).nth(k).unwrap_or(action);
+            }
             let r = games[i]
-                .apply_action(out.action)
+                .apply_action(action)
                 .map_err(|e| TrainError::Game(e.to_string()))?;
             histories[i].push_step(
                 &obs[i * obs_len..(i + 1) * obs_len],
-                out.action,
+                action,
                 r as f32,
                 out.root_value,
                 &out.policy_target,
@@ -299,7 +323,7 @@ pub fn play_greedy(
     search: &SearchConfig,
     seed: u64,
 ) -> Result<PlayedGame, TrainError> {
-    let mut v = play_games(net, setup, 1, &search.deterministic(), seed)?;
+    let mut v = play_games(net, setup, 1, &search.deterministic(), 0.0, seed)?;
     v.pop()
         .ok_or_else(|| TrainError::Game("no game was played".into()))
 }
@@ -471,6 +495,7 @@ pub fn train(
                     &worker_setup,
                     worker_config.games_per_iteration,
                     &worker_config.search,
+                    worker_config.explore_epsilon,
                     seed_for(worker_config.seed, it, 1),
                 );
                 if done_tx.send(played).is_err() {
