@@ -62,6 +62,12 @@ pub struct TrainConfig {
     pub eval_every: usize,
     /// Save a checkpoint every this many iterations (and at the end).
     pub checkpoint_every: usize,
+    /// MuZero Reanalyse: each iteration the learner re-searches this many stored games
+    /// with its latest network (noise-free) and replaces their search policies, root
+    /// values and value targets (with the default Monte Carlo value targets only the
+    /// policy targets change). Games are taken round-robin over the buffer, oldest first.
+    /// 0 (the default) turns it off.
+    pub reanalyse_games_per_iteration: usize,
 }
 
 impl Default for TrainConfig {
@@ -94,6 +100,7 @@ impl Default for TrainConfig {
             train_steps_per_position: 0.05,
             eval_every: 1,
             checkpoint_every: 5,
+            reanalyse_games_per_iteration: 0,
         }
     }
 }
@@ -316,6 +323,82 @@ pub fn play_games(
         .collect())
 }
 
+/// One iteration's reanalyse: games `iteration * count ..` (modulo the games stored,
+/// oldest first), so the schedule follows from the buffer alone and resumes exactly.
+/// Returns how many games were reanalysed.
+fn reanalyse_round(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    replay: &mut ReplayBuffer,
+    search: &SearchConfig,
+    iteration: u64,
+    count: usize,
+    seed: u64,
+) -> Result<usize, TrainError> {
+    let stored = replay.games();
+    if count == 0 || stored == 0 {
+        return Ok(0);
+    }
+    let first = (iteration as usize).wrapping_mul(count) % stored;
+    let all: Vec<usize> = replay.iter_games().map(|(id, _)| id).collect();
+    let ids: Vec<usize> = all
+        .iter()
+        .cycle()
+        .skip(first)
+        .take(count.min(stored))
+        .copied()
+        .collect();
+    for id in &ids {
+        reanalyse_game(net, setup, replay, search, *id, seed)?;
+    }
+    Ok(ids.len())
+}
+
+/// Re-searches every position of stored game `id` with `net` (one batched, noise-free
+/// search over all its positions) and stores the new search policies and root values.
+/// The legal masks are rebuilt by replaying the game's actions. Returns `false` when the
+/// game is no longer stored.
+pub fn reanalyse_game(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    replay: &mut ReplayBuffer,
+    search: &SearchConfig,
+    id: usize,
+    seed: u64,
+) -> Result<bool, TrainError> {
+    let Some(history) = replay.game(id) else {
+        return Ok(false);
+    };
+    let (len, a) = (history.len(), setup.action_count());
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut legal = vec![false; len * a];
+    let mut game = setup.start();
+    for (t, &action) in history.actions.iter().enumerate() {
+        game.legal_mask(&mut legal[t * a..(t + 1) * a]);
+        game.apply_action(action)
+            .map_err(|e| TrainError::Game(format!("reanalyse of game {id}, turn {t}: {e}")))?;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let outs = Searcher::new()
+        .search(
+            net,
+            &history.observations,
+            &legal,
+            len,
+            &search.deterministic(),
+            &mut rng,
+        )
+        .map_err(|e| TrainError::Game(format!("reanalyse search: {e}")))?;
+    let root_values: Vec<f32> = outs.iter().map(|o| o.root_value).collect();
+    let policies: Vec<f32> = outs
+        .iter()
+        .flat_map(|o| o.policy_target.iter().copied())
+        .collect();
+    Ok(replay.reanalyse(id, &root_values, &policies)?)
+}
+
 /// Plays one game with no search noise: the trained agent's mapping.
 pub fn play_greedy(
     net: &MuZeroNet,
@@ -533,6 +616,15 @@ pub fn train(
                 train_steps += 1;
                 done += 1;
             }
+            let reanalysed = reanalyse_round(
+                &net,
+                &setup,
+                &mut replay,
+                &config.search,
+                iteration,
+                config.reanalyse_games_per_iteration,
+                seed_for(config.seed, iteration, 4),
+            )?;
             let played = done_rx
                 .recv()
                 .map_err(|_| TrainError::Game("the self-play worker stopped".into()))??;
@@ -569,6 +661,7 @@ pub fn train(
                 "positions": positions,
                 "train_steps": train_steps,
                 "steps_this_iteration": done,
+                "reanalysed_games": reanalysed,
                 "loss": loss_sum.total / n,
                 "loss_value": loss_sum.value / n,
                 "loss_reward": loss_sum.reward / n,
