@@ -98,6 +98,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 "mcts_mean_depth": mcts["gumbel"]["mean_depth"],
                 "mcts_muzero_sims_per_s": mcts["muzero"]["sims_per_s"],
                 "mcts_muzero_mean_depth": mcts["muzero"]["mean_depth"],
+                // The search's network calls split their rows over every core.
+                "mcts_threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
                 "train_steps_per_s": train_steps_per_s,
                 "workload": program.name(),
                 "hardware": hw.name,
@@ -108,7 +110,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         );
     } else {
         println!(
-            "{} ({} ops, {} buffers) on {}, one core:",
+            "{} ({} ops, {} buffers) on {}, one core unless noted:",
             program.name(),
             program.len(),
             program.buffers().len(),
@@ -134,7 +136,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         );
         for (name, key) in [("Gumbel MuZero", "gumbel"), ("MuZero pUCT", "muzero")] {
             println!(
-                "  MCTS, {name} (reference shape, batch 256 x 16): {:>9.0} sims/s, mean depth {:.2}",
+                "  MCTS, {name} (reference shape, batch 256 x 16, all cores): {:>9.0} sims/s, mean depth {:.2}",
                 mcts[key]["sims_per_s"].as_f64().unwrap_or_default(),
                 mcts[key]["mean_depth"].as_f64().unwrap_or_default()
             );

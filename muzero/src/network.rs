@@ -25,7 +25,10 @@
 //! Every parameter is a candle `Var` kept in a list sorted by name, so the optimizer, the
 //! checkpoint and the gradient report walk them in one reproducible order. Inference runs
 //! on detached views of the same storage, so it records no autograd graph and still sees
-//! every optimizer update.
+//! every optimizer update. On the CPU, the [`Model`] calls (what the search runs) skip
+//! candle altogether: `cpu_infer` reads that storage as plain slices and runs the MLPs
+//! with gemm directly (the search bench went from 66,000 to 156,000 simulations/s);
+//! candle still runs the loss, and inference off the CPU.
 
 use crate::batch::TrainingBatch;
 use crate::cpu_infer;

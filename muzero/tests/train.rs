@@ -226,6 +226,13 @@ fn impossible_configs_name_the_field() {
     c.replay.unroll = 0;
     assert!(c.check().unwrap_err().to_string().contains("unroll"));
     let mut c = config(&setup);
+    c.explore_epsilon = 1.5;
+    assert!(c
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("explore_epsilon"));
+    let mut c = config(&setup);
     c.network.as_mut().unwrap().observation_len += 1;
     assert!(c
         .network_for(&setup)
