@@ -271,8 +271,8 @@ fn blocks(blocks: &[Block<'_>], x: &mut [f32], rows: usize, eps: f32) {
         }
         dense(&b.fc1, &y, rows, &mut z);
         relu(&mut z);
-        // x + fc2(z): x itself, then the bias, then the product, summed in candle's order
-        // (x + (z W + b)) would need a second buffer; the difference is float rounding.
+        // x + (z W + b), candle's order; inside, z W + b rounds differently from candle's
+        // (here the bias is gemm's starting value), hence agreement to rounding only.
         dense(&b.fc2, &z, rows, &mut y);
         for (a, &d) in x.iter_mut().zip(&y) {
             *a += d;

@@ -341,12 +341,8 @@ fn reanalyse_round(
     }
     let first = (iteration as usize).wrapping_mul(count) % stored;
     let all: Vec<usize> = replay.iter_games().map(|(id, _)| id).collect();
-    let ids: Vec<usize> = all
-        .iter()
-        .cycle()
-        .skip(first)
-        .take(count.min(stored))
-        .copied()
+    let ids: Vec<usize> = (0..count.min(stored))
+        .map(|j| all[(first + j) % stored])
         .collect();
     for id in &ids {
         reanalyse_game(net, setup, replay, search, *id, seed)?;
