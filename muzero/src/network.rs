@@ -556,16 +556,21 @@ impl MuZeroNet {
         mlp(&self.pred_layers, hidden, false, pass)
     }
 
-    fn actions_tensor(&self, actions: impl Iterator<Item = usize>) -> Result<Tensor> {
+    /// `act` (at `position` of its batch) as a weight-row index, if the network has it.
+    fn action_index(&self, position: usize, act: usize) -> Result<u32> {
         let a = self.config.action_count;
+        if act >= a {
+            return Err(NetError::Input(format!(
+                "action {act} at position {position} is out of range (the network has {a} actions)"
+            )));
+        }
+        Ok(act as u32)
+    }
+
+    fn actions_tensor(&self, actions: impl Iterator<Item = usize>) -> Result<Tensor> {
         let mut idx = Vec::with_capacity(actions.size_hint().0);
         for (i, act) in actions.enumerate() {
-            if act >= a {
-                return Err(NetError::Input(format!(
-                    "action {act} at position {i} is out of range (the network has {a} actions)"
-                )));
-            }
-            idx.push(act as u32);
+            idx.push(self.action_index(i, act)?);
         }
         let n = idx.len();
         Ok(Tensor::from_vec(idx, n, &self.device)?)
@@ -733,12 +738,8 @@ impl MuZeroNet {
                 actions.len()
             )));
         }
-        let a = self.config.action_count;
-        if let Some(i) = actions.iter().position(|&act| act >= a) {
-            return Err(NetError::Input(format!(
-                "action {} at position {i} is out of range (the network has {a} actions)",
-                actions[i]
-            )));
+        for (i, &act) in actions.iter().enumerate() {
+            self.action_index(i, act)?;
         }
         let input = cpu_infer::Input::Transitions { hidden, actions };
         match self.with_cpu_weights(|w| w.run(input, batch, self.inference_threads)) {
