@@ -1,4 +1,5 @@
-//! The analytic cost model, after XLA's cost analysis (`docs/xla-msa.md` in shared/).
+//! The analytic cost model, after XLA's cost analysis (docs/simulator.md, "The analytic cost
+//! model").
 //!
 //! For op `i` with its operands and results placed in levels:
 //! - `compute(i) = flops(i) / peak_flops`
@@ -126,8 +127,8 @@ impl CostModel {
         c.max(self.default_mem[u]) - c.max(self.default_mem[u] + self.mem_shift(b, false, 0, level))
     }
 
-    /// XLA's `memory_boundedness` of a buffer placed in `level` (docs/xla-msa.md): the
-    /// benefit of its defining op and uses, combined, divided by sqrt(size).
+    /// XLA's `memory_boundedness` of a buffer placed in `level` (docs/xla-msa.md, "Cost
+    /// analysis"): the benefit of its defining op and uses, combined, divided by sqrt(size).
     pub fn memory_boundedness(&self, b: BufferId, level: usize) -> f64 {
         let benefit = |t: OpId, write: bool| {
             let mem0 = self.default_mem[t];

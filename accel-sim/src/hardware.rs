@@ -49,11 +49,8 @@ pub struct Hardware {
 pub enum HardwareError {
     #[error("unknown hardware `{0}` (built in: {list})", list = PRESETS.join(", "))]
     UnknownPreset(String),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] crate::TextFileError),
     #[error("{path}: {msg}")]
     Parse { path: String, msg: String },
     #[error("{context}field `{field}`: {msg}")]
@@ -156,10 +153,7 @@ impl Hardware {
     /// Loads a config from a `.json` or `.toml` file.
     pub fn from_file(path: &Path) -> Result<Hardware, HardwareError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| HardwareError::Io {
-            path: shown.clone(),
-            source,
-        })?;
+        let text = crate::read_text(path)?;
         let file: HardwareFile = if path.extension().is_some_and(|e| e == "toml") {
             toml::from_str(&text).map_err(|e| HardwareError::Parse {
                 path: shown.clone(),
@@ -198,15 +192,37 @@ impl Hardware {
                 ),
             });
         }
-        if capacity == 0 {
-            return Err(HardwareError::Field {
+        check_capacity(capacity, self.levels[level].alignment).map_err(|msg| {
+            HardwareError::Field {
                 context: format!("{}: ", self.name),
-                field: "fast-capacity".into(),
-                msg: "must be > 0".into(),
-            });
-        }
+                field: format!("fast-capacity (level {level})"),
+                msg,
+            }
+        })?;
         self.levels[level].capacity = capacity;
         Ok(self)
+    }
+
+    /// The same config with a capacity given as text: `16MiB` for the fastest level, or
+    /// `1:16MiB` for level 1 (the `--fast-capacity` flag's syntax).
+    pub fn with_capacity_spec(self, spec: &str) -> Result<Hardware, HardwareError> {
+        let field = |msg: String| HardwareError::Field {
+            context: format!("{}: ", self.name),
+            field: "fast-capacity".into(),
+            msg,
+        };
+        let (level, size) = match spec.split_once(':') {
+            Some((l, s)) => {
+                let level = l
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| field(format!("`{spec}`: `{l}` is not a level number")))?;
+                (level, s)
+            }
+            None => (self.fastest(), spec),
+        };
+        let bytes = parse_size(size).map_err(field)?;
+        self.with_capacity(level, bytes)
     }
 
     /// Index of the fastest level (the last one).
@@ -376,9 +392,7 @@ impl HardwareFile {
                     ByteSize::Bytes(b) => *b,
                     ByteSize::Text(s) => parse_size(s).map_err(|m| err(f("capacity"), m))?,
                 };
-                if bytes == 0 {
-                    return Err(err(f("capacity"), "must be > 0".into()));
-                }
+                check_capacity(bytes, l.alignment).map_err(|m| err(f("capacity"), m))?;
                 bytes
             };
             levels.push(MemoryLevel {
@@ -402,42 +416,89 @@ impl HardwareFile {
     }
 }
 
+/// A fast level's capacity holds at least one aligned byte and stays within the sizes the
+/// cost model represents exactly.
+fn check_capacity(bytes: u64, alignment: u64) -> Result<(), String> {
+    if bytes == 0 {
+        return Err("must be > 0".into());
+    }
+    if bytes < alignment {
+        return Err(format!(
+            "{bytes} B is smaller than the level's alignment ({alignment} B): no buffer could be placed"
+        ));
+    }
+    if bytes > crate::MAX_BYTES {
+        return Err(format!(
+            "{bytes} B is larger than the {} limit on sizes",
+            format_size(crate::MAX_BYTES)
+        ));
+    }
+    Ok(())
+}
+
 /// Parses `"16MiB"`, `"1.5 GiB"`, `"512KB"`, `"4096"` into bytes (KiB/MiB/GiB are powers
-/// of 1024, KB/MB/GB of 1000).
+/// of 1024, KB/MB/GB of 1000). Whole numbers are parsed exactly; a size above
+/// [`MAX_BYTES`](crate::MAX_BYTES) is an error, never a saturated or wrapped number.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let s = text.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (try 16MiB, 512KiB or a byte count)"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
+    let not_a_size = || format!("`{text}` is not a size (try 16MiB, 512KiB or a byte count)");
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
         other => {
             return Err(format!(
                 "`{text}`: unknown unit `{other}` (use B, KiB, MiB, GiB, KB, MB, GB)"
             ))
         }
     };
-    let bytes = value * mult;
-    if !(bytes.is_finite() && bytes >= 1.0) {
+    let too_large = || {
+        format!(
+            "`{text}` is larger than the {} limit on sizes",
+            format_size(crate::MAX_BYTES)
+        )
+    };
+    let bytes = if num.contains('.') {
+        let value: f64 = num.parse().map_err(|_| not_a_size())?;
+        let bytes = value * mult as f64;
+        if !bytes.is_finite() || bytes > crate::MAX_BYTES as f64 {
+            return Err(too_large());
+        }
+        bytes.round() as u64
+    } else {
+        // Digits only: exact, so a 20-digit count is refused rather than rounded.
+        let value: u64 = match num.parse() {
+            Ok(v) => v,
+            Err(_) if !num.is_empty() => return Err(too_large()),
+            Err(_) => return Err(not_a_size()),
+        };
+        value.checked_mul(mult).ok_or_else(too_large)?
+    };
+    if bytes > crate::MAX_BYTES {
+        return Err(too_large());
+    }
+    if bytes == 0 {
         return Err(format!("`{text}` must be at least 1 byte"));
     }
-    Ok(bytes.round() as u64)
+    Ok(bytes)
 }
 
 /// Formats bytes for tables: `128.0 MiB`.
 pub fn format_size(bytes: u64) -> String {
     let b = bytes as f64;
-    if bytes >= 1 << 30 {
+    if bytes >= 1 << 50 {
+        format!("{:.1} PiB", b / (1u64 << 50) as f64)
+    } else if bytes >= 1 << 40 {
+        format!("{:.1} TiB", b / (1u64 << 40) as f64)
+    } else if bytes >= 1 << 30 {
         format!("{:.1} GiB", b / (1u64 << 30) as f64)
     } else if bytes >= 1 << 20 {
         format!("{:.1} MiB", b / (1u64 << 20) as f64)
@@ -451,6 +512,31 @@ pub fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_past_the_limit_are_errors_not_wrapped_numbers() {
+        for text in [
+            "18446744073709551615",
+            "99999999999999999999GiB",
+            "99999999999999999999",
+            "9007199254740993",
+            "1e300",
+            "8388609GiB",
+        ] {
+            let e = parse_size(text);
+            assert!(e.is_err(), "{text}: {e:?}");
+        }
+        assert_eq!(parse_size("9007199254740992").unwrap(), crate::MAX_BYTES);
+        assert_eq!(parse_size("8388608GiB").unwrap(), crate::MAX_BYTES);
+        assert!(parse_size("0.4")
+            .unwrap_err()
+            .contains("at least 1 byte"));
+        let hw = Hardware::nnp_i_like();
+        let e = hw.clone().with_capacity(1, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("limit"), "{e}");
+        let e = hw.with_capacity(1, 63).unwrap_err().to_string();
+        assert!(e.contains("alignment (64 B)"), "{e}");
+    }
 
     #[test]
     fn sizes_parse() {
@@ -522,5 +608,21 @@ mod tests {
         assert_eq!(hw.levels[1].capacity, 16 << 20);
         assert!(Hardware::tpu_v4i_like().with_capacity(0, 5).is_err());
         assert!(Hardware::tpu_v4i_like().with_capacity(1, 0).is_err());
+        let nnp = Hardware::nnp_i_like();
+        let hw = nnp.clone().with_capacity_spec("1:2MiB").unwrap();
+        assert_eq!(hw.levels[1].capacity, 2 << 20);
+        let hw = nnp.clone().with_capacity_spec("3MiB").unwrap();
+        assert_eq!(hw.levels[2].capacity, 3 << 20);
+        for (spec, says) in [
+            ("1:18446744073709551615", "limit"),
+            ("x:1MiB", "not a level number"),
+            ("3:1MiB", "not a fast level"),
+            ("0:1MiB", "not a fast level"),
+            ("1:32", "alignment"),
+        ] {
+            let e = nnp.clone().with_capacity_spec(spec).unwrap_err().to_string();
+            assert!(e.contains(says), "{spec}: {e}");
+            assert!(e.contains("fast-capacity"), "{spec}: {e}");
+        }
     }
 }

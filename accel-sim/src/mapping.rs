@@ -385,6 +385,12 @@ impl MappingFile {
         }
     }
 
+    /// Reads a mapping file (JSON); the error names the file and what is wrong with it.
+    pub fn read(path: &std::path::Path) -> Result<MappingFile, String> {
+        let text = crate::read_text(path).map_err(|e| e.to_string())?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     /// Resolves buffer names against `program`; the error names the field and value.
     pub fn to_mapping(&self, program: &Program) -> Result<Mapping, String> {
         if self.format != MAPPING_FORMAT {
@@ -405,7 +411,15 @@ impl MappingFile {
             .enumerate()
             .map(|(i, b)| (b.name.as_str(), i))
             .collect();
+        if self.workload != program.name() {
+            return Err(format!(
+                "field `workload`: the mapping is for `{}`, but the program is `{}`",
+                self.workload,
+                program.name()
+            ));
+        }
         let mut mapping = Mapping::all_slow(program);
+        let mut listed_at: Vec<Option<usize>> = vec![None; program.buffers().len()];
         for (i, p) in self.buffers.iter().enumerate() {
             let b = *index.get(p.buffer.as_str()).ok_or_else(|| {
                 format!(
@@ -414,6 +428,13 @@ impl MappingFile {
                     p.buffer
                 )
             })?;
+            // A second entry would silently replace the first: refuse it.
+            if let Some(first) = listed_at[b].replace(i) {
+                return Err(format!(
+                    "field `buffers[{i}].buffer`: buffer `{}` is already listed at buffers[{first}]",
+                    p.buffer
+                ));
+            }
             mapping.buffers[b].allocations = p.allocations.clone();
         }
         Ok(mapping)

@@ -78,6 +78,12 @@ pub struct Op {
     pub writes: Vec<BufferId>,
 }
 
+/// The most bytes a program may hold in all its buffers together, and the largest capacity
+/// a level may have: 2^53 (8 PiB). Every sum of sizes the workspace forms (an op's traffic,
+/// bytes live at once, a level's occupancy) is then at most this, so none overflows, and
+/// every size converts to `f64` exactly, so the cost model and the simulator agree.
+pub const MAX_BYTES: u64 = 1 << 53;
+
 /// A problem found while building a [`Program`]. Each names the buffer or op involved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProgramError {
@@ -88,6 +94,18 @@ pub enum ProgramError {
         index: BufferId,
         name: String,
         size: u64,
+    },
+    #[error("buffers {first} and {second} are both named `{name}` (names identify buffers in mapping files)")]
+    DuplicateName {
+        name: String,
+        first: BufferId,
+        second: BufferId,
+    },
+    #[error("buffer {index} (`{name}`): the sizes of the buffers up to this one add up to more than {limit} bytes (2^53), the most a program may hold")]
+    TooLarge {
+        index: BufferId,
+        name: String,
+        limit: u64,
     },
     #[error("op {op} (`{op_name}`): {field} refers to buffer {buffer}, but the program has only {count} buffers")]
     UnknownBuffer {
@@ -156,6 +174,38 @@ pub struct Program {
     live: Vec<(OpId, OpId)>,
 }
 
+/// Sizes are positive and add up to at most [`MAX_BYTES`]; names are unique.
+fn check_buffers(buffers: &[Buffer]) -> Result<(), ProgramError> {
+    let mut total: u64 = 0;
+    let mut seen: std::collections::HashMap<&str, BufferId> =
+        std::collections::HashMap::with_capacity(buffers.len());
+    for (index, b) in buffers.iter().enumerate() {
+        if b.size == 0 {
+            return Err(ProgramError::ZeroSize {
+                index,
+                name: b.name.clone(),
+                size: b.size,
+            });
+        }
+        total = total
+            .checked_add(b.size)
+            .filter(|&t| t <= MAX_BYTES)
+            .ok_or_else(|| ProgramError::TooLarge {
+                index,
+                name: b.name.clone(),
+                limit: MAX_BYTES,
+            })?;
+        if let Some(first) = seen.insert(b.name.as_str(), index) {
+            return Err(ProgramError::DuplicateName {
+                name: b.name.clone(),
+                first,
+                second: index,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Program {
     /// Validates the ops and buffers and derives live ranges.
     pub fn new(
@@ -167,15 +217,7 @@ impl Program {
         if ops.is_empty() {
             return Err(ProgramError::NoOps);
         }
-        for (index, b) in buffers.iter().enumerate() {
-            if b.size == 0 {
-                return Err(ProgramError::ZeroSize {
-                    index,
-                    name: b.name.clone(),
-                    size: b.size,
-                });
-            }
-        }
+        check_buffers(&buffers)?;
         let n = buffers.len();
         let mut def: Vec<Option<OpId>> = vec![None; n];
         let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
@@ -442,6 +484,58 @@ mod tests {
         assert_eq!(p.live_bytes(), vec![24, 24, 14]);
         assert_eq!(p.peak_live_bytes(), 24);
         assert_eq!(p.op_bytes(0), 24);
+    }
+
+    #[test]
+    fn sizes_that_overflow_and_repeated_names_are_refused() {
+        // Two 2^63-byte buffers: their sum wraps a u64 (this once printed a 1e-10 s
+        // cost-model latency next to a 6e7 s simulated one).
+        let big = 1u64 << 63;
+        let e = Program::new(
+            "p",
+            "",
+            vec![
+                buf("x", 100, BufferKind::Input),
+                buf("a", big, BufferKind::Activation),
+                buf("b", big, BufferKind::Activation),
+            ],
+            vec![op("o", 1.0, &[0], &[1, 2]), op("o2", 1.0, &[1, 2], &[])],
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProgramError::TooLarge { index: 1, .. }), "{e}");
+        assert!(e.to_string().contains("buffer 1 (`a`)"), "{e}");
+        // Exactly at the limit is fine; one byte more is not.
+        let at = |last: u64| {
+            Program::new(
+                "p",
+                "",
+                vec![
+                    buf("x", MAX_BYTES - 4, BufferKind::Input),
+                    buf("y", last, BufferKind::Output),
+                ],
+                vec![op("o", 1.0, &[0], &[1])],
+            )
+        };
+        assert!(at(4).is_ok());
+        assert!(matches!(at(5), Err(ProgramError::TooLarge { index: 1, .. })));
+        let e = Program::new(
+            "p",
+            "",
+            vec![
+                buf("x", 1, BufferKind::Input),
+                buf("x", 1, BufferKind::Output),
+            ],
+            vec![op("o", 1.0, &[0], &[1])],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ProgramError::DuplicateName {
+                name: "x".into(),
+                first: 0,
+                second: 1
+            }
+        );
     }
 
     #[test]

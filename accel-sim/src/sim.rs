@@ -1,6 +1,6 @@
 //! The event-driven simulator: the source of "true" latency.
 //!
-//! In the spirit of XLA's runtime simulator (docs/xla-msa.md), and more faithful than the
+//! In the spirit of XLA's runtime simulator (docs/simulator.md), and more faithful than the
 //! cost model:
 //! - ops run one after another; op `t` takes `max(compute, mem) + op_overhead`, with `mem`
 //!   as in the cost model;

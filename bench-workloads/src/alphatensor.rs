@@ -10,7 +10,7 @@
 //! V (`m*p x R`), W (`n*p x R`): for `C = A B` with A `n x m` and B `m x p`,
 //! `m_r = (sum_i U[i,r] a_i) (sum_j V[j,r] b_j)` and `c_k = sum_r W[k,r] m_r`.
 //! The flattening order, verified by rebuilding the matmul tensor from every factorization in
-//! the shared data file (see the tests): `a` is A row-major, `b` is B row-major, and `c` is
+//! the bundled data file (`data/alphatensor/`, see the tests): `a` is A row-major, `b` is B row-major, and `c` is
 //! **C transposed**, row-major: `c_k = C[k % n][k / n]` (AlphaTensor's tensors produce `C^T`).
 //!
 //! The workload `alphatensor-4x4`: `C = A B` with A and B 8192x8192 bf16, each split into
@@ -159,7 +159,7 @@ fn parse_err(origin: &str, line: usize, msg: String) -> WorkloadError {
     }
 }
 
-/// Parses the text format of `shared/data/alphatensor` (see `shared/README.md`): a header
+/// Parses the text format of `data/alphatensor/` (see its README.md): a header
 /// `# n m p rank R U a x R V b x R W c x R`, then the rows of U, V and W, each prefixed by its
 /// letter. Other lines starting with `#` are comments. `origin` names the text in errors.
 pub fn parse_factorizations(text: &str, origin: &str) -> Result<Vec<Factorization>, WorkloadError> {
@@ -477,9 +477,9 @@ fn describe(terms: &[(i32, BufferId)], buffers: &[Buffer]) -> String {
 mod tests {
     use super::*;
 
-    const SHARED: &str = concat!(
+    const ALL_UPTO5: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/alphatensor/factorizations_r_upto5.txt"
+        "/data/alphatensor/factorizations_r_upto5.txt"
     );
 
     /// splitmix64, for reproducible random matrices without a dependency.
@@ -506,8 +506,8 @@ mod tests {
     }
 
     #[test]
-    fn every_shared_factorization_rebuilds_its_tensor() {
-        let text = std::fs::read_to_string(SHARED).unwrap();
+    fn every_bundled_factorization_rebuilds_its_tensor() {
+        let text = std::fs::read_to_string(ALL_UPTO5).unwrap();
         let all = parse_factorizations(&text, "factorizations_r_upto5.txt").unwrap();
         assert_eq!(all.len(), 20, "the file has 20 shapes with max(n,m,p) <= 5");
         assert!(
@@ -550,8 +550,8 @@ mod tests {
 
     #[test]
     fn multiplies_non_square_shapes() {
-        let text = std::fs::read_to_string(SHARED).unwrap();
-        let all = parse_factorizations(&text, "shared").unwrap();
+        let text = std::fs::read_to_string(ALL_UPTO5).unwrap();
+        let all = parse_factorizations(&text, "factorizations_r_upto5.txt").unwrap();
         let f = all.iter().find(|f| f.shape() == (2, 3, 5)).unwrap();
         let mut seed = 11;
         let a: Vec<f64> = (0..6).map(|_| rng(&mut seed)).collect();

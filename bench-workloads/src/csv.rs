@@ -52,10 +52,7 @@ pub fn load_file(path: &Path) -> Result<CsvInstance, WorkloadError> {
 /// Loads a CSV with the given time axis.
 pub fn load_file_with(path: &Path, axis: TimeAxis) -> Result<CsvInstance, WorkloadError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
-        path: shown.clone(),
-        source,
-    })?;
+    let text = accel_sim::read_text(path)?;
     parse_str(&text, &shown, axis)
 }
 
@@ -241,10 +238,11 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data");
+    /// The third-party instances committed with the crate (see `data/*/README.md`).
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
 
-    fn shared_files(dir: &str) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(format!("{SHARED}/{dir}"))
+    fn data_files(dir: &str) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(format!("{DATA}/{dir}"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "csv"))
@@ -273,7 +271,7 @@ mod tests {
 
     #[test]
     fn input_12_keeps_its_live_ranges() {
-        let path = PathBuf::from(format!("{SHARED}/minimalloc/input.12.csv"));
+        let path = PathBuf::from(format!("{DATA}/minimalloc/input.12.csv"));
         let c = load_file_with(&path, TimeAxis::Original).unwrap();
         let p = &c.program;
         assert_eq!(c.capacity, Some(12));
@@ -299,10 +297,10 @@ mod tests {
     }
 
     #[test]
-    fn every_shared_file_loads_with_its_overlaps() {
-        let files: Vec<PathBuf> = shared_files("minimalloc")
+    fn every_bundled_file_loads_with_its_overlaps() {
+        let files: Vec<PathBuf> = data_files("minimalloc")
             .into_iter()
-            .chain(shared_files("idealloc"))
+            .chain(data_files("idealloc"))
             .collect();
         assert!(files.len() >= 14, "{files:?}");
         for f in &files {
@@ -335,12 +333,12 @@ mod tests {
             assert_eq!(p.peak_live_bytes() as i128, peak, "{}", f.display());
         }
         let mb = load_file(&PathBuf::from(format!(
-            "{SHARED}/idealloc/iree_mobilebert.csv"
+            "{DATA}/idealloc/iree_mobilebert.csv"
         )))
         .unwrap();
         assert_eq!(mb.offsets.as_ref().map(Vec::len), Some(316));
         assert_eq!(mb.capacity, None);
-        let a = load_file(&PathBuf::from(format!("{SHARED}/minimalloc/A.1048576.csv"))).unwrap();
+        let a = load_file(&PathBuf::from(format!("{DATA}/minimalloc/A.1048576.csv"))).unwrap();
         assert_eq!(a.capacity, Some(1_048_576));
         assert!(a.program.len() <= 2 * 154, "compressed to its event times");
     }

@@ -155,10 +155,7 @@ pub fn parse_program(text: &str, origin: &str) -> Result<Program, WorkloadError>
 
 /// Reads and parses a program JSON file.
 pub fn load_file(path: &Path) -> Result<Program, WorkloadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text = accel_sim::read_text(path)?;
     parse_program(&text, &path.display().to_string())
 }
 

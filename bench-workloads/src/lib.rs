@@ -21,11 +21,8 @@ use accel_sim::{Program, ProgramError};
 pub enum WorkloadError {
     #[error("unknown workload `{name}` (built in: {list})", list = names().join(", "))]
     Unknown { name: String },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    File(#[from] accel_sim::TextFileError),
     /// `origin` is the file name (or embedded workload name); `msg` names the field.
     #[error("{origin}: {msg}")]
     Parse { origin: String, msg: String },

@@ -46,6 +46,14 @@ pub fn cases() -> Vec<SuiteCase> {
     ]
 }
 
+/// The suite's case of `workload` on the preset `hardware`, if there is one: a user who
+/// names a suite workload on its suite hardware without a capacity gets the suite's.
+pub fn case_of(workload: &str, hardware: &str) -> Option<SuiteCase> {
+    cases()
+        .into_iter()
+        .find(|c| c.workload == workload && c.hardware == hardware)
+}
+
 impl SuiteCase {
     /// The case's hardware with its fast capacity applied.
     pub fn hardware(&self) -> Hardware {

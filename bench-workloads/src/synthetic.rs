@@ -11,6 +11,10 @@
 //!   adds them.
 //! - `random-dag`: seeded random DAG of 60 ops with fan-in up to 3, mixed sizes and
 //!   arithmetic intensities, some weights, and outputs.
+//!
+//! [`large_random`] scales the same ingredients up to programs of any length (100k ops and
+//! more), for timing the solvers; it is not a built-in workload. Write one as program JSON
+//! with `cargo run --release -p bench-workloads --example gen_program`.
 
 use accel_sim::{Buffer, BufferId, BufferKind, Op, Program};
 
@@ -260,6 +264,102 @@ pub fn random_dag(ops: usize, seed: u64) -> Program {
     b.finish(
         "random-dag",
         format!("random DAG of {ops} ops (seed {seed}): fan-in up to 3, 16 KiB..4 MiB bf16 values, 0.5..2048 FLOP/byte"),
+    )
+}
+
+/// A large, model-shaped random program of `ops` ops (at least 1), reproducible from
+/// `seed`, with about two buffers per op: for timing solvers at scale.
+///
+/// The ops form a chain of residual blocks of 4..=12 ops. Each op reads the previous op's
+/// value, sometimes a second recent one, and (9 in 10) a weight of its own; one in 8 also
+/// writes a small side value that a later op of its block reads. Each block's input is
+/// kept live to the block's end (the skip connection); one block in 50 also reads a value
+/// from up to 5,000 ops back (U-Net-style long skips). Sizes are 4 KiB..4 MiB,
+/// intensities 0.5..2048 FLOP/byte, as in [`random_dag`]. Values no op reads, and one in
+/// 200 others, are outputs.
+pub fn large_random(ops: usize, seed: u64) -> Program {
+    let ops = ops.max(1);
+    let mut rng = SplitMix(seed);
+    let sizes = [
+        4 * KIB,
+        16 * KIB,
+        64 * KIB,
+        256 * KIB,
+        512 * KIB,
+        1024 * KIB,
+        2048 * KIB,
+        4096 * KIB,
+    ];
+    let intensities = [0.5, 2.0, 8.0, 32.0, 128.0, 512.0, 2048.0];
+    let kinds = ["add", "mul", "gelu", "matmul", "conv", "reduce", "softmax"];
+    let mut b = Builder::default();
+    let input = b.buf("in0", rng.pick(&sizes), BufferKind::Input);
+    // Every value an op wrote, in order, and whether some op reads it.
+    let mut values: Vec<BufferId> = vec![input];
+    let mut read = vec![false];
+    // Index in `values` of the previous op's main value, and of the block's input.
+    let mut last = 0usize;
+    let mut block_start = 0usize;
+    let mut block_left = 0usize;
+    // A side value waiting for its reader: (value index, the op that reads it).
+    let mut side: Option<(usize, usize)> = None;
+    for t in 0..ops {
+        if block_left == 0 {
+            block_start = last;
+            block_left = 4 + rng.below(9);
+        }
+        block_left -= 1;
+        let mut picks: Vec<usize> = vec![last];
+        if rng.chance(30) {
+            picks.push(values.len() - 1 - rng.below(values.len().min(4)));
+        }
+        if block_left == 0 {
+            picks.push(block_start);
+            if rng.chance(2) {
+                picks.push(values.len() - 1 - rng.below(values.len().min(5000)));
+            }
+        }
+        if let Some((v, at)) = side {
+            if at <= t {
+                picks.push(v);
+                side = None;
+            }
+        }
+        let mut reads: Vec<BufferId> = Vec::with_capacity(picks.len() + 1);
+        for v in picks {
+            if !reads.contains(&values[v]) {
+                reads.push(values[v]);
+                read[v] = true;
+            }
+        }
+        if rng.chance(90) {
+            reads.push(b.buf(format!("w{t}"), rng.pick(&sizes), BufferKind::Weight));
+        }
+        let mut writes = vec![b.buf(format!("v{t}"), rng.pick(&sizes), BufferKind::Activation)];
+        let kind = rng.pick(&kinds);
+        let bytes: u64 = reads.iter().chain(&writes).map(|&x| b.buffers[x].size).sum();
+        let flops = bytes as f64 * rng.pick(&intensities);
+        last = values.len();
+        values.push(writes[0]);
+        read.push(false);
+        if side.is_none() && rng.chance(12) {
+            let s = b.buf(format!("s{t}"), rng.pick(&sizes[..4]), BufferKind::Activation);
+            writes.push(s);
+            // Read before the end of the program, or never (then it becomes an output).
+            side = Some((values.len(), t + 1 + rng.below(block_left.max(1))));
+            values.push(s);
+            read.push(false);
+        }
+        b.op(format!("{kind}{t}"), kind, flops, reads, writes);
+    }
+    for (i, &v) in values.iter().enumerate() {
+        if b.buffers[v].kind == BufferKind::Activation && (!read[i] || rng.below(200) == 0) {
+            b.buffers[v].kind = BufferKind::Output;
+        }
+    }
+    b.finish(
+        "large-random",
+        format!("large random program of {ops} ops (seed {seed}): residual blocks, weights, side values, long skips; 4 KiB..4 MiB bf16 values, 0.5..2048 FLOP/byte"),
     )
 }
 

@@ -13,8 +13,8 @@ pub struct BenchArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Seconds to spend on each measurement.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds to spend on each measurement (more than 0, at most a day).
+    #[arg(long, default_value_t = 2.0, value_parser = crate::positive_seconds)]
     pub seconds: f64,
     /// Only the search figures on the reference shape (for scripts/bench_mctx.py).
     #[arg(long)]
@@ -233,7 +233,7 @@ fn mcts_figures(seconds: f64) -> Result<serde_json::Value> {
     use muzero::search::{GumbelConfig, SearchConfig, Searcher};
     use rand::{Rng, SeedableRng};
     let config = NetworkConfig::reference();
-    let net = MuZeroNet::new(&config, 0, &muzero::train::device())?;
+    let net = MuZeroNet::new(&config, 0, &muzero::network::device())?;
     let (batch, sims) = (256usize, 16usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let obs: Vec<f32> = (0..batch * config.observation_len)
@@ -284,7 +284,7 @@ fn train_figure(
     use muzero::network::MuZeroNet;
     use muzero::optim::Optimizer;
     use muzero::replay::{GameHistory, ReplayBuffer};
-    use muzero::train::TrainConfig;
+    use malloc_muzero::train::TrainConfig;
     use rand::SeedableRng;
     use std::sync::Arc;
     let setup = GameSetup::new(
@@ -294,7 +294,7 @@ fn train_figure(
     )?;
     let config = TrainConfig::default();
     let net_config = config.network_for(&setup)?;
-    let net = MuZeroNet::new(&net_config, 0, &muzero::train::device())?;
+    let net = MuZeroNet::new(&net_config, 0, &muzero::network::device())?;
     let mut opt = Optimizer::new(net.vars(), config.optim.clone())?;
     let mut replay = ReplayBuffer::new(
         config.replay.clone(),

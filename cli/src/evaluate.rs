@@ -1,14 +1,10 @@
 //! `mallocmuzero evaluate`: solvers x cases -> validated, simulated results.
 
-use accel_sim::{CostModel, Hardware, Mapping, Program, Simulator};
-use anyhow::{bail, Context, Result};
-use bench_workloads::suite;
+use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use malloc_game::baselines;
-use serde::Serialize;
+use malloc_muzero::{evaluate_case, Case, Row, Solver, SolverContext};
 use std::path::PathBuf;
-use std::time::Instant;
 
 /// Which program on which hardware.
 #[derive(Args, Clone, Default, Debug)]
@@ -32,9 +28,9 @@ pub struct EvaluateArgs {
     /// Every case of the benchmark suite (each with its own hardware and capacity).
     #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity", "mapping"])]
     pub suite: bool,
-    /// Solvers to run (repeat the flag): baselines (all-slow, xla, greedy-size) and game
-    /// players (random, greedy, beam, beam:W, xla-game). Default: all-slow, xla,
-    /// greedy-size, greedy, beam.
+    /// Solvers to run (repeat the flag): baselines (all-slow, xla, greedy-size), game
+    /// players (random, greedy, beam, beam:W, xla-game), and muzero (with --checkpoint).
+    /// Default: all-slow, xla, greedy-size, greedy, beam.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     /// Seed of the game players.
@@ -77,134 +73,31 @@ impl Default for EvaluateArgs {
     }
 }
 
-/// One row of the results, in the JSON form of `evaluate --json`.
-#[derive(Serialize, Clone, Debug)]
-pub struct Row {
-    pub workload: String,
-    pub hardware: String,
-    pub solver: String,
-    /// Simulated ("true") latency; null when the mapping is invalid.
-    pub latency_s: Option<f64>,
-    pub proxy_latency_s: Option<f64>,
-    pub valid: bool,
-    pub speedup_vs_xla: Option<f64>,
-    /// The physical limit of this case (see `malloc_game::baselines::bound_latency`).
-    pub bound_latency_s: f64,
-    /// `latency / bound - 1`: how much room is left above this solver.
-    pub gap_to_bound: Option<f64>,
-    pub fast_capacity_bytes: u64,
-    /// Peak bytes held in the fast levels by this mapping.
-    pub fast_bytes_used: Option<u64>,
-    pub solve_s: f64,
-    /// The validator's message when `valid` is false.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A case to evaluate: a program on a hardware config.
-pub struct Case {
-    pub program: Program,
-    pub hw: Hardware,
-}
-
-/// A named way to get a mapping.
-enum Source {
-    Solver(Box<dyn baselines::Solver>),
-    /// A game player, playing one episode with the given seed.
-    Player(Box<dyn malloc_game::players::Player>, u64),
-    /// The trained agent of a run directory: its network, its run's game options, a
-    /// search without noise.
-    MuZero(Box<Agent>),
-    File(PathBuf),
-}
-
-/// A trained agent loaded from a run directory.
-pub struct Agent {
-    net: muzero::network::MuZeroNet,
-    options: malloc_game::GameOptions,
-    search: muzero::search::SearchConfig,
-    seed: u64,
-}
-
-impl Agent {
-    pub fn load(dir: &std::path::Path, simulations: Option<usize>) -> Result<Agent> {
-        let info = muzero::train::read_run_info(dir)?;
-        let net = muzero::train::load_network(dir)?;
-        let search = muzero::search::SearchConfig {
-            simulations: simulations.unwrap_or(info.config.eval_simulations),
-            ..info.config.search.clone()
-        };
-        search
-            .check()
-            .map_err(|m| anyhow::anyhow!("--simulations: {m}"))?;
-        Ok(Agent {
-            net,
-            options: info.options,
-            search,
-            seed: info.config.seed,
-        })
-    }
-
-    /// The agent's mapping of `program` on `hw`: one game, greedy over the search.
-    pub fn play(&self, program: &Program, hw: &Hardware) -> Result<Mapping> {
-        let setup = malloc_game::GameSetup::new(
-            std::sync::Arc::new(program.clone()),
-            hw.clone(),
-            self.options.clone(),
-        )?;
-        let g = muzero::train::play_greedy(&self.net, &setup, &self.search, self.seed)?;
-        Ok(g.game.mapping())
-    }
-}
-
-/// The solvers `evaluate` runs when none is named.
-pub const DEFAULT_SOLVERS: [&str; 5] = ["all-slow", "xla", "greedy-size", "greedy", "beam"];
-
-/// The standalone xla solver's simulated latency: every speedup is measured against it.
-pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64> {
-    let xla = baselines::solver("xla").context("the xla solver is built in")?;
-    let m = xla.solve(program, hw);
-    m.validate(program, hw)
-        .context("the xla baseline produced an invalid mapping (a bug)")?;
-    Ok(Simulator::new(program, hw).run(&m, false).latency_s)
-}
-
 pub fn run(args: &EvaluateArgs) -> Result<()> {
-    let cases = cases(args)?;
-    let mut sources = Vec::new();
-    let names: Vec<String> = if args.solvers.is_empty() {
-        DEFAULT_SOLVERS.iter().map(|s| s.to_string()).collect()
+    let cases = if args.suite {
+        Case::suite()?
     } else {
-        args.solvers.clone()
+        vec![single_case(&args.case)?]
     };
-    for name in &names {
-        if name == "muzero" {
-            let dir = args
-                .checkpoint
-                .as_ref()
-                .context("--solver muzero needs --checkpoint RUN_DIR (a `train` run directory)")?;
-            sources.push(Source::MuZero(Box::new(Agent::load(
-                dir,
-                args.simulations,
-            )?)));
-        } else if let Some(s) = baselines::solver(name) {
-            sources.push(Source::Solver(s));
-        } else if let Some(p) =
-            malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name))
-        {
-            sources.push(Source::Player(p, args.seed));
-        } else {
-            bail!(
-                "unknown solver `{name}` (baselines: {}; game players: {}, beam:W, xla-game; muzero with --checkpoint)",
-                baselines::SOLVER_NAMES.join(", "),
-                malloc_game::players::PLAYER_NAMES.join(", ")
-            );
+    let ctx = SolverContext {
+        seed: args.seed,
+        checkpoint: args.checkpoint.clone(),
+        simulations: args.simulations,
+    };
+    let mut solvers = Solver::all_named(&args.solvers, &ctx)?;
+    if let Some(path) = &args.mapping {
+        solvers.push(Solver::File(path.clone()));
+    }
+    for solver in &solvers {
+        if let Solver::MuZero(agent) = solver {
+            for case in &cases {
+                for w in agent.warnings(&case.program, &case.hw) {
+                    eprintln!("warning: {w}");
+                }
+            }
         }
     }
-    if let Some(path) = &args.mapping {
-        sources.push(Source::File(path.clone()));
-    }
-    let bar = ProgressBar::new((cases.len() * (sources.len() + 1)) as u64);
+    let bar = ProgressBar::new((cases.len() * solvers.len()) as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed}] {bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -212,7 +105,8 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
     let mut rows = Vec::new();
     for case in &cases {
         bar.set_message(format!("{} on {}", case.program.name(), case.hw.name));
-        rows.extend(evaluate_case(case, &sources, &args.game, &bar)?);
+        let options = args.game.options(&case.hw);
+        rows.extend(evaluate_case(case, &solvers, &options, |_| bar.inc(1))?);
     }
     bar.finish_and_clear();
     if args.json {
@@ -220,148 +114,26 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
     } else {
         print_table(&rows);
     }
-    Ok(())
-}
-
-fn cases(args: &EvaluateArgs) -> Result<Vec<Case>> {
-    if args.suite {
-        return suite::cases()
-            .into_iter()
-            .map(|c| {
-                let program = bench_workloads::load(c.workload)?;
-                Ok(Case {
-                    program,
-                    hw: c.hardware(),
-                })
-            })
-            .collect();
+    // The table shows every row; an invalid mapping is still a failure of the command.
+    if let Some(bad) = rows.iter().find(|r| !r.valid) {
+        bail!(
+            "{}: invalid mapping of `{}` on `{}`: {}",
+            bad.solver.strip_prefix("file:").unwrap_or(&bad.solver),
+            bad.workload,
+            bad.hardware,
+            bad.error.as_deref().unwrap_or("rejected by the validator")
+        );
     }
-    Ok(vec![single_case(&args.case)?])
+    Ok(())
 }
 
 /// The case named by `--workload`, `--hw` and `--fast-capacity`.
 pub fn single_case(args: &CaseArgs) -> Result<Case> {
-    let spec = args.workload.as_deref().unwrap_or("resnet50");
-    let program = bench_workloads::load(spec)?;
-    let hw_name = args.hw.as_deref().unwrap_or("tpu-v4i-like");
-    let mut hw = Hardware::by_name_or_file(hw_name)?;
-    match &args.fast_capacity {
-        Some(c) => {
-            let (level, bytes) = crate::parse_capacity(c, &hw)?;
-            hw = hw.with_capacity(level, bytes)?;
-        }
-        None => {
-            // A workload of the suite on its suite hardware gets the suite's capacity.
-            if let Some(c) = suite::cases()
-                .into_iter()
-                .find(|c| c.workload == spec && c.hardware == hw_name)
-            {
-                hw = c.hardware();
-            }
-        }
-    }
-    check_capacity(&program, &hw)?;
-    Ok(Case { program, hw })
-}
-
-/// A fast level that cannot hold even the smallest buffer is a mistake worth an error.
-fn check_capacity(program: &Program, hw: &Hardware) -> Result<()> {
-    let smallest = program.buffers().iter().map(|b| b.size).min().unwrap_or(0);
-    for (i, l) in hw.levels.iter().enumerate().skip(1) {
-        if l.capacity < smallest {
-            bail!(
-                "level {i} ({}) of `{}` has capacity {} B, smaller than the smallest buffer of `{}` ({} B): nothing could be placed",
-                l.name,
-                hw.name,
-                l.capacity,
-                program.name(),
-                smallest
-            );
-        }
-    }
-    Ok(())
-}
-
-fn evaluate_case(
-    case: &Case,
-    sources: &[Source],
-    game: &crate::play::GameArgs,
-    bar: &ProgressBar,
-) -> Result<Vec<Row>> {
-    let (program, hw) = (&case.program, &case.hw);
-    let cost = CostModel::new(program, hw);
-    let mut sim = Simulator::new(program, hw);
-    let bound = baselines::bound_latency(program, hw);
-    let capacity: u64 = hw.levels[1..].iter().map(|l| l.capacity).sum();
-    let xla_latency = xla_latency(program, hw)?;
-    let shared = std::sync::Arc::new(program.clone());
-    let mut setup = None;
-    bar.inc(1);
-    let mut rows = Vec::new();
-    for source in sources {
-        let t0 = Instant::now();
-        let (name, mapping): (String, Mapping) = match source {
-            Source::Solver(s) => (s.name().to_string(), s.solve(program, hw)),
-            Source::Player(p, seed) => {
-                if setup.is_none() {
-                    setup = Some(malloc_game::GameSetup::new(
-                        std::sync::Arc::clone(&shared),
-                        hw.clone(),
-                        game.options(hw),
-                    )?);
-                }
-                let g = p.play(setup.as_ref().context("game setup")?, *seed);
-                // The game's xla player is named apart from the standalone xla solver.
-                let name = match p.name().as_str() {
-                    "xla" => "xla-game".to_string(),
-                    other => other.to_string(),
-                };
-                (name, g.mapping())
-            }
-            Source::MuZero(agent) => ("muzero".to_string(), agent.play(program, hw)?),
-            Source::File(path) => {
-                let text =
-                    std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-                let file: accel_sim::mapping::MappingFile =
-                    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
-                let m = file
-                    .to_mapping(program)
-                    .map_err(|m| anyhow::anyhow!("{}: {m}", path.display()))?;
-                (format!("file:{}", path.display()), m)
-            }
-        };
-        let solve_s = t0.elapsed().as_secs_f64();
-        let mut row = Row {
-            workload: program.name().to_string(),
-            hardware: hw.name.clone(),
-            solver: name,
-            latency_s: None,
-            proxy_latency_s: None,
-            valid: false,
-            speedup_vs_xla: None,
-            bound_latency_s: bound,
-            gap_to_bound: None,
-            fast_capacity_bytes: capacity,
-            fast_bytes_used: None,
-            solve_s,
-            error: None,
-        };
-        match mapping.validate(program, hw) {
-            Ok(stats) => {
-                let latency = sim.run(&mapping, false).latency_s;
-                row.valid = true;
-                row.latency_s = Some(latency);
-                row.proxy_latency_s = Some(cost.latency(&mapping));
-                row.speedup_vs_xla = Some(xla_latency / latency);
-                row.gap_to_bound = Some(latency / bound - 1.0);
-                row.fast_bytes_used = Some(stats.peak_bytes[1..].iter().sum());
-            }
-            Err(e) => row.error = Some(e.to_string()),
-        }
-        rows.push(row);
-        bar.inc(1);
-    }
-    Ok(rows)
+    Ok(Case::named(
+        args.workload.as_deref(),
+        args.hw.as_deref(),
+        args.fast_capacity.as_deref(),
+    )?)
 }
 
 fn print_table(rows: &[Row]) {

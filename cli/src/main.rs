@@ -6,7 +6,7 @@ mod evaluate;
 mod play;
 mod train;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -200,24 +200,16 @@ fn suite(json: bool) -> Result<()> {
     Ok(())
 }
 
-/// `16MiB` (the fastest level) or `1:16MiB` (level 1).
-pub(crate) fn parse_capacity(spec: &str, hw: &accel_sim::Hardware) -> Result<(usize, u64)> {
-    let (level, size) = match spec.split_once(':') {
-        Some((l, s)) => (
-            l.trim().parse::<usize>().with_context(|| {
-                format!("--fast-capacity `{spec}`: `{l}` is not a level number")
-            })?,
-            s,
-        ),
-        None => (hw.fastest(), spec),
-    };
-    let bytes = accel_sim::parse_size(size).map_err(|m| anyhow::anyhow!("--fast-capacity: {m}"))?;
-    if level == 0 || level >= hw.levels.len() {
-        bail!(
-            "--fast-capacity `{spec}`: level {level} is not a fast level of `{}` (1..{})",
-            hw.name,
-            hw.levels.len() - 1
-        );
+/// A duration flag: a finite number of seconds in (0, 86400]. Rejects what would panic
+/// `Duration::from_secs_f64` (negative, NaN, infinite) or never end.
+pub(crate) fn positive_seconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{text}`: must be more than 0 and at most 86400 seconds"))
     }
-    Ok((level, bytes))
 }

@@ -1,7 +1,8 @@
 //! `mallocmuzero play` and `mallocmuzero replay`.
 
-use crate::evaluate::{self, Row};
+use crate::evaluate;
 use accel_sim::{Program, Simulator};
+use malloc_muzero::evaluate::{CaseScorer, Row};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -20,20 +21,11 @@ pub struct GameArgs {
     #[arg(long)]
     pub slots: Option<usize>,
     /// Presentation order: xla, by-start, by-size.
-    #[arg(long, value_parser = parse_order)]
+    #[arg(long, value_parser = clap::value_parser!(Order))]
     pub order: Option<Order>,
     /// Fast levels the player may use, fastest first (default: all of the hardware's).
     #[arg(long)]
     pub fast_levels: Option<usize>,
-}
-
-fn parse_order(s: &str) -> Result<Order, String> {
-    match s {
-        "xla" => Ok(Order::Xla),
-        "by-start" => Ok(Order::ByStart),
-        "by-size" => Ok(Order::BySize),
-        other => Err(format!("unknown order `{other}` (xla, by-start, by-size)")),
-    }
 }
 
 impl GameArgs {
@@ -85,10 +77,10 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
     }
     let player = player_or_error(&args.player)?;
     let case = evaluate::single_case(&args.case)?;
-    let program = Arc::new(case.program);
-    let hw = case.hw;
+    let (program, hw) = (Arc::clone(&case.program), case.hw.clone());
     let setup = GameSetup::new(Arc::clone(&program), hw.clone(), args.game.options(&hw))?;
-    let xla = evaluate::xla_latency(&program, &hw)?;
+    let mut scorer = CaseScorer::new(&case)?;
+    let xla = scorer.xla_latency();
     if let Some(dir) = &args.save {
         std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     }
@@ -108,14 +100,14 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         let game = player.play(&setup, seed);
         steps += game.length();
         let mapping = game.mapping();
-        let stats = mapping.validate(&program, &hw).ok();
-        let valid = stats.is_some();
+        let valid = mapping.validate(&program, &hw).is_ok();
         let latency = game.final_latency().unwrap_or(f64::NAN);
         let ret = game.total_return();
         if let Some(dir) = &args.save {
             // `beam:32` -> `beam-32`: a colon is not a portable file-name character.
             let tag = player.name().replace(':', "-");
-            let path = dir.join(format!("{}-{tag}-{seed}.game", program.name()));
+            let file = format!("{}-{tag}-{seed}.game", program.name());
+            let path = dir.join(malloc_game::record::safe_file_name(&file));
             GameRecord::from_game(&game, &player.name(), seed, None)?
                 .save(&path)
                 .with_context(|| format!("saving {}", path.display()))?;
@@ -138,22 +130,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
             "seed": seed, "return": ret, "latency_s": latency, "valid": valid,
         }));
         if best.as_ref().is_none_or(|(r, _, _)| ret > *r) {
-            let row = Row {
-                workload: program.name().to_string(),
-                hardware: hw.name.clone(),
-                solver: player.name(),
-                latency_s: Some(latency),
-                proxy_latency_s: Some(game.proxy_latency()),
-                valid,
-                speedup_vs_xla: Some(xla / latency),
-                bound_latency_s: malloc_game::baselines::bound_latency(&program, &hw),
-                gap_to_bound: None,
-                fast_capacity_bytes: hw.levels[1..].iter().map(|l| l.capacity).sum(),
-                fast_bytes_used: stats.map(|s| s.peak_bytes[1..].iter().sum()),
-                solve_s: 0.0,
-                error: None,
-            };
-            best = Some((ret, row, seed));
+            best = Some((ret, scorer.row(player.name(), &mapping, 0.0), seed));
         }
         bar.set_message(format!(
             "best latency {:.2} us, {:.0} steps/s",
@@ -163,8 +140,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let (ret, mut row, seed) = best.context("at least one episode")?;
-    row.gap_to_bound = row.latency_s.map(|l| l / row.bound_latency_s - 1.0);
+    let (ret, row, seed) = best.context("at least one episode")?;
     if args.json {
         let mut b = serde_json::to_value(&row)?;
         b["seed"] = seed.into();
@@ -214,17 +190,35 @@ fn load_record(path: &Path) -> Result<GameRecord> {
     Ok(GameRecord::load(path)?)
 }
 
+/// The program a saved game is replayed against: `--workload`, else the program of the run
+/// folder the game was saved in (`RUN/best/game.game`, `RUN/games/*.game`), else the
+/// built-in workload the record names.
+fn replay_program(args: &ReplayArgs, record: &GameRecord) -> Result<Program> {
+    let shown = args.game.display();
+    if let Some(spec) = &args.workload {
+        return bench_workloads::load(spec)
+            .with_context(|| format!("loading --workload for {shown}"));
+    }
+    let run_dir = args.game.parent().and_then(Path::parent);
+    if let Some(dir) = run_dir.filter(|d| d.join("run.json").is_file()) {
+        let info = malloc_muzero::train::read_run_info(dir)?;
+        return info
+            .load_program(dir)
+            .with_context(|| format!("loading the program of the run folder of {shown}"));
+    }
+    if !bench_workloads::names().contains(&record.workload.as_str()) {
+        bail!(
+            "{shown}: the game was played on `{}`, which is not a built-in workload: pass the program file with --workload FILE",
+            record.workload
+        );
+    }
+    Ok(bench_workloads::load(&record.workload)?)
+}
+
 pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     let t0 = Instant::now();
     let record = load_record(&args.game)?;
-    let spec = args
-        .workload
-        .clone()
-        .unwrap_or_else(|| record.workload.clone());
-    let program: Arc<Program> = Arc::new(
-        bench_workloads::load(&spec)
-            .with_context(|| format!("loading the workload of {}", args.game.display()))?,
-    );
+    let program: Arc<Program> = Arc::new(replay_program(args, &record)?);
     let replay = record
         .replay(Arc::clone(&program))
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.game.display()))?;
@@ -233,7 +227,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     let hw = game.setup().hardware().clone();
     let latency = game.final_latency().unwrap_or(f64::NAN);
     if let Some(path) = &args.export_json {
-        malloc_game::binio::write_bytes_atomic(path, record.to_json().as_bytes())?;
+        binio::write_bytes_atomic(path, record.to_json().as_bytes())?;
     }
     let legend = MapLegend {
         workload: program.name().to_string(),
@@ -243,12 +237,12 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     };
     if let Some(path) = &args.render {
         let svg = render::memory_map_svg(&program, &hw, &game.mapping(), &legend);
-        malloc_game::binio::write_bytes_atomic(path, svg.as_bytes())?;
+        binio::write_bytes_atomic(path, svg.as_bytes())?;
     }
     if let Some(path) = &args.timeline {
         let report = Simulator::new(&program, &hw).run(&game.mapping(), true);
         let svg = render::timeline_svg(&program, &report, &legend);
-        malloc_game::binio::write_bytes_atomic(path, svg.as_bytes())?;
+        binio::write_bytes_atomic(path, svg.as_bytes())?;
     }
     if args.json {
         let turns: Vec<_> = replay

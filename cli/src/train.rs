@@ -1,34 +1,49 @@
 //! `mallocmuzero train`: self-play training of the mallocMuZero agent on one case.
+//!
+//! Ctrl-C (or SIGTERM) stops training cleanly: the current iteration is finished, a
+//! checkpoint is written (the best mapping is on disk from the moment it was found), the
+//! summary is printed with how to continue, and the command exits with status 130
+//! ([`INTERRUPTED`]). A second Ctrl-C exits at once, also with 130; the run folder stays
+//! consistent (every file is written atomically) and `--resume` continues from its last
+//! checkpoint.
 
 use crate::evaluate;
 use crate::play::GameArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::GameSetup;
-use muzero::train::{self, Limits, TrainConfig};
-use std::path::PathBuf;
+use malloc_muzero::train::{Limits, Progress, TrainConfig, TrainError, TrainSummary, Trainer};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The built-in default of `train` with no arguments: a case small enough to learn in a
 /// few minutes on 2 cores.
 pub const DEFAULT_WORKLOAD: &str = "alexnet";
 pub const DEFAULT_MINUTES: f64 = 3.0;
+/// The exit status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, the shell's
+/// convention), so scripts can tell it from a run that reached its limits.
+pub const INTERRUPTED: i32 = 130;
 
 #[derive(Args, Clone)]
 pub struct TrainArgs {
     #[command(flatten)]
     pub case: evaluate::CaseArgs,
-    /// Stop after this many minutes (default 3, unless --steps is given).
+    /// Stop after this many minutes of this session (default 3, unless --steps is given).
     #[arg(long)]
     pub minutes: Option<f64>,
-    /// Stop after this many training steps in total.
+    /// Stop after this many training steps in total (>= 1; counts those of a resumed run).
     #[arg(long)]
     pub steps: Option<u64>,
-    /// The run directory (default `runs/<workload>-seed<S>`).
+    /// The run directory (default `runs/<workload>-seed<S>`). A folder whose run stopped
+    /// before its first checkpoint may be started again.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Continue the run saved in this directory.
-    #[arg(long, conflicts_with_all = ["out", "workload", "hw", "fast_capacity"])]
+    /// Continue the run saved in this directory (from its newest checkpoint, or afresh if
+    /// it has none); the program, hardware and game options come from the folder.
+    #[arg(long, conflicts_with_all = ["out", "workload", "hw", "fast_capacity", "seed", "slots", "order", "fast_levels"])]
     pub resume: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
@@ -42,82 +57,157 @@ pub struct TrainArgs {
 }
 
 pub fn run(args: &TrainArgs) -> Result<()> {
-    let limits = Limits {
-        minutes: args.minutes.or(if args.steps.is_none() {
-            Some(DEFAULT_MINUTES)
-        } else {
-            None
-        }),
-        steps: args.steps,
+    let limits = limits(args)?;
+    let config = match &args.config {
+        Some(path) => Some(read_config(path)?),
+        None => None,
     };
-    if limits.minutes.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
-        bail!("--minutes: must be > 0");
-    }
-    let mut config: TrainConfig = match &args.config {
-        Some(path) => {
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-            serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?
-        }
-        None => TrainConfig::default(),
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
     };
-    let (setup, workload, dir, resume) = match &args.resume {
-        Some(dir) => {
-            let info = train::read_run_info(dir)?;
-            let program = bench_workloads::load(&info.workload)
-                .with_context(|| format!("the workload of {}", dir.display()))?;
-            let hw = info
-                .hardware
-                .clone()
-                .into_hardware(&format!("{}/run.json: ", dir.display()))?;
-            if args.config.is_none() {
-                config = info.config.clone();
-            }
-            let setup = GameSetup::new(Arc::new(program), hw, info.options.clone())?;
-            (setup, info.workload, dir.clone(), true)
-        }
-        None => {
-            let mut case_args = args.case.clone();
-            if case_args.workload.is_none() {
-                case_args.workload = Some(DEFAULT_WORKLOAD.into());
-            }
-            let case = evaluate::single_case(&case_args)?;
-            let workload = case_args.workload.clone().unwrap_or_default();
-            if let Some(s) = args.seed {
-                config.seed = s;
-            }
-            let dir = args.out.clone().unwrap_or_else(|| {
-                PathBuf::from("runs").join(format!(
-                    "{}-seed{}",
-                    workload.replace(['/', '\\', '.'], "_"),
-                    config.seed
-                ))
-            });
-            if dir.join("run.json").exists() {
-                bail!(
-                    "{} already holds a run: continue it with --resume {}, or pick another --out",
-                    dir.display(),
-                    dir.display()
-                );
-            }
-            let options = args.game.options(&case.hw);
-            let setup = GameSetup::new(Arc::new(case.program), case.hw, options)?;
-            (setup, workload, dir, false)
-        }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    // Installed before anything is written, so no interrupt finds a half-made run.
+    let stop = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    let mut trainer = match &args.resume {
+        Some(dir) => Trainer::resume(dir, config)?,
+        None => start(args, config)?,
     };
     if !args.json {
-        eprintln!(
-            "training on {} ({} buffers) on {} into {}{}",
-            workload,
-            setup.program().buffers().len(),
-            setup.hardware().name,
-            dir.display(),
-            if resume { " (resumed)" } else { "" }
-        );
+        announce(&trainer, args.resume.is_some());
     }
-    let summary = train::train(Arc::clone(&setup), &workload, config, &dir, resume, limits)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
+    let mut render = renderer(&trainer, &bar, limits.steps);
+    let summary = trainer.run(&limits, &stop, &mut render)?;
+    bar.finish_and_clear();
+    report(&summary, trainer.dir(), args.json)?;
+    if summary.interrupted {
+        eprintln!(
+            "interrupted after {} iterations: checkpoint and best mapping written; continue with: mallocmuzero train --resume {}",
+            summary.iterations,
+            trainer.dir().display()
+        );
+        std::process::exit(INTERRUPTED);
+    }
+    Ok(())
+}
+
+fn limits(args: &TrainArgs) -> Result<Limits> {
+    if args.steps == Some(0) {
+        bail!("--steps: must be >= 1 (a run of 0 steps would train nothing)");
+    }
+    if args.minutes.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+        bail!("--minutes: must be > 0");
+    }
+    let default_minutes = args.steps.is_none().then_some(DEFAULT_MINUTES);
+    Ok(Limits {
+        minutes: args.minutes.or(default_minutes),
+        steps: args.steps,
+    })
+}
+
+fn read_config(path: &Path) -> Result<TrainConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// The first Ctrl-C raises `stop`; the second exits at once.
+fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar) -> Result<()> {
+    ctrlc::set_handler(move || {
+        if stop.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted again: exiting now (resume continues from the last checkpoint)");
+            std::process::exit(INTERRUPTED);
+        }
+        bar.suspend(|| {
+            eprintln!("interrupt: stopping after this iteration, then writing a checkpoint (Ctrl-C again to exit at once)")
+        });
+    })
+    .context("cannot install the Ctrl-C handler")
+}
+
+/// A new run of the case the flags name.
+fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
+    let mut config = config.unwrap_or_default();
+    let mut case_args = args.case.clone();
+    let workload = case_args
+        .workload
+        .get_or_insert_with(|| DEFAULT_WORKLOAD.into())
+        .clone();
+    let case = evaluate::single_case(&case_args)?;
+    if let Some(s) = args.seed {
+        config.seed = s;
+    }
+    let dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("runs").join(format!(
+            "{}-seed{}",
+            workload.replace(['/', '\\', '.'], "_"),
+            config.seed
+        ))
+    });
+    let options = args.game.options(&case.hw);
+    let setup = GameSetup::new(case.program, case.hw, options)?;
+    match Trainer::start(setup, &workload, config, &dir) {
+        Err(TrainError::RunExists { .. }) => bail!(
+            "{} already holds a run: continue it with --resume {}, or pick another --out",
+            dir.display(),
+            dir.display()
+        ),
+        other => Ok(other?),
+    }
+}
+
+fn announce(trainer: &Trainer, resume: bool) {
+    let setup = trainer.setup();
+    let how = match (resume, trainer.iterations()) {
+        (false, _) => String::new(),
+        (true, 0) => " (it had no checkpoint: started afresh)".into(),
+        (true, n) => format!(" (resumed after iteration {})", n - 1),
+    };
+    eprintln!(
+        "training on {} ({} buffers) on {} into {}{how}",
+        trainer.info().workload,
+        setup.program().buffers().len(),
+        setup.hardware().name,
+        trainer.dir().display(),
+    );
+}
+
+/// Draws each iteration's progress on `bar`: steps, the best latency and the speed of this
+/// session.
+fn renderer<'a>(
+    trainer: &Trainer,
+    bar: &'a ProgressBar,
+    step_limit: Option<u64>,
+) -> impl FnMut(&Progress) + 'a {
+    let (t0, steps0, positions0) = (Instant::now(), trainer.train_steps(), trainer.positions());
+    move |p: &Progress| {
+        let s = t0.elapsed().as_secs_f64().max(1e-9);
+        let steps = match step_limit {
+            Some(l) => format!("{}/{l}", p.train_steps),
+            None => p.train_steps.to_string(),
+        };
+        bar.set_message(format!(
+            "iteration {}  steps {steps}  loss {:.4}  best {:.2} us ({:.4}x vs xla {:.2} us)  eval {}  {:.1} steps/s  {:.0} positions/s",
+            p.iteration,
+            p.loss,
+            p.best_latency_s * 1e6,
+            p.speedup_vs_xla,
+            p.xla_latency_s * 1e6,
+            p.eval_latency_s.map_or("-".into(), |l| format!("{:.2} us", l * 1e6)),
+            (p.train_steps - steps0) as f64 / s,
+            (p.positions - positions0) as f64 / s,
+        ));
+        bar.tick();
+    }
+}
+
+fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(summary)?);
         return Ok(());
     }
     println!(
@@ -135,9 +225,8 @@ pub fn run(args: &TrainArgs) -> Result<()> {
             .map_or("-".into(), |l| format!("{:.2} us ({:.4}x vs xla)", l * 1e6, summary.xla_latency_s / l))
     );
     println!(
-        "run: {} (best/mapping.json, best/game.game, metrics.jsonl; continue with --resume {})",
-        dir.display(),
-        dir.display()
+        "run: {d} (best/mapping.json, best/game.game, metrics.jsonl; replay with `replay {d}/best/game.game --workload {d}/program.json`; continue with --resume {d})",
+        d = dir.display()
     );
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The mallocGame (rules: docs/mallocgame.md in shared/; changes are noted here).
+//! The mallocGame (rules: docs/mallocgame.md; changes from the first design are noted here).
 //!
 //! One turn per buffer, in the presentation order. Action 0 leaves the buffer in level 0;
 //! every other action is a (level, mode, slot) triple that places the buffer's one fast
@@ -6,7 +6,7 @@
 //! mapping, and the undiscounted return is `(S0 - S) / S0`: the fraction of the all-slow
 //! simulated latency that the mapping saves.
 //!
-//! Changes to the written rules, and why:
+//! Changes from the first design of the rules, and why (docs/mallocgame.md lists them all):
 //! - A `resident` *output* is held from its definition to its last use (not to the program
 //!   end), with its eviction issued right after the definition: holding it to the end
 //!   would only waste the level, since level 0 receives it anyway.
@@ -169,7 +169,7 @@ impl GameSetup {
             setup: Arc::clone(self),
             turn: 0,
             placements: vec![None; self.program.buffers().len()],
-            occupancy: vec![Occupancy::default(); self.levels.len()],
+            occupancy: vec![Occupancy::new(self.program.len()); self.levels.len()],
             tally,
             rewards: Vec::with_capacity(self.order.len()),
             actions: Vec::with_capacity(self.order.len()),

@@ -8,13 +8,11 @@
 //! - [`picker`]: XLA's prefetch interval picker, shared by the game and the xla baseline.
 //! - [`players`]: `random`, `xla` (the XLA heuristic as a policy), `greedy`, `beam`.
 //! - [`record`]: saved games and their verified replay.
-//! - [`binio`]: the workspace's one module for binary files (magic, version, atomic writes).
 //! - [`render`]: SVG memory maps and latency timelines.
 //! - [`baselines`]: `all-slow`, `xla` (XLA-style memory space assignment), `greedy-size`
 //!   (TFLite-style), and the `bound` (the physical limit, not a mapping).
 
 pub mod baselines;
-pub mod binio;
 pub mod game;
 pub mod observation;
 pub mod occupancy;

@@ -3,9 +3,14 @@
 //! The question the game asks every turn is "at which canonical offsets does a chunk of
 //! this size fit over this interval, best fit first?". Canonical offsets are 0 and the top
 //! of every chunk overlapping the interval in time; the free ones are exactly the starts
-//! of the free gaps, so the query walks the gaps between the chunks that overlap in time.
+//! of the free gaps, so the query walks the gaps between the chunks that overlap in time,
+//! which the time index ([`index`]) hands over as a few merged pieces, however many
+//! chunks the interval overlaps.
+
+pub(crate) mod index;
 
 use accel_sim::MemoryLevel;
+use index::{Rect, TimeIndex};
 use serde::{Deserialize, Serialize};
 
 /// A committed chunk: `[offset, top)` held over ops `start..=end`.
@@ -68,38 +73,71 @@ pub fn fitting_gaps(
     out.sort_unstable_by_key(|c| (c.gap, c.offset));
 }
 
-/// The chunks of one level, sorted by start time.
+/// The chunks of one level, indexed over time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Occupancy {
+    /// In insertion order; a chunk's position is its id in `index`.
     chunks: Vec<Chunk>,
+    index: TimeIndex,
     peak_top: u64,
 }
 
 impl Occupancy {
-    pub fn chunks(&self) -> &[Chunk] {
-        &self.chunks
+    /// An empty level for a program of `horizon` ops (a later chunk may still reach
+    /// past it: the index then grows).
+    pub fn new(horizon: usize) -> Occupancy {
+        Occupancy {
+            chunks: Vec::new(),
+            index: TimeIndex::new(horizon),
+            peak_top: 0,
+        }
+    }
+
+    /// The chunks, by start time (ties in insertion order).
+    pub fn chunks(&self) -> impl Iterator<Item = &Chunk> {
+        let mut out = Vec::with_capacity(self.chunks.len());
+        self.index
+            .starting_in(0, usize::MAX, |id, _| out.push(&self.chunks[id]));
+        out.into_iter()
     }
     /// The highest address any chunk reaches.
     pub fn peak_top(&self) -> u64 {
         self.peak_top
     }
 
+    /// Adds a chunk; it must hold at least one byte (`top > offset`).
     pub fn insert(&mut self, chunk: Chunk) {
-        let at = self.chunks.partition_point(|c| c.start <= chunk.start);
-        self.chunks.insert(at, chunk);
+        debug_assert!(chunk.start <= chunk.end && chunk.offset < chunk.top);
+        if chunk.end >= self.index.horizon() {
+            // Doubling keeps the total cost of growing linear.
+            let want = chunk.end.saturating_add(1).max(2 * self.index.horizon());
+            self.index = self.index.grown(want);
+        }
+        self.index.insert(Rect {
+            start: chunk.start,
+            end: chunk.end,
+            offset: chunk.offset,
+            top: chunk.top,
+        });
+        self.chunks.push(chunk);
         self.peak_top = self.peak_top.max(chunk.top);
     }
 
-    /// Calls `f(offset, top)` for every chunk overlapping `start..=end` in time.
+    /// Calls `f(chunk)` for every chunk overlapping `start..=end` in time, by start time
+    /// (ties in insertion order). `O(log T + k log k)` for `k` chunks.
     pub fn for_each_overlapping(&self, start: usize, end: usize, mut f: impl FnMut(&Chunk)) {
-        for c in &self.chunks {
-            if c.start > end {
-                break;
+        let mut earlier: Vec<(usize, usize)> = Vec::new();
+        self.index.stab(start, |id, r| {
+            if r.start < start && r.start <= end {
+                earlier.push((r.start, id));
             }
-            if c.end >= start {
-                f(c);
-            }
+        });
+        earlier.sort_unstable();
+        for (_, id) in earlier {
+            f(&self.chunks[id]);
         }
+        self.index
+            .starting_in(start, end, |id, _| f(&self.chunks[id]));
     }
 
     /// The fitting canonical offsets for `size` bytes over `start..=end` in `level`, best
@@ -114,9 +152,15 @@ impl Occupancy {
         out: &mut Vec<Candidate>,
     ) {
         let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top)));
+        self.busy(start, end, &mut busy);
         fitting_gaps(&mut busy, size, level.alignment, level.capacity, out);
         out.truncate(max);
+    }
+
+    /// Appends to `busy` address ranges whose union is the union of the chunks
+    /// overlapping `start..=end` in time (unsorted; they may overlap each other).
+    pub fn busy(&self, start: usize, end: usize, busy: &mut Vec<(u64, u64)>) {
+        self.index.busy(start, end, busy);
     }
 }
 

@@ -1,4 +1,4 @@
-//! Game options. The defaults are the rules of docs/mallocgame.md.
+//! Game options. The defaults are the rules of docs/mallocgame.md ("Game options").
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,27 @@ pub enum Order {
     ByStart,
     /// Largest first.
     BySize,
+}
+
+impl Order {
+    /// The names [`Order::from_str`](std::str::FromStr) accepts.
+    pub const NAMES: [&'static str; 3] = ["xla", "by-start", "by-size"];
+}
+
+impl std::str::FromStr for Order {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Order, String> {
+        match s {
+            "xla" => Ok(Order::Xla),
+            "by-start" => Ok(Order::ByStart),
+            "by-size" => Ok(Order::BySize),
+            other => Err(format!(
+                "unknown order `{other}` ({})",
+                Order::NAMES.join(", ")
+            )),
+        }
+    }
 }
 
 /// The largest K the game accepts (a corrupt or careless value must not allocate wildly).

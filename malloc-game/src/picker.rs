@@ -1,4 +1,4 @@
-//! The XLA-style prefetch interval picker (docs/xla-msa.md, `CostAnalysisPrefetchIntervalPicker`),
+//! The XLA-style prefetch interval picker (docs/xla-msa.md, "The prefetch interval picker"),
 //! in our timing convention: a prefetch that starts at `s` for a use at `u` runs beside ops
 //! `s..u` (half-open), so XLA's `interval(t, use)` becomes [`CostModel::span_s`]`(s, u)`.
 

@@ -1,12 +1,12 @@
 //! Saved games: what was played, against which program and hardware, and a replay that
 //! re-plays every action and checks every reward.
 //!
-//! A saved game is a [`binio`](crate::binio) file of kind `MMZGAME` (or its JSON export).
+//! A saved game is a `binio` file of kind `MMZGAME` (or its JSON export).
 //! It names the program by name and content hash rather than embedding it: the workload is
 //! loaded again at replay, and a changed workload is reported instead of replayed. The
 //! hardware and the game options are embedded, so a replay needs nothing else.
 
-use crate::binio::{self, BinError};
+use binio::BinError;
 use crate::game::{Game, GameError, GameSetup};
 use crate::options::GameOptions;
 use accel_sim::hardware::HardwareFile;
@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The format version of saved games (binary header and the `format_version` field).
-pub const GAME_FORMAT_VERSION: u32 = 1;
+// 2: binio files carry a checksum.
+pub const GAME_FORMAT_VERSION: u32 = 2;
 /// The magic of a saved-game file.
 pub const GAME_MAGIC: &[u8; 8] = b"MMZGAME\0";
 
@@ -57,6 +58,31 @@ pub struct SearchStats {
     /// One count per action (`GameOptions::action_count` entries).
     pub visits: Vec<u32>,
     pub root_value: f32,
+}
+
+/// `name` made safe as one file name: every character but ASCII letters, digits, `-`, `_`
+/// and `.` becomes `_`, a leading `.` too (no hidden files, no `..`), and the result is at
+/// most 120 bytes. Program names come from user files, and a name such as `../x` must not
+/// steer a write out of the folder it was meant for.
+pub fn safe_file_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if out.starts_with('.') {
+        out.replace_range(0..1, "_");
+    }
+    if out.is_empty() {
+        out.push('_');
+    }
+    out
 }
 
 /// A saved game that cannot be made, read or trusted.
@@ -519,6 +545,20 @@ mod hardware_serde {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_cannot_leave_their_folder() {
+        assert_eq!(safe_file_name("../escaped"), "_._escaped");
+        assert_eq!(safe_file_name("a/b\\c d"), "a_b_c_d");
+        assert_eq!(safe_file_name(".."), "_.");
+        assert_eq!(safe_file_name(""), "_");
+        assert_eq!(safe_file_name("resnet50-beam-32-0.game"), "resnet50-beam-32-0.game");
+        assert_eq!(safe_file_name(&"x".repeat(500)).len(), 120);
+        for s in ["../x", "/etc/passwd", "..\\..\\y", "\u{0}a", "ü/.."] {
+            let f = safe_file_name(s);
+            assert!(!f.contains('/') && !f.contains('\\') && !f.starts_with('.'), "{s}: {f}");
+        }
+    }
     use accel_sim::{Buffer, BufferKind, Hardware, Op};
 
     fn program(flops: f64) -> Arc<Program> {

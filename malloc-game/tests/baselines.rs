@@ -11,7 +11,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data");
+/// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");
 
 /// A random valid program: `ops` ops, each reading up to 3 earlier values (activations or
 /// inputs) and maybe a weight, writing 1 or 2 values; unread values become outputs.
@@ -302,7 +303,7 @@ fn a_resnet_sized_program_solves_well_under_100_ms() {
 }
 
 fn csv_instance(name: &str) -> Option<bench_workloads::csv::CsvInstance> {
-    let path = PathBuf::from(format!("{SHARED}/minimalloc/{name}"));
+    let path = PathBuf::from(format!("{DATA}/minimalloc/{name}"));
     match bench_workloads::csv::load_file(&path) {
         Ok(c) => Some(c),
         Err(e) => {

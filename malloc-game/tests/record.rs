@@ -2,7 +2,7 @@
 
 use accel_sim::{Hardware, Program};
 use bench_workloads::synthetic::{chain, random_dag};
-use malloc_game::binio::{self, BinError};
+use binio::BinError;
 use malloc_game::record::{
     GameRecord, RecordError, ReplayError, SearchStats, GAME_FORMAT_VERSION, GAME_MAGIC,
 };

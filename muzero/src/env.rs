@@ -1,6 +1,6 @@
 //! The environment the agent plays: any single-player game with a fixed-size observation
 //! and a fixed discrete action set. The core (search, replay, training) sees only this
-//! trait, so it is tested on toy games too; [`crate::malloc::MallocEnv`] adapts the
+//! trait, so it is tested on toy games too; `malloc_muzero::MallocEnv` adapts the
 //! mallocGame.
 
 /// An error from an environment (an illegal action, say), as text.

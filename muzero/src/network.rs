@@ -35,7 +35,7 @@ use crate::cpu_infer;
 use crate::model::{Model, ModelError, ModelOutput};
 use crate::support::Support;
 use candle_core::{DType, Device, Layout, Storage, StorageRef, Tensor, Var, D};
-use malloc_game::binio::{self, BinError};
+use binio::BinError;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -74,6 +74,18 @@ pub fn keep_candle_elementwise_single_threaded() {
     if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
         std::env::set_var("CANDLE_NUM_THREADS", "1");
     }
+}
+
+/// The device the networks run on: a CUDA GPU when built with the `cuda` feature and one
+/// is present, else the CPU.
+pub fn device() -> Device {
+    #[cfg(feature = "cuda")]
+    {
+        if let Ok(d) = Device::cuda_if_available(0) {
+            return d;
+        }
+    }
+    Device::Cpu
 }
 
 /// Sizes of the three networks. See the module docs for how they are wired.
@@ -1064,13 +1076,13 @@ fn parse_checkpoint<'a>(
     }
     let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
     names.sort_unstable();
-    let mut hash = Fnv::new();
+    let mut hash = binio::Fnv64::new();
     for name in &names {
         let view = st.tensor(name).map_err(|e| err(e.to_string()))?;
         hash.write(name.as_bytes());
         hash.write(view.data());
     }
-    let got = format!("{:016x}", hash.0);
+    let got = format!("{:016x}", hash.finish());
     if meta.checksum != got {
         return Err(err(format!(
             "corrupt checkpoint: tensor data checksum {got}, the header says {}",
@@ -1085,7 +1097,7 @@ fn parse_checkpoint<'a>(
 fn checksum_tensors(tensors: &[(String, Tensor)]) -> Result<u64> {
     let mut sorted: Vec<&(String, Tensor)> = tensors.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut hash = Fnv::new();
+    let mut hash = binio::Fnv64::new();
     for (name, t) in sorted {
         hash.write(name.as_bytes());
         let data = t.flatten_all()?.to_vec1::<f32>()?;
@@ -1093,22 +1105,7 @@ fn checksum_tensors(tensors: &[(String, Tensor)]) -> Result<u64> {
             hash.write(&x.to_le_bytes());
         }
     }
-    Ok(hash.0)
-}
-
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    Ok(hash.finish())
 }
 
 impl Model for MuZeroNet {

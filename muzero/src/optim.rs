@@ -6,14 +6,15 @@
 //! and not continue where it stopped.
 
 use candle_core::{Tensor, Var};
-use malloc_game::binio::{self, BinError};
+use binio::BinError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Magic of an optimizer-state file.
 pub const OPTIM_MAGIC: &[u8; 8] = b"MMZOPTM\0";
 /// Format version of an optimizer-state file.
-pub const OPTIM_VERSION: u32 = 1;
+// 2: binio files carry a checksum.
+pub const OPTIM_VERSION: u32 = 2;
 
 /// An error from the optimizer.
 #[derive(Debug, thiserror::Error)]

@@ -341,9 +341,9 @@ fn snapshot_round_trip() {
         b.push(tiny()).unwrap();
     }
     b.update_priorities(&[(4, 2), (3, 0)], &[9.0, 0.0]).unwrap();
-    let bytes = malloc_game::binio::to_bytes("replay", b"MMZREPL\0", 1, &b).unwrap();
+    let bytes = binio::to_bytes("replay", b"MMZREPL\0", 1, &b).unwrap();
     let back: ReplayBuffer =
-        malloc_game::binio::from_bytes("replay", &bytes, b"MMZREPL\0", 1).unwrap();
+        binio::from_bytes("replay", &bytes, b"MMZREPL\0", 1).unwrap();
     assert_eq!(back.config(), b.config());
     assert_eq!((back.games(), back.positions()), (b.games(), b.positions()));
     assert_eq!(back.game_ids(), b.game_ids());
@@ -365,7 +365,7 @@ fn snapshot_round_trip() {
     // A truncated snapshot is an error, not a panic.
     let cut = &bytes[..bytes.len() - 7];
     assert!(
-        malloc_game::binio::from_bytes::<ReplayBuffer>("replay", cut, b"MMZREPL\0", 1).is_err()
+        binio::from_bytes::<ReplayBuffer>("replay", cut, b"MMZREPL\0", 1).is_err()
     );
 }
 

@@ -1,4 +1,4 @@
-//! XLA's asynchronous-copy budget (docs/xla-msa.md, end of "Allocation loop"): each op can
+//! XLA's asynchronous-copy budget (docs/xla-msa.md, "The copy budget"): each op can
 //! carry copy work up to its own elapsed time, and copies consume it in FIFO order.
 //!
 //! A copy runs beside ops `lo..hi` (half-open) and needs `amount` seconds of them. Copies

@@ -2,15 +2,14 @@
 //! inclusive op intervals `[start, end]`, after XLA's `GlobalDecreasingSizeBestFitHeap`
 //! (docs/xla-msa.md, "Best-fit placement").
 //!
-//! Every query looks only at the chunks that overlap the asked interval in time. They are
-//! found in `O(log T + k)` for `k` overlapping chunks: a chunk overlapping `[s, e]` either
-//! is live at `s` (found by a stabbing query on a segment tree over time, where each chunk
-//! sits at `O(log T)` nodes and each root-to-leaf path meets it at most once) or starts in
-//! `(s, e]` (found in an ordered set keyed by start). The gap walk then sorts those `k`
-//! chunks by offset.
+//! Queries see the chunks that overlap the asked interval in time only through the union
+//! of their address ranges, which the time index keeps in pieces
+//! ([`crate::occupancy`]'s `TimeIndex`): a query costs `O(log T)` plus the chunks live at
+//! its first op plus the pieces of `O(log T)` unions, however many chunks the interval
+//! overlaps. The gap walk then sorts those pieces by offset.
 
+use crate::occupancy::index::{Rect, TimeIndex};
 use accel_sim::{Hardware, OpId};
-use std::collections::BTreeSet;
 
 /// A committed chunk: bytes `[offset, offset + size)` held over ops `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,9 +21,10 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// One past the chunk's last byte.
+    /// One past the chunk's last byte (saturating: a committed chunk ends within the
+    /// capacity, so only a chunk the heap refuses can saturate).
     pub fn top(&self) -> u64 {
-        self.offset + self.size
+        self.offset.saturating_add(self.size)
     }
 }
 
@@ -37,8 +37,8 @@ use crate::occupancy::{align_up, fitting_gaps};
 /// How big the gap above the highest overlapping chunk counts in a best-fit choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TopGap {
-    /// It reaches the capacity (docs/xla-msa.md: "and above the last one, up to
-    /// capacity"): it competes with the gaps below by its real size.
+    /// It reaches the capacity (docs/xla-msa.md, "Best-fit placement"): it competes with
+    /// the gaps below by its real size.
     #[default]
     Capacity,
     /// It reaches only the heap's current peak address, as in XLA's heap, which grows on
@@ -96,16 +96,9 @@ pub enum HeapError {
 pub struct ChunkHeap {
     capacity: u64,
     alignment: u64,
-    horizon: usize,
+    /// By [`ChunkId`], which is also the chunk's id in `index`.
     chunks: Vec<Option<Chunk>>,
-    free_ids: Vec<ChunkId>,
-    /// Segment tree over time: node `i` lists the chunks whose interval covers the node's
-    /// whole time range but not its parent's.
-    tree: Vec<Vec<u32>>,
-    leaves: usize,
-    by_start: BTreeSet<(OpId, u32)>,
-    peak: u64,
-    live: usize,
+    index: TimeIndex,
 }
 
 impl ChunkHeap {
@@ -120,18 +113,11 @@ impl ChunkHeap {
         if horizon == 0 {
             return Err(HeapError::ZeroHorizon);
         }
-        let leaves = horizon.next_power_of_two();
         Ok(ChunkHeap {
             capacity,
             alignment,
-            horizon,
             chunks: Vec::new(),
-            free_ids: Vec::new(),
-            tree: vec![Vec::new(); 2 * leaves],
-            leaves,
-            by_start: BTreeSet::new(),
-            peak: 0,
-            live: 0,
+            index: TimeIndex::new(horizon),
         })
     }
 
@@ -155,18 +141,18 @@ impl ChunkHeap {
         self.alignment
     }
     pub fn horizon(&self) -> usize {
-        self.horizon
+        self.index.horizon()
     }
     /// The highest `offset + size` of any committed chunk (0 when empty).
     pub fn peak_address(&self) -> u64 {
-        self.peak
+        self.index.peak()
     }
     /// Number of committed chunks.
     pub fn len(&self) -> usize {
-        self.live
+        self.index.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.live == 0
+        self.index.len() == 0
     }
     /// A committed chunk by id.
     pub fn get(&self, id: ChunkId) -> Option<&Chunk> {
@@ -180,74 +166,42 @@ impl ChunkHeap {
             .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
     }
 
-    /// The segment-tree nodes whose union is exactly `[start, end]`.
-    fn for_each_node(leaves: usize, start: OpId, end: OpId, mut f: impl FnMut(usize)) {
-        let (mut l, mut r) = (start + leaves, end + 1 + leaves);
-        while l < r {
-            if l & 1 == 1 {
-                f(l);
-                l += 1;
-            }
-            if r & 1 == 1 {
-                r -= 1;
-                f(r);
-            }
-            l >>= 1;
-            r >>= 1;
-        }
-    }
-
     /// Calls `f` on every committed chunk that overlaps ops `start..=end` in time, each
-    /// once. `O(log T + k)`.
+    /// once: those live at `start`, then those starting later by start. `O(log T + k)`.
     pub fn for_each_overlapping(&self, start: OpId, end: OpId, mut f: impl FnMut(&Chunk)) {
-        if start >= self.horizon || start > end {
+        if start >= self.horizon() || start > end {
             return;
         }
-        let end = end.min(self.horizon - 1);
-        let mut node = start + self.leaves;
-        while node >= 1 {
-            for &id in &self.tree[node] {
-                if let Some(c) = &self.chunks[id as usize] {
-                    f(c);
-                }
+        let end = end.min(self.horizon() - 1);
+        let chunks = &self.chunks;
+        let mut visit = |id: usize, _: &Rect| {
+            if let Some(c) = &chunks[id] {
+                f(c);
             }
-            node >>= 1;
-        }
+        };
+        self.index.stab(start, &mut visit);
         if end > start {
-            for &(_, id) in self.by_start.range((start + 1, 0)..=(end, u32::MAX)) {
-                if let Some(c) = &self.chunks[id as usize] {
-                    f(c);
-                }
-            }
+            self.index.starting_in(start + 1, end, &mut visit);
         }
     }
 
     /// Whether `[offset, offset + size)` is free over ops `start..=end`, aligned, and under
     /// the capacity.
     pub fn fits(&self, start: OpId, end: OpId, offset: u64, size: u64) -> bool {
-        if size == 0 || start > end || end >= self.horizon || offset % self.alignment != 0 {
+        if size == 0 || start > end || end >= self.horizon() || offset % self.alignment != 0 {
             return false;
         }
         let Some(top) = offset.checked_add(size) else {
             return false;
         };
-        if top > self.capacity {
-            return false;
-        }
-        let mut free = true;
-        self.for_each_overlapping(start, end, |c| {
-            if c.offset < top && offset < c.top() {
-                free = false;
-            }
-        });
-        free
+        top <= self.capacity && self.index.is_free(start, end, offset, top)
     }
 
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
     /// lowest; the last one ends at the capacity (it may be empty).
     fn for_each_gap(&self, start: OpId, end: OpId, f: impl FnMut(u64, u64, bool)) {
         let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top())));
+        self.index.busy(start, end, &mut busy);
         crate::occupancy::for_each_gap(&mut busy, self.capacity, f);
     }
 
@@ -255,14 +209,14 @@ impl ChunkHeap {
     /// `start..=end`: 0 and the top of every chunk overlapping the interval in time
     /// (aligned up), kept where the chunk fits, sorted by the size of the free gap each
     /// starts (best fit first), then by offset. These are exactly the starts of the free
-    /// gaps that hold the chunk. Written into `out` (cleared first). `O(log T + k log k)`.
+    /// gaps that hold the chunk. Written into `out` (cleared first).
     pub fn candidates(&self, start: OpId, end: OpId, size: u64, out: &mut Vec<Candidate>) {
         out.clear();
-        if start > end || end >= self.horizon {
+        if start > end || end >= self.horizon() {
             return;
         }
         let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.for_each_overlapping(start, end, |c| busy.push((c.offset, c.top())));
+        self.index.busy(start, end, &mut busy);
         fitting_gaps(&mut busy, size, self.alignment, self.capacity, out);
     }
 
@@ -277,7 +231,7 @@ impl ChunkHeap {
         preferred: Option<u64>,
         top: TopGap,
     ) -> Option<u64> {
-        if size == 0 || size > self.capacity || start > end || end >= self.horizon {
+        if size == 0 || size > self.capacity || start > end || end >= self.horizon() {
             return None;
         }
         if let Some(p) = preferred {
@@ -286,7 +240,7 @@ impl ChunkHeap {
             }
         }
         let alignment = self.alignment;
-        let peak = self.peak;
+        let peak = self.peak_address();
         let capacity = self.capacity;
         let mut best: Option<(u64, u64)> = None;
         let mut grow: Option<u64> = None;
@@ -325,11 +279,12 @@ impl ChunkHeap {
         if size == 0 {
             return Err(HeapError::ZeroSize);
         }
-        if start > end || end >= self.horizon {
+        let horizon = self.horizon();
+        if start > end || end >= horizon {
             return Err(HeapError::BadInterval {
                 start,
                 end,
-                horizon: self.horizon,
+                horizon,
             });
         }
         if offset % self.alignment != 0 {
@@ -338,64 +293,52 @@ impl ChunkHeap {
                 alignment: self.alignment,
             });
         }
-        if offset.checked_add(size).is_none_or(|t| t > self.capacity) {
+        let Some(top) = offset.checked_add(size).filter(|&t| t <= self.capacity) else {
             return Err(HeapError::OverCapacity {
                 offset,
                 size,
                 capacity: self.capacity,
             });
-        }
-        let mut clash: Option<Chunk> = None;
-        self.for_each_overlapping(start, end, |c| {
-            if clash.is_none() && c.offset < offset + size && offset < c.top() {
-                clash = Some(*c);
-            }
-        });
-        if let Some(c) = clash {
-            return Err(HeapError::Overlap {
-                offset,
-                top: offset + size,
-                start,
-                end,
-                other_offset: c.offset,
-                other_top: c.top(),
-                other_start: c.start,
-                other_end: c.end,
-            });
-        }
-        let id = match self.free_ids.pop() {
-            Some(id) => {
-                self.chunks[id] = Some(chunk);
-                id
-            }
-            None => {
-                self.chunks.push(Some(chunk));
-                self.chunks.len() - 1
-            }
         };
-        let tree = &mut self.tree;
-        Self::for_each_node(self.leaves, start, end, |n| tree[n].push(id as u32));
-        self.by_start.insert((start, id as u32));
-        self.peak = self.peak.max(chunk.top());
-        self.live += 1;
+        if !self.index.is_free(start, end, offset, top) {
+            // Rare (a caller's bug): name the first clashing chunk in overlap order.
+            let mut clash: Option<Chunk> = None;
+            self.for_each_overlapping(start, end, |c| {
+                if clash.is_none() && c.offset < top && offset < c.top() {
+                    clash = Some(*c);
+                }
+            });
+            if let Some(c) = clash {
+                return Err(HeapError::Overlap {
+                    offset,
+                    top,
+                    start,
+                    end,
+                    other_offset: c.offset,
+                    other_top: c.top(),
+                    other_start: c.start,
+                    other_end: c.end,
+                });
+            }
+        }
+        let id = self.index.insert(Rect {
+            start,
+            end,
+            offset,
+            top,
+        });
+        if id == self.chunks.len() {
+            self.chunks.push(Some(chunk));
+        } else {
+            self.chunks[id] = Some(chunk);
+        }
         Ok(id)
     }
 
     /// Removes a committed chunk (undoing a commit); `None` if `id` is not committed.
     pub fn remove(&mut self, id: ChunkId) -> Option<Chunk> {
         let chunk = self.chunks.get_mut(id)?.take()?;
-        let tree = &mut self.tree;
-        Self::for_each_node(self.leaves, chunk.start, chunk.end, |n| {
-            if let Some(i) = tree[n].iter().position(|&x| x as usize == id) {
-                tree[n].swap_remove(i);
-            }
-        });
-        self.by_start.remove(&(chunk.start, id as u32));
-        self.free_ids.push(id);
-        self.live -= 1;
-        if chunk.top() >= self.peak {
-            self.peak = self.iter().map(|(_, c)| c.top()).max().unwrap_or(0);
-        }
+        self.index.remove(id);
         Some(chunk)
     }
 }

@@ -1,5 +1,5 @@
-//! The `xla` baseline: XLA's memory space assignment (MSA), re-implemented from
-//! docs/xla-msa.md in our timing conventions (accel-sim/src/mapping.rs).
+//! The `xla` baseline: XLA's memory space assignment (MSA), re-implemented in our timing
+//! conventions (accel-sim/src/mapping.rs) and described in docs/xla-msa.md.
 //!
 //! The pipeline, per fast level (see "Multi-level hardware" below):
 //! 1. Order the buffers by ascending `(-memory_boundedness, -size, start - end,
@@ -30,7 +30,8 @@
 //! strictly between). An eviction issued after the defining op `d` and held until op `E`
 //! overlaps ops `d+1..=E` and must be done before op `E + 1`, which reads level 0.
 //!
-//! Choices where docs/xla-msa.md is silent, each as XLA most plausibly makes it:
+//! Choices where XLA's behaviour is unclear, each as XLA most plausibly makes it (listed in
+//! docs/xla-msa.md, "Choices where XLA's behaviour is unclear"):
 //! - A prefetch for a use starts no earlier than the op after the previous use (XLA's
 //!   segment starts there: `inclusive_start_time`), nor before level 0 holds the data.
 //! - Weights and inputs (XLA's entry parameters, defined at the program start) can be
@@ -97,9 +98,9 @@ pub struct XlaOptions {
     pub separate_eviction_budget: bool,
     /// What to do with an eviction the copy budget cannot carry.
     pub eviction_over_budget: EvictionOverBudget,
-    /// How the gap above the highest overlapping chunk counts in best fit.
-    /// docs/xla-msa.md sizes it to the capacity; XLA's growing heap sizes it to the current
-    /// peak address ([`TopGap::Peak`]).
+    /// How the gap above the highest overlapping chunk counts in best fit
+    /// (docs/xla-msa.md, "Best-fit placement"). The default sizes it to the capacity; XLA's
+    /// growing heap sizes it to the current peak address ([`TopGap::Peak`]).
     pub top_gap: TopGap,
     /// Run again for each slower fast level over the uses left in level 0.
     pub cascade: bool,

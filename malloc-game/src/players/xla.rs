@@ -1,4 +1,5 @@
-//! The XLA-style heuristic (docs/xla-msa.md) as a policy over the game's actions.
+//! The XLA-style heuristic as a policy over the game's actions (docs/xla-msa.md, "The xla
+//! player of the game").
 //!
 //! The game already presents buffers in XLA's order (with the default `Order::Xla`), and its
 //! modes are XLA's moves over a single allocation per buffer; this player makes XLA's

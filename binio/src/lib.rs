@@ -1,8 +1,10 @@
 //! The one binary file format of the workspace, and the one atomic file write.
 //!
 //! A file is an 8-byte magic naming its kind (`b"MMZGAME\0"`, `b"MMZCKPT\0"`, ...), a
-//! little-endian `u32` format version, then the bincode 2 (standard config) serde encoding
-//! of one value, and nothing after it. Every writer goes through [`write_atomic`] or
+//! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of one
+//! value, and a little-endian `u64` FNV-1a checksum of everything before it. The checksum is
+//! there because a flipped byte inside a bincode payload usually still decodes (as another
+//! number), and a training run resumed from such a file would blame training for it. Every writer goes through [`write_atomic`] or
 //! [`write_bytes_atomic`], so a crash mid-write never leaves a half-written file under the
 //! real name: readers see the old file or the new one.
 //!
@@ -19,6 +21,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Magic (8 bytes) plus version (4 bytes).
 pub const HEADER_LEN: usize = 12;
+
+/// The checksum after the payload.
+pub const CHECKSUM_LEN: usize = 8;
+
+/// The largest binary file [`read`] accepts: more is not a file this workspace wrote (or a
+/// device such as `/dev/zero` behind a link), and reading it would exhaust memory.
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
 
 /// The most bytes bincode may account for while decoding one file (its in-memory sizes of
 /// strings, sequences and numbers), whatever the file claims.
@@ -46,6 +55,8 @@ pub enum BinError {
         found: u32,
         expected: u32,
     },
+    #[error("{path}: larger than the {limit}-byte limit of binary files (not a file this tool wrote?)")]
+    TooLarge { path: String, limit: u64 },
     #[error("{path}: truncated or corrupt: {msg}")]
     Corrupt { path: String, msg: String },
     #[error("{path}: {extra} bytes of trailing garbage after the value (corrupt or not written by this build)")]
@@ -97,7 +108,44 @@ pub fn to_bytes<T: Serialize>(
             msg: e.to_string(),
         },
     )?;
+    let sum = fnv1a64(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
     Ok(out)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`: the files' checksum, and a content hash where no
+/// adversary is involved.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h = Fnv64::new();
+    h.write(bytes);
+    h.finish()
+}
+
+/// FNV-1a over bytes written in pieces.
+#[derive(Clone, Debug)]
+pub struct Fnv64(u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64::new()
+    }
+}
+
+impl Fnv64 {
+    pub fn new() -> Fnv64 {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Decodes bytes laid out as [`to_bytes`] writes them. `origin` (a path or a name) is what
@@ -136,11 +184,24 @@ pub fn from_bytes<T: DeserializeOwned>(
             expected: version,
         });
     }
-    let payload = &bytes[HEADER_LEN..];
-    let (value, used) = decode_bounded::<T>(payload).map_err(|e| BinError::Corrupt {
-        path: path(),
-        msg: e.to_string(),
-    })?;
+    let corrupt = |msg: String| BinError::Corrupt { path: path(), msg };
+    if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
+        return Err(corrupt(format!(
+            "{} bytes, too short to hold a value and its checksum",
+            bytes.len()
+        )));
+    }
+    let (body, tail) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    let stored = u64::from_le_bytes(tail.try_into().unwrap_or([0; 8]));
+    if stored != fnv1a64(body) {
+        return Err(corrupt(
+            "checksum mismatch: the file was truncated, damaged or edited after it was written"
+                .into(),
+        ));
+    }
+    let payload = &body[HEADER_LEN..];
+    let (value, used) =
+        decode_bounded::<T>(payload).map_err(|e| corrupt(decode_error_in_words(&e, &kind)))?;
     if used != payload.len() {
         return Err(BinError::Trailing {
             path: path(),
@@ -148,6 +209,17 @@ pub fn from_bytes<T: DeserializeOwned>(
         });
     }
     Ok(value)
+}
+
+/// A decoder error as a user can act on it (bincode's own text names its internals).
+fn decode_error_in_words(e: &bincode::error::DecodeError, kind: &str) -> String {
+    use bincode::error::DecodeError as D;
+    match e {
+        D::UnexpectedEnd { .. } => "the data ends before the value does".into(),
+        D::LimitExceeded => "a length inside the file claims more data than any valid file holds".into(),
+        D::Utf8 { .. } => "a text field is not valid UTF-8".into(),
+        _ => format!("its contents are not a {kind} value of this format version"),
+    }
 }
 
 /// bincode's limit counts in-memory sizes (a 1-byte varint `u64` counts 8 bytes, a string
@@ -197,7 +269,16 @@ pub fn read<T: DeserializeOwned>(
             source,
         },
     })?;
-    // The header first, so a large foreign file is refused without reading it whole.
+    if let Ok(meta) = file.metadata() {
+        if meta.is_file() && meta.len() > MAX_FILE_BYTES {
+            return Err(BinError::TooLarge {
+                path: shown,
+                limit: MAX_FILE_BYTES,
+            });
+        }
+    }
+    // The header first, so a large foreign file is refused without reading it whole; the
+    // rest under the cap, for what has no length (a pipe, a device).
     let mut bytes = Vec::with_capacity(HEADER_LEN);
     let read_err = |source| BinError::Read {
         path: shown.clone(),
@@ -208,7 +289,16 @@ pub fn read<T: DeserializeOwned>(
         .read_to_end(&mut bytes)
         .map_err(read_err)?;
     if bytes.len() == HEADER_LEN && bytes[..8] == magic[..] {
-        file.read_to_end(&mut bytes).map_err(read_err)?;
+        (&mut file)
+            .take(MAX_FILE_BYTES + 1 - HEADER_LEN as u64)
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(BinError::TooLarge {
+                path: shown,
+                limit: MAX_FILE_BYTES,
+            });
+        }
     }
     from_bytes(&shown, &bytes, magic, version)
 }
@@ -394,7 +484,55 @@ mod tests {
         let mut b = to_bytes("x", MAGIC, 1, &value()).unwrap();
         b.extend_from_slice(&[0, 0, 7]);
         let e = from_bytes::<Value>("g.bin", &b, MAGIC, 1).unwrap_err();
+        assert!(matches!(e, BinError::Corrupt { .. }), "{e}");
+        // Garbage inside the checksummed part (written by a buggy writer) is still named.
+        let mut raw = to_bytes("x", MAGIC, 1, &value()).unwrap();
+        raw.truncate(raw.len() - CHECKSUM_LEN);
+        raw.extend_from_slice(&[0, 0, 7]);
+        let sum = fnv1a64(&raw);
+        raw.extend_from_slice(&sum.to_le_bytes());
+        let e = from_bytes::<Value>("g.bin", &raw, MAGIC, 1).unwrap_err();
         assert!(matches!(e, BinError::Trailing { extra: 3, .. }), "{e}");
+    }
+
+    #[test]
+    fn every_flipped_bit_is_caught_by_the_checksum() {
+        let b = to_bytes("x", MAGIC, 1, &value()).unwrap();
+        for i in HEADER_LEN..b.len() {
+            for bit in 0..8 {
+                let mut c = b.clone();
+                c[i] ^= 1 << bit;
+                let e = from_bytes::<Value>("f.bin", &c, MAGIC, 1).unwrap_err();
+                assert!(e.to_string().contains("checksum mismatch"), "byte {i}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn decoder_errors_are_said_in_words() {
+        // A value of another shape under the right magic, version and checksum.
+        let b = to_bytes("x", MAGIC, 1, &(3u8, 4u8)).unwrap();
+        let e = from_bytes::<Value>("w.bin", &b, MAGIC, 1).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("w.bin: truncated or corrupt: "), "{msg}");
+        assert!(!msg.contains('{') && !msg.contains("Unexpected"), "{msg}");
+    }
+
+    #[test]
+    fn an_endless_file_is_refused_without_reading_it_all() {
+        // A link to /dev/zero is refused at the magic; a file with the right magic and no
+        // end is what the size cap is for: here a FIFO-free stand-in, a sparse file.
+        let dir = TempDir::new("endless");
+        let path = dir.0.join("big.bin");
+        let f = File::create(&path).unwrap();
+        f.set_len(MAX_FILE_BYTES + 16).unwrap();
+        drop(f);
+        let mut head = OpenOptions::new().write(true).open(&path).unwrap();
+        head.write_all(MAGIC).unwrap();
+        head.write_all(&1u32.to_le_bytes()).unwrap();
+        drop(head);
+        let e = read::<Value>(&path, MAGIC, 1).unwrap_err();
+        assert!(matches!(e, BinError::TooLarge { .. }), "{e}");
     }
 
     #[test]
@@ -414,11 +552,14 @@ mod tests {
             }
         }
         assert!(errors > 0);
-        // A length that claims more than the limit is refused before allocating.
+        // A length that claims more than the limit is refused before allocating (a file
+        // whose checksum was recomputed, so the decoder sees it).
         let mut huge = MAGIC.to_vec();
         huge.extend_from_slice(&1u32.to_le_bytes());
         huge.push(253); // u64 length follows
         huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        let sum = fnv1a64(&huge);
+        huge.extend_from_slice(&sum.to_le_bytes());
         let e = from_bytes::<Value>("h.bin", &huge, MAGIC, 1).unwrap_err();
         assert!(matches!(e, BinError::Corrupt { .. }), "{e}");
     }

@@ -1,6 +1,6 @@
 //! The mallocGame as an [`Environment`].
 
-use crate::env::{EnvError, Environment};
+use muzero::env::{EnvError, Environment};
 use malloc_game::{observation, Game};
 
 /// A mallocGame episode seen by the agent.

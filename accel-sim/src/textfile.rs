@@ -1,0 +1,106 @@
+//! Reading a user's text file (program, hardware, mapping, config) with the checks every
+//! reader needs: a size cap, so a link to `/dev/zero` or a huge file is refused instead of
+//! filling memory; a UTF-8 byte-order mark accepted (editors on Windows write one, and
+//! serde_json would report it as "expected value at line 1 column 1"); invalid UTF-8 named.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The largest text file the workspace reads: far above any real program (the 200k-buffer
+/// stress program is about 40 MiB of JSON), far below the machine's memory.
+pub const MAX_TEXT_BYTES: u64 = 512 << 20;
+
+/// Why a text file could not be read; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TextFileError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: larger than the {limit_mib} MiB limit on input files")]
+    TooLarge { path: String, limit_mib: u64 },
+    #[error("{path}: not UTF-8 text (byte {offset} is invalid)")]
+    NotUtf8 { path: String, offset: usize },
+}
+
+/// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`], without a leading byte-order
+/// mark.
+pub fn read_text(path: &Path) -> Result<String, TextFileError> {
+    read_text_capped(path, MAX_TEXT_BYTES)
+}
+
+/// [`read_text`] with another cap.
+pub fn read_text_capped(path: &Path, limit: u64) -> Result<String, TextFileError> {
+    let shown = || path.display().to_string();
+    let io = |source| TextFileError::Io {
+        path: shown(),
+        source,
+    };
+    let too_large = || TextFileError::TooLarge {
+        path: shown(),
+        limit_mib: limit >> 20,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if let Ok(meta) = file.metadata() {
+        if meta.is_dir() {
+            return Err(io(std::io::Error::other("it is a folder")));
+        }
+        if meta.is_file() && meta.len() > limit {
+            return Err(too_large());
+        }
+    }
+    // What has no length (a pipe, a device) is read up to one byte past the cap.
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    match std::str::from_utf8(body) {
+        Ok(s) => Ok(s.to_string()),
+        Err(e) => Err(TextFileError::NotUtf8 {
+            path: shown(),
+            offset: e.valid_up_to(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("textfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped() {
+        let p = temp("bom.json", b"\xEF\xBB\xBF{\"a\": 1}");
+        assert_eq!(read_text(&p).unwrap(), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn too_large_and_not_utf8_are_named() {
+        let p = temp("big.txt", &[b'x'; 2048]);
+        let e = read_text_capped(&p, 1024).unwrap_err();
+        assert!(matches!(e, TextFileError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("big.txt"), "{e}");
+        let p = temp("latin1.txt", b"ok \xE9t\xE9");
+        let e = read_text(&p).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8 text (byte 3"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_device_is_refused_at_the_cap() {
+        let e = read_text_capped(Path::new("/dev/zero"), 1 << 16).unwrap_err();
+        assert!(matches!(e, TextFileError::TooLarge { .. }), "{e}");
+    }
+}

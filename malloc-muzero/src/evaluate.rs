@@ -1,0 +1,378 @@
+//! The evaluation harness: "evaluate solver X on case Y" as a library call, so a test, a
+//! script or a binding gets the same rows as `mallocmuzero evaluate --json`.
+//!
+//! A [`Case`] is a program on a hardware config; a [`Solver`] is anything that maps it (a
+//! baseline, a game player, a trained agent, a mapping file); [`evaluate_case`] solves,
+//! validates and simulates each, and returns one [`Row`] per solver.
+
+use crate::agent::{Agent, AgentError};
+use accel_sim::mapping::MappingFile;
+use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
+use bench_workloads::{suite, WorkloadError};
+use malloc_game::players::Player;
+use malloc_game::{baselines, GameOptions, GameSetup};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The workload and hardware when none is named.
+pub const DEFAULT_WORKLOAD: &str = "resnet50";
+pub const DEFAULT_HARDWARE: &str = "tpu-v4i-like";
+
+/// The solvers `evaluate` runs when none is named.
+pub const DEFAULT_SOLVERS: [&str; 5] = ["all-slow", "xla", "greedy-size", "greedy", "beam"];
+
+/// Why a case or a solver could not be evaluated; each names what the user gave.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error(transparent)]
+    Hardware(#[from] HardwareError),
+    #[error("level {level} ({name}) of `{hardware}` has capacity {capacity} B, smaller than the smallest buffer of `{program}` ({smallest} B): nothing could be placed")]
+    CapacityTooSmall {
+        level: usize,
+        name: String,
+        hardware: String,
+        capacity: u64,
+        program: String,
+        smallest: u64,
+    },
+    #[error("unknown solver `{0}` (baselines: {b}; game players: {p}, beam:W, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "))]
+    UnknownSolver(String),
+    #[error("--solver muzero needs a checkpoint (a `train` run folder)")]
+    NoCheckpoint,
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error(transparent)]
+    Game(#[from] malloc_game::GameError),
+    #[error("{path}: {msg}")]
+    MappingFile { path: String, msg: String },
+    /// A mapping file that could not be read or parsed (the message names the file).
+    #[error("{0}")]
+    MappingRead(String),
+    #[error("the {solver} baseline produced an invalid mapping (a bug): {msg}")]
+    BaselineInvalid { solver: String, msg: String },
+}
+
+/// A program on a hardware config.
+pub struct Case {
+    pub program: Arc<Program>,
+    pub hw: Hardware,
+}
+
+impl Case {
+    /// The case a user names: a built-in workload or a program file, a preset or a config
+    /// file, and optionally a capacity (`16MiB` or `1:16MiB`). A suite workload on its
+    /// suite hardware without a capacity gets the suite's capacity.
+    pub fn named(
+        workload: Option<&str>,
+        hardware: Option<&str>,
+        fast_capacity: Option<&str>,
+    ) -> Result<Case, EvalError> {
+        let workload = workload.unwrap_or(DEFAULT_WORKLOAD);
+        let hardware = hardware.unwrap_or(DEFAULT_HARDWARE);
+        let program = bench_workloads::load(workload)?;
+        let mut hw = Hardware::by_name_or_file(hardware)?;
+        match fast_capacity {
+            Some(spec) => hw = hw.with_capacity_spec(spec)?,
+            None => {
+                if let Some(c) = suite::case_of(workload, hardware) {
+                    hw = c.hardware();
+                }
+            }
+        }
+        Case::new(program, hw)
+    }
+
+    /// A case, refused when a fast level cannot hold even the smallest buffer (a mistake
+    /// worth an error rather than a table of all-slow mappings).
+    pub fn new(program: Program, hw: Hardware) -> Result<Case, EvalError> {
+        let smallest = program.buffers().iter().map(|b| b.size).min().unwrap_or(0);
+        for (level, l) in hw.levels.iter().enumerate().skip(1) {
+            if l.capacity < smallest {
+                return Err(EvalError::CapacityTooSmall {
+                    level,
+                    name: l.name.clone(),
+                    hardware: hw.name.clone(),
+                    capacity: l.capacity,
+                    program: program.name().to_string(),
+                    smallest,
+                });
+            }
+        }
+        Ok(Case {
+            program: Arc::new(program),
+            hw,
+        })
+    }
+
+    /// Every case of the benchmark suite.
+    pub fn suite() -> Result<Vec<Case>, EvalError> {
+        suite::cases()
+            .into_iter()
+            .map(|c| Case::new(bench_workloads::load(c.workload)?, c.hardware()))
+            .collect()
+    }
+
+    /// The bytes of every fast level together.
+    pub fn fast_capacity(&self) -> u64 {
+        // Each capacity is at most 2^53 (accel_sim::MAX_BYTES): the sum cannot overflow.
+        self.hw.levels[1..].iter().map(|l| l.capacity).sum()
+    }
+}
+
+/// What the solvers named by the user need besides their names.
+#[derive(Clone, Debug, Default)]
+pub struct SolverContext {
+    /// The game players' seed.
+    pub seed: u64,
+    /// The run folder of `muzero`.
+    pub checkpoint: Option<PathBuf>,
+    /// Search simulations per move of `muzero` (default: the run's evaluation setting).
+    pub simulations: Option<usize>,
+}
+
+/// A named way to get a mapping.
+pub enum Solver {
+    Baseline(Box<dyn baselines::Solver>),
+    /// A game player, playing one episode with the given seed.
+    Player(Box<dyn Player>, u64),
+    /// A trained agent.
+    MuZero(Box<Agent>),
+    /// A mapping file, resolved against each case's program by buffer name.
+    File(PathBuf),
+}
+
+impl Solver {
+    /// The solver of a `--solver` name: a baseline, a game player (`xla-game` is the xla
+    /// player in the game), or `muzero` (needs `ctx.checkpoint`).
+    pub fn named(name: &str, ctx: &SolverContext) -> Result<Solver, EvalError> {
+        if name == "muzero" {
+            let dir = ctx.checkpoint.as_ref().ok_or(EvalError::NoCheckpoint)?;
+            return Ok(Solver::MuZero(Box::new(Agent::load(dir, ctx.simulations)?)));
+        }
+        if let Some(s) = baselines::solver(name) {
+            return Ok(Solver::Baseline(s));
+        }
+        let player = malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name));
+        player
+            .map(|p| Solver::Player(p, ctx.seed))
+            .ok_or_else(|| EvalError::UnknownSolver(name.to_string()))
+    }
+
+    /// The solvers of a list of names, or [`DEFAULT_SOLVERS`] when it is empty.
+    pub fn all_named(names: &[String], ctx: &SolverContext) -> Result<Vec<Solver>, EvalError> {
+        if names.is_empty() {
+            return DEFAULT_SOLVERS
+                .iter()
+                .map(|n| Solver::named(n, ctx))
+                .collect();
+        }
+        names.iter().map(|n| Solver::named(n, ctx)).collect()
+    }
+
+    /// The name its rows carry.
+    pub fn name(&self) -> String {
+        match self {
+            Solver::Baseline(s) => s.name().to_string(),
+            // The game's xla player is named apart from the standalone xla solver.
+            Solver::Player(p, _) if p.name() == "xla" => "xla-game".to_string(),
+            Solver::Player(p, _) => p.name(),
+            Solver::MuZero(_) => "muzero".to_string(),
+            Solver::File(path) => format!("file:{}", path.display()),
+        }
+    }
+
+    /// Its mapping of `case` (not yet validated). `options` are the game's rules for
+    /// the players.
+    pub fn solve(&self, case: &Case, options: &GameOptions) -> Result<Mapping, EvalError> {
+        let (program, hw) = (case.program.as_ref(), &case.hw);
+        Ok(match self {
+            Solver::Baseline(s) => s.solve(program, hw),
+            Solver::Player(p, seed) => {
+                let setup =
+                    GameSetup::new(Arc::clone(&case.program), hw.clone(), options.clone())?;
+                p.play(&setup, *seed).mapping()
+            }
+            Solver::MuZero(agent) => agent.play(program, hw)?,
+            Solver::File(path) => read_mapping(path, program)?,
+        })
+    }
+}
+
+/// A mapping file resolved against `program`: its format, version, workload name and
+/// buffer names checked (a mapping of another program, or one listing a buffer twice, is
+/// an error, not a silent guess).
+pub fn read_mapping(path: &Path, program: &Program) -> Result<Mapping, EvalError> {
+    let err = |msg: String| EvalError::MappingFile {
+        path: path.display().to_string(),
+        msg,
+    };
+    let file = MappingFile::read(path).map_err(EvalError::MappingRead)?;
+    file.to_mapping(program).map_err(err)
+}
+
+/// One row of the results, in the JSON form of `evaluate --json`.
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub workload: String,
+    pub hardware: String,
+    pub solver: String,
+    /// Simulated ("true") latency; null when the mapping is invalid.
+    pub latency_s: Option<f64>,
+    pub proxy_latency_s: Option<f64>,
+    pub valid: bool,
+    pub speedup_vs_xla: Option<f64>,
+    /// The physical limit of this case (see `malloc_game::baselines::bound_latency`).
+    pub bound_latency_s: f64,
+    /// `latency / bound - 1`: how much room is left above this solver.
+    pub gap_to_bound: Option<f64>,
+    pub fast_capacity_bytes: u64,
+    /// Peak bytes held in the fast levels by this mapping.
+    pub fast_bytes_used: Option<u64>,
+    pub solve_s: f64,
+    /// The validator's message when `valid` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The standalone xla solver's simulated latency: every speedup is measured against it.
+pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
+    use baselines::Solver as _;
+    let m = baselines::Xla::default().solve(program, hw);
+    m.validate(program, hw)
+        .map_err(|e| EvalError::BaselineInvalid {
+            solver: "xla".into(),
+            msg: e.to_string(),
+        })?;
+    Ok(Simulator::new(program, hw).run(&m, false).latency_s)
+}
+
+/// What every row of one case is measured against.
+pub struct CaseScorer<'a> {
+    case: &'a Case,
+    cost: CostModel,
+    sim: Simulator,
+    bound: f64,
+    xla: f64,
+}
+
+impl<'a> CaseScorer<'a> {
+    pub fn new(case: &'a Case) -> Result<CaseScorer<'a>, EvalError> {
+        let (program, hw) = (case.program.as_ref(), &case.hw);
+        Ok(CaseScorer {
+            case,
+            cost: CostModel::new(program, hw),
+            sim: Simulator::new(program, hw),
+            bound: baselines::bound_latency(program, hw),
+            xla: xla_latency(program, hw)?,
+        })
+    }
+
+    /// The xla baseline's simulated latency on this case.
+    pub fn xla_latency(&self) -> f64 {
+        self.xla
+    }
+
+    /// Validates and simulates `mapping`; an invalid one gives a row with its message.
+    pub fn row(&mut self, solver: String, mapping: &Mapping, solve_s: f64) -> Row {
+        let (program, hw) = (self.case.program.as_ref(), &self.case.hw);
+        let mut row = Row {
+            workload: program.name().to_string(),
+            hardware: hw.name.clone(),
+            solver,
+            latency_s: None,
+            proxy_latency_s: None,
+            valid: false,
+            speedup_vs_xla: None,
+            bound_latency_s: self.bound,
+            gap_to_bound: None,
+            fast_capacity_bytes: self.case.fast_capacity(),
+            fast_bytes_used: None,
+            solve_s,
+            error: None,
+        };
+        match mapping.validate(program, hw) {
+            Ok(stats) => {
+                let latency = self.sim.run(mapping, false).latency_s;
+                row.valid = true;
+                row.latency_s = Some(latency);
+                row.proxy_latency_s = Some(self.cost.latency(mapping));
+                row.speedup_vs_xla = Some(self.xla / latency);
+                row.gap_to_bound = Some(latency / self.bound - 1.0);
+                row.fast_bytes_used = Some(stats.peak_bytes[1..].iter().sum());
+            }
+            Err(e) => row.error = Some(e.to_string()),
+        }
+        row
+    }
+}
+
+/// Runs every solver on `case`, validates and simulates each mapping. `on_solved` is called
+/// after each solver (for progress).
+pub fn evaluate_case(
+    case: &Case,
+    solvers: &[Solver],
+    options: &GameOptions,
+    mut on_solved: impl FnMut(&Row),
+) -> Result<Vec<Row>, EvalError> {
+    let mut scorer = CaseScorer::new(case)?;
+    let mut rows = Vec::with_capacity(solvers.len());
+    for solver in solvers {
+        let t0 = Instant::now();
+        let mapping = solver.solve(case, options)?;
+        let row = scorer.row(solver.name(), &mapping, t0.elapsed().as_secs_f64());
+        on_solved(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diamond() -> Case {
+        Case::named(Some("diamond"), None, Some("4MiB")).unwrap()
+    }
+
+    #[test]
+    fn every_default_solver_gives_a_valid_row() {
+        let case = diamond();
+        let solvers = Solver::all_named(&[], &SolverContext::default()).unwrap();
+        let rows = evaluate_case(&case, &solvers, &GameOptions::default(), |_| {}).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.solver.as_str()).collect();
+        assert_eq!(names, DEFAULT_SOLVERS);
+        for r in &rows {
+            assert!(r.valid, "{}: {:?}", r.solver, r.error);
+            assert!(r.latency_s.unwrap() >= r.bound_latency_s);
+        }
+        let xla = rows.iter().find(|r| r.solver == "xla").unwrap();
+        assert!((xla.speedup_vs_xla.unwrap() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn names_that_are_not_solvers_are_errors() {
+        let ctx = SolverContext::default();
+        assert!(matches!(
+            Solver::named("nope", &ctx),
+            Err(EvalError::UnknownSolver(_))
+        ));
+        assert!(matches!(
+            Solver::named("muzero", &ctx),
+            Err(EvalError::NoCheckpoint)
+        ));
+        assert_eq!(Solver::named("xla-game", &ctx).unwrap().name(), "xla-game");
+    }
+
+    #[test]
+    fn a_suite_workload_on_its_hardware_gets_the_suite_capacity() {
+        let case = Case::named(Some("alexnet"), Some("tpu-v4i-like"), None).unwrap();
+        let suite = suite::case_of("alexnet", "tpu-v4i-like").unwrap();
+        assert_eq!(case.hw, suite.hardware());
+        let e = Case::named(Some("alexnet"), None, Some("1:1")).err().unwrap();
+        assert!(e.to_string().contains("alignment"), "{e}");
+    }
+}

@@ -1,0 +1,43 @@
+//! Training: self-play and learning side by side, evaluation against the xla baseline,
+//! checkpoints, interrupts and resume.
+//!
+//! The schedule is pipelined and deterministic. Iteration `i`: a self-play thread plays
+//! `games_per_iteration` games in lockstep with the weights the learner had at the start of
+//! `i`, while the learner trains on the games of iterations `< i` until it has done
+//! `train_steps_per_position` steps per position generated so far. Then the new games enter
+//! the replay buffer, an evaluation game (no noise) is played and scored by the simulator,
+//! and every `checkpoint_every` iterations the run is saved. Every random draw comes from
+//! the run seed and the iteration number, so a run, and a resumed run, repeat exactly.
+//!
+//! [`Trainer`] holds a run: [`Trainer::start`] or [`Trainer::resume`] it, then
+//! [`Trainer::run`] it to its [`Limits`] or until its stop flag is raised (the command line
+//! raises it on Ctrl-C); the current iteration is finished, a checkpoint and `best/` are
+//! written, and the run can be resumed from there. Progress goes to a callback, once per
+//! iteration.
+//!
+//! A run directory holds:
+//! - `run.json`: what is being trained ([`RunInfo`]), and `program.json`, a copy of the
+//!   program, so the folder alone resumes the run and replays its games;
+//! - `metrics.jsonl`: one [`Progress`] line per iteration; a resume cuts it back to the
+//!   iterations of the checkpoint it resumes from, so no iteration is listed twice;
+//! - `checkpoints/iter-NNNNNN/` (weights, optimizer, replay buffer) with
+//!   `checkpoints/latest.json` pointing at the newest complete one (written last,
+//!   atomically); a run folder without it (a run stopped in its first iterations) resumes
+//!   by starting afresh;
+//! - `best/`: the fastest mapping found (`mapping.json`, `game.game`, `found.json`, written
+//!   the moment it is found; a resume reads the best back from `game.game`) and, at the end
+//!   of each session, `summary.json`;
+//! - `games/`: the evaluation games, with search statistics.
+
+mod best;
+mod config;
+mod error;
+mod run_dir;
+mod selfplay;
+mod trainer;
+
+pub use config::{Limits, TrainConfig};
+pub use error::TrainError;
+pub use run_dir::{load_network, read_run_info, RunInfo};
+pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
+pub use trainer::{Progress, TrainSummary, Trainer};

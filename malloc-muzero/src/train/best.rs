@@ -1,0 +1,117 @@
+//! `best/`: the fastest mapping a run has found, written the moment it is found.
+//!
+//! `game.game` is written first and is what counts: a resume reads the best back from it
+//! (the saved game replays to its return), so a session killed at any moment never lets
+//! the next one replace the best with a worse mapping. `mapping.json` and `found.json`
+//! follow it, and are rewritten from it when a kill came between the writes.
+
+use super::run_dir::write_json;
+use super::selfplay::PlayedGame;
+use super::TrainError;
+use accel_sim::mapping::MappingFile;
+use malloc_game::record::GameRecord;
+use malloc_game::{Game, GameSetup};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The fastest mapping found so far, and where and how to record a better one.
+pub(super) struct Best {
+    pub ret: f64,
+    pub latency: f64,
+    dir: PathBuf,
+    workload: String,
+    seed: u64,
+    xla: f64,
+}
+
+/// When and by how much a best was found, for `found.json`.
+pub(super) struct Found {
+    pub iteration: Option<u64>,
+    pub train_steps: Option<u64>,
+}
+
+impl Best {
+    /// The best of the run in `dir` (none yet: `ret` is -inf). `setup` is the run's game; a
+    /// saved best that does not replay on it is an error, never silently replaced.
+    pub fn read_back(
+        dir: &Path,
+        setup: &Arc<GameSetup>,
+        workload: &str,
+        seed: u64,
+        xla: f64,
+    ) -> Result<Best, TrainError> {
+        let mut best = Best {
+            ret: f64::NEG_INFINITY,
+            latency: f64::INFINITY,
+            dir: dir.to_path_buf(),
+            workload: workload.to_string(),
+            seed,
+            xla,
+        };
+        let path = dir.join("game.game");
+        if !path.exists() {
+            return Ok(best);
+        }
+        let record = GameRecord::load(&path)?;
+        let replay = record
+            .replay(Arc::clone(setup.program_arc()))
+            .map_err(|source| TrainError::BestReplay {
+                path: path.display().to_string(),
+                source,
+            })?;
+        let same_rules = serde_json::to_value(&record.hardware).ok()
+            == serde_json::to_value(setup.hardware().to_file()).ok()
+            && &record.options == setup.options();
+        if !same_rules {
+            return Err(TrainError::Resume(format!(
+                "{} was played on other hardware or game options than this run's",
+                path.display()
+            )));
+        }
+        best.ret = replay.game.total_return();
+        best.latency = replay.game.final_latency().unwrap_or(f64::INFINITY);
+        if best.recorded_return() != Some(best.ret) {
+            let unknown = Found {
+                iteration: None,
+                train_steps: None,
+            };
+            best.write_mapping_and_summary(&replay.game, &unknown)?;
+        }
+        Ok(best)
+    }
+
+    /// The return `found.json` names, if it is readable.
+    fn recorded_return(&self) -> Option<f64> {
+        let text = std::fs::read_to_string(self.dir.join("found.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["return"].as_f64()
+    }
+
+    /// Keeps `g` if it beats the best so far. Returns whether it did.
+    pub fn consider(&mut self, g: &PlayedGame, found: &Found) -> Result<bool, TrainError> {
+        let ret = g.game.total_return();
+        if ret <= self.ret {
+            return Ok(false);
+        }
+        GameRecord::from_game(&g.game, "muzero", self.seed, Some(g.search.clone()))?
+            .save(&self.dir.join("game.game"))?;
+        self.ret = ret;
+        self.latency = g.game.final_latency().unwrap_or(f64::INFINITY);
+        self.write_mapping_and_summary(&g.game, found)?;
+        Ok(true)
+    }
+
+    fn write_mapping_and_summary(&self, game: &Game, found: &Found) -> Result<(), TrainError> {
+        let program = game.setup().program();
+        let mapping = MappingFile::from_mapping(program, &game.mapping());
+        write_json(&self.dir.join("mapping.json"), &mapping)?;
+        write_json(
+            &self.dir.join("found.json"),
+            &serde_json::json!({
+                "workload": self.workload, "latency_s": self.latency, "return": self.ret,
+                "speedup_vs_xla": self.xla / self.latency, "iteration": found.iteration,
+                "train_steps": found.train_steps,
+            }),
+        )
+    }
+}

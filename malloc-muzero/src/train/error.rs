@@ -1,0 +1,84 @@
+//! [`TrainError`]: every failure of training, with its cause kept as a typed source.
+
+use std::path::Path;
+
+/// A failure of training; names the file or field involved.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("train config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Net(#[from] muzero::network::NetError),
+    #[error(transparent)]
+    Optim(#[from] muzero::optim::OptimError),
+    #[error(transparent)]
+    Replay(#[from] muzero::replay::ReplayError),
+    #[error(transparent)]
+    Bin(#[from] binio::BinError),
+    /// A move the game refused during self-play or evaluation.
+    #[error(transparent)]
+    Game(#[from] malloc_game::GameError),
+    /// A saved game that could not be made, written or read.
+    #[error(transparent)]
+    Record(#[from] malloc_game::record::RecordError),
+    /// The saved best game of a run that no longer replays on the run's program.
+    #[error("{path}: {source}")]
+    BestReplay {
+        path: String,
+        #[source]
+        source: malloc_game::record::ReplayError,
+    },
+    #[error("search: {0}")]
+    Search(#[source] muzero::model::ModelError),
+    /// A stored game whose actions no longer replay (reanalyse rebuilds the legal masks).
+    #[error("reanalyse of game {game}, turn {turn}: {source}")]
+    Reanalyse {
+        game: usize,
+        turn: usize,
+        #[source]
+        source: malloc_game::GameError,
+    },
+    #[error(transparent)]
+    Workload(#[from] bench_workloads::WorkloadError),
+    #[error(transparent)]
+    Hardware(#[from] accel_sim::HardwareError),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Json {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the `{0}` baseline is not built in")]
+    NoBaseline(&'static str),
+    #[error("the self-play thread panicked")]
+    SelfPlayPanicked,
+    /// `start` into a folder whose run has a checkpoint: it would be overwritten.
+    #[error("{dir} already holds a run with a checkpoint: resume it, or start in another folder")]
+    RunExists { dir: String },
+    #[error("{dir}: no checkpoint yet (checkpoints/latest.json is missing)")]
+    NoCheckpoint { dir: String },
+    #[error("resume: {0}")]
+    Resume(String),
+}
+
+/// Maps an I/O error to one that names the file.
+pub(super) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
+    move |source| TrainError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Maps a JSON error to one that names the file.
+pub(super) fn json_error(path: &Path) -> impl FnOnce(serde_json::Error) -> TrainError + '_ {
+    move |source| TrainError::Json {
+        path: path.display().to_string(),
+        source,
+    }
+}

@@ -1,0 +1,374 @@
+//! The run directory: what a run trains (`run.json`, `program.json`), its metrics, its
+//! checkpoints, and the repairs a start or resume makes after an interrupted session.
+
+use super::error::{io_error, json_error};
+use super::trainer::{Learner, Progress};
+use super::TrainError;
+use super::TrainConfig;
+use accel_sim::Program;
+use malloc_game::GameSetup;
+use muzero::network::{device, MuZeroNet, NetworkConfig};
+use muzero::optim::{OptimConfig, Optimizer};
+use muzero::replay::ReplayBuffer;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `run.json`: what a run trains, so `--resume` and `evaluate --checkpoint` rebuild it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// A built-in workload's name, or the program file as it was given.
+    pub workload: String,
+    /// The program file's absolute path, when the program was loaded from a file (absent
+    /// in run folders written before it was recorded).
+    #[serde(default)]
+    pub workload_path: Option<String>,
+    pub program_hash: u64,
+    pub hardware: accel_sim::hardware::HardwareFile,
+    pub options: malloc_game::GameOptions,
+    pub network: NetworkConfig,
+    pub config: TrainConfig,
+}
+
+/// `checkpoints/latest.json`: the newest complete checkpoint and the counters at its end.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Latest {
+    /// The last iteration the checkpoint includes.
+    pub iteration: u64,
+    pub dir: String,
+    pub train_steps: u64,
+    pub positions: u64,
+    pub elapsed_s: f64,
+    /// The latency of the last evaluation game, so a resumed run reports it until its
+    /// next one.
+    #[serde(default)]
+    pub eval_latency_s: Option<f64>,
+}
+
+const REPLAY_MAGIC: &[u8; 8] = b"MMZRPLY\0";
+// 2: binio files carry a checksum.
+const REPLAY_VERSION: u32 = 2;
+
+/// The copy of the program a run folder keeps, so it resumes and replays on its own.
+pub(super) const PROGRAM_JSON: &str = "program.json";
+
+impl RunInfo {
+    /// The program this run trains: the built-in of that name, or the file it was loaded
+    /// from, or (the file moved, or the program was built in code) the run's own copy in
+    /// `dir`. A program that differs from the one the run started with is refused.
+    pub fn load_program(&self, dir: &Path) -> Result<Program, TrainError> {
+        let copy = dir.join(PROGRAM_JSON);
+        let from_copy = || {
+            let p = bench_workloads::load(&copy.display().to_string())?;
+            self.same_program(p, || format!("{} (the run's copy)", copy.display()))
+        };
+        if let Some(path) = &self.workload_path {
+            if !Path::new(path).exists() {
+                return from_copy();
+            }
+            let p = bench_workloads::load(path)?;
+            return self.same_program(p, || {
+                format!(
+                    "{path} (move it away to resume from the run's copy {})",
+                    copy.display()
+                )
+            });
+        }
+        if bench_workloads::names().contains(&self.workload.as_str()) {
+            let p = bench_workloads::load(&self.workload)?;
+            return self.same_program(p, || {
+                format!("this build's built-in workload `{}`", self.workload)
+            });
+        }
+        if copy.exists() {
+            return from_copy();
+        }
+        // A run folder from before `workload_path` and `program.json` were recorded.
+        let p = bench_workloads::load(&self.workload)?;
+        self.same_program(p, || self.workload.clone())
+    }
+
+    fn same_program(
+        &self,
+        p: Program,
+        origin: impl FnOnce() -> String,
+    ) -> Result<Program, TrainError> {
+        if p.content_hash() == self.program_hash {
+            return Ok(p);
+        }
+        Err(TrainError::Resume(format!(
+            "the program changed since this run started: {} has program hash {:#018x}, the run's is {:#018x}",
+            origin(),
+            p.content_hash(),
+            self.program_hash
+        )))
+    }
+
+    /// The game this run plays: its program (see [`RunInfo::load_program`]) on its
+    /// hardware with its options.
+    pub fn setup(&self, dir: &Path) -> Result<Arc<GameSetup>, TrainError> {
+        let program = self.load_program(dir)?;
+        let context = format!("{}: ", dir.join("run.json").display());
+        let hw = self.hardware.clone().into_hardware(&context)?;
+        Ok(GameSetup::new(Arc::new(program), hw, self.options.clone())?)
+    }
+
+    /// Whether two runs play the same game, so the best mapping of one is one of the other.
+    pub(super) fn same_game(&self, other: &RunInfo) -> bool {
+        let hw = |i: &RunInfo| serde_json::to_value(&i.hardware).ok();
+        self.program_hash == other.program_hash
+            && self.options == other.options
+            && hw(self).is_some()
+            && hw(self) == hw(other)
+    }
+}
+
+pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), TrainError> {
+    let text = serde_json::to_string_pretty(value).map_err(json_error(path))?;
+    Ok(binio::write_bytes_atomic(path, text.as_bytes())?)
+}
+
+pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, TrainError> {
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    serde_json::from_str(&text).map_err(json_error(path))
+}
+
+/// Reads a run's `run.json`.
+pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
+    read_json(&dir.join("run.json"))
+}
+
+/// Loads the newest checkpoint's network of a run directory.
+pub fn load_network(dir: &Path) -> Result<MuZeroNet, TrainError> {
+    let run = RunDir::new(dir);
+    let info = read_run_info(dir)?;
+    let latest = run.read_latest()?.ok_or_else(|| TrainError::NoCheckpoint {
+        dir: dir.display().to_string(),
+    })?;
+    let path = run.checkpoint(&latest.dir).join("weights.safetensors");
+    Ok(MuZeroNet::load(&path, &info.network, &device())?)
+}
+
+/// The paths of a run directory and what is done to them.
+pub(super) struct RunDir {
+    root: PathBuf,
+}
+
+impl RunDir {
+    pub fn new(root: &Path) -> RunDir {
+        RunDir {
+            root: root.to_path_buf(),
+        }
+    }
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn best(&self) -> PathBuf {
+        self.root.join("best")
+    }
+    pub fn games(&self) -> PathBuf {
+        self.root.join("games")
+    }
+    fn checkpoints(&self) -> PathBuf {
+        self.root.join("checkpoints")
+    }
+    fn checkpoint(&self, name: &str) -> PathBuf {
+        self.checkpoints().join(name)
+    }
+    fn metrics(&self) -> PathBuf {
+        self.root.join("metrics.jsonl")
+    }
+
+    pub fn create(&self) -> Result<(), TrainError> {
+        for d in [self.root.clone(), self.games(), self.best(), self.checkpoints()] {
+            std::fs::create_dir_all(&d).map_err(io_error(&d))?;
+        }
+        Ok(())
+    }
+
+    /// Removes `best/`'s files: they are another game's (or nobody's).
+    pub fn clear_best(&self) -> Result<(), TrainError> {
+        for (_, path) in entries(&self.best())? {
+            if path.is_file() {
+                std::fs::remove_file(&path).map_err(io_error(&path))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `run.json`, if the folder holds a run.
+    pub fn read_info(&self) -> Result<Option<RunInfo>, TrainError> {
+        let path = self.root.join("run.json");
+        if !path.exists() {
+            return Ok(None);
+        }
+        read_json(&path).map(Some)
+    }
+
+    /// Writes the program's copy, then `run.json`: a folder with `run.json` has both.
+    pub fn write_info(&self, info: &RunInfo, program: &Program) -> Result<(), TrainError> {
+        let text = bench_workloads::json::to_json(program, None);
+        binio::write_bytes_atomic(&self.root.join(PROGRAM_JSON), text.as_bytes())?;
+        write_json(&self.root.join("run.json"), info)
+    }
+
+    /// The newest complete checkpoint, if there is one.
+    pub fn read_latest(&self) -> Result<Option<Latest>, TrainError> {
+        let path = self.checkpoints().join("latest.json");
+        if !path.exists() {
+            return Ok(None);
+        }
+        read_json(&path).map(Some)
+    }
+
+    /// Brings the folder back to the state of the checkpoint a session continues from
+    /// (`through`: its last iteration; `None`: no checkpoint, a fresh start). What a killed
+    /// session left after it goes: temporary files of interrupted atomic writes, metrics
+    /// lines and evaluation games of later iterations (the session plays them again), and
+    /// checkpoint folders other than `latest` (one being written when it was killed).
+    pub fn roll_back_to(&self, latest: Option<&Latest>) -> Result<(), TrainError> {
+        self.remove_temp_files()?;
+        let through = latest.map(|l| l.iteration);
+        self.truncate_metrics(through)?;
+        self.remove_eval_games_after(through)?;
+        self.remove_checkpoints_except(latest.map(|l| l.dir.as_str()))
+    }
+
+    /// Removes the `.NAME.tmp.*` files binio's atomic writes leave when killed mid-write.
+    fn remove_temp_files(&self) -> Result<(), TrainError> {
+        let mut dirs = vec![self.root.clone(), self.best(), self.games(), self.checkpoints()];
+        dirs.extend(subdirs(&self.checkpoints())?);
+        for d in dirs {
+            for (name, path) in entries(&d)? {
+                if name.starts_with('.') && name.contains(".tmp.") && path.is_file() {
+                    std::fs::remove_file(&path).map_err(io_error(&path))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the metrics lines of iterations `<= through`, once each, and drops a line a
+    /// kill cut short; rewritten atomically.
+    fn truncate_metrics(&self, through: Option<u64>) -> Result<(), TrainError> {
+        let path = self.metrics();
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut kept = String::new();
+        let mut next = 0u64;
+        for line in text.lines() {
+            let it = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v["iteration"].as_u64());
+            match it {
+                Some(i) if i >= next && through.is_some_and(|t| i <= t) => {
+                    kept.push_str(line);
+                    kept.push('\n');
+                    next = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if kept.as_bytes() != bytes.as_slice() {
+            binio::write_bytes_atomic(&path, kept.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn remove_eval_games_after(&self, through: Option<u64>) -> Result<(), TrainError> {
+        for (name, path) in entries(&self.games())? {
+            let it = name
+                .strip_prefix("eval-")
+                .and_then(|n| n.strip_suffix(".game"))
+                .and_then(|n| n.parse::<u64>().ok());
+            if it.is_some_and(|i| through.is_none_or(|t| i > t)) {
+                std::fs::remove_file(&path).map_err(io_error(&path))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_checkpoints_except(&self, keep: Option<&str>) -> Result<(), TrainError> {
+        for path in subdirs(&self.checkpoints())? {
+            let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+            let name = name.unwrap_or_default();
+            if name.starts_with("iter-") && Some(name.as_str()) != keep {
+                std::fs::remove_dir_all(&path).map_err(io_error(&path))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends one iteration's line to `metrics.jsonl` in one write, so a kill leaves at
+    /// most a cut last line (which the next start or resume drops).
+    pub fn append_metrics(&self, p: &Progress) -> Result<(), TrainError> {
+        use std::io::Write;
+        let path = self.metrics();
+        let mut line = serde_json::to_string(p).map_err(json_error(&path))?;
+        line.push('\n');
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        f.write_all(line.as_bytes()).map_err(io_error(&path))
+    }
+
+    /// Writes a checkpoint; `latest.json` last, so a checkpoint counts only once complete.
+    pub fn save_checkpoint(&self, latest: &Latest, learner: &Learner) -> Result<(), TrainError> {
+        let here = self.checkpoint(&latest.dir);
+        std::fs::create_dir_all(&here).map_err(io_error(&here))?;
+        learner.net.save(&here.join("weights.safetensors"))?;
+        learner.opt.save(&here.join("optimizer.bin"))?;
+        binio::write_atomic(
+            &here.join("replay.bin"),
+            REPLAY_MAGIC,
+            REPLAY_VERSION,
+            &learner.replay,
+        )?;
+        write_json(&self.checkpoints().join("latest.json"), latest)?;
+        self.remove_checkpoints_except(Some(&latest.dir))
+    }
+
+    /// The learner's state saved in checkpoint `latest`.
+    pub fn load_checkpoint(
+        &self,
+        latest: &Latest,
+        network: &NetworkConfig,
+        optim: &OptimConfig,
+    ) -> Result<Learner, TrainError> {
+        let here = self.checkpoint(&latest.dir);
+        let net = MuZeroNet::load(&here.join("weights.safetensors"), network, &device())?;
+        let opt = Optimizer::load(&here.join("optimizer.bin"), net.vars(), Some(optim.clone()))?;
+        let replay =
+            binio::read::<ReplayBuffer>(&here.join("replay.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
+        Ok(Learner { net, opt, replay })
+    }
+}
+
+/// The names and paths of the entries of `dir` (none if it does not exist).
+fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>, TrainError> {
+    let read = match std::fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(dir)(e)),
+    };
+    let mut out = Vec::new();
+    for e in read {
+        let e = e.map_err(io_error(dir))?;
+        out.push((e.file_name().to_string_lossy().to_string(), e.path()));
+    }
+    Ok(out)
+}
+
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
+    Ok(entries(dir)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| p.is_dir())
+        .collect())
+}

@@ -1,0 +1,190 @@
+//! Playing games with the network: self-play, evaluation, reanalyse, and the xla baseline.
+
+use super::{TrainConfig, TrainError};
+use malloc_game::record::SearchStats;
+use malloc_game::{observation, Game, GameSetup};
+use muzero::network::MuZeroNet;
+use muzero::replay::{GameHistory, ReplayBuffer};
+use muzero::search::{SearchConfig, Searcher};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+/// A seed for one role in one iteration, so every draw is reproducible and resumable.
+pub(super) fn seed_for(seed: u64, iteration: u64, role: u64) -> u64 {
+    let mut x = seed
+        ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ role.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}
+
+/// One finished game with what the learner and the records need.
+pub struct PlayedGame {
+    pub game: Game,
+    pub history: GameHistory,
+    pub search: Vec<SearchStats>,
+}
+
+/// Plays `count` games of `setup` in lockstep, one batched search per turn; each turn
+/// plays a random legal action instead of the search's with probability `explore_epsilon`.
+pub fn play_games(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    count: usize,
+    search: &SearchConfig,
+    explore_epsilon: f64,
+    seed: u64,
+) -> Result<Vec<PlayedGame>, TrainError> {
+    let obs_len = observation::observation_len(setup.options());
+    let a = setup.action_count();
+    let mut games: Vec<Game> = (0..count).map(|_| setup.start()).collect();
+    let mut histories = vec![GameHistory::new(obs_len, a); count];
+    let mut stats: Vec<Vec<SearchStats>> = vec![Vec::new(); count];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut searcher = Searcher::new();
+    let mut obs = vec![0f32; count * obs_len];
+    let mut legal = vec![false; count * a];
+    // Every game has one turn per buffer, so all end together (and none is played for
+    // `count` 0).
+    while games.first().is_some_and(|g| !g.is_terminal()) {
+        for (i, g) in games.iter().enumerate() {
+            observation::encode(g, &mut obs[i * obs_len..(i + 1) * obs_len]);
+            g.legal_mask(&mut legal[i * a..(i + 1) * a]);
+        }
+        let outs = searcher
+            .search(net, &obs, &legal, count, search, &mut rng)
+            .map_err(TrainError::Search)?;
+        for (i, out) in outs.iter().enumerate() {
+            let mut action = out.action;
+            if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
+                let legal_here = &legal[i * a..(i + 1) * a];
+                let n = legal_here.iter().filter(|&&l| l).count();
+                let k = rng.random_range(0..n.max(1));
+                action = (0..a).filter(|&j| legal_here[j]).nth(k).unwrap_or(action);
+            }
+            let r = games[i].apply_action(action)?;
+            histories[i].push_step(
+                &obs[i * obs_len..(i + 1) * obs_len],
+                action,
+                r as f32,
+                out.root_value,
+                &out.policy_target,
+            )?;
+            stats[i].push(SearchStats {
+                visits: out.visit_counts.clone(),
+                root_value: out.root_value,
+            });
+        }
+    }
+    Ok(games
+        .into_iter()
+        .zip(histories)
+        .zip(stats)
+        .map(|((game, history), search)| PlayedGame {
+            game,
+            history,
+            search,
+        })
+        .collect())
+}
+
+/// One iteration's reanalyse: games `iteration * count ..` (modulo the games stored,
+/// oldest first; `count` is `config.reanalyse_games_per_iteration`), so the schedule
+/// follows from the buffer alone and resumes exactly. Returns how many games were
+/// reanalysed.
+pub(super) fn reanalyse_round(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    replay: &mut ReplayBuffer,
+    config: &TrainConfig,
+    iteration: u64,
+) -> Result<usize, TrainError> {
+    let (count, search) = (config.reanalyse_games_per_iteration, &config.search);
+    let seed = seed_for(config.seed, iteration, 4);
+    let stored = replay.games();
+    if count == 0 || stored == 0 {
+        return Ok(0);
+    }
+    let first = (iteration as usize).wrapping_mul(count) % stored;
+    let all: Vec<usize> = replay.iter_games().map(|(id, _)| id).collect();
+    let ids: Vec<usize> = (0..count.min(stored))
+        .map(|j| all[(first + j) % stored])
+        .collect();
+    for id in &ids {
+        reanalyse_game(net, setup, replay, search, *id, seed)?;
+    }
+    Ok(ids.len())
+}
+
+/// Re-searches every position of stored game `id` with `net` (one batched, noise-free
+/// search over all its positions) and stores the new search policies and root values.
+/// The legal masks are rebuilt by replaying the game's actions. Returns `false` when the
+/// game is no longer stored.
+pub fn reanalyse_game(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    replay: &mut ReplayBuffer,
+    search: &SearchConfig,
+    id: usize,
+    seed: u64,
+) -> Result<bool, TrainError> {
+    let Some(history) = replay.game(id) else {
+        return Ok(false);
+    };
+    let (len, a) = (history.len(), setup.action_count());
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut legal = vec![false; len * a];
+    let mut game = setup.start();
+    for (t, &action) in history.actions.iter().enumerate() {
+        game.legal_mask(&mut legal[t * a..(t + 1) * a]);
+        game.apply_action(action)
+            .map_err(|source| TrainError::Reanalyse {
+                game: id,
+                turn: t,
+                source,
+            })?;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let outs = Searcher::new()
+        .search(
+            net,
+            &history.observations,
+            &legal,
+            len,
+            &search.deterministic(),
+            &mut rng,
+        )
+        .map_err(TrainError::Search)?;
+    let root_values: Vec<f32> = outs.iter().map(|o| o.root_value).collect();
+    let policies: Vec<f32> = outs
+        .iter()
+        .flat_map(|o| o.policy_target.iter().copied())
+        .collect();
+    Ok(replay.reanalyse(id, &root_values, &policies)?)
+}
+
+/// Plays one game with no search noise: the trained agent's mapping.
+pub fn play_greedy(
+    net: &MuZeroNet,
+    setup: &Arc<GameSetup>,
+    search: &SearchConfig,
+    seed: u64,
+) -> Result<PlayedGame, TrainError> {
+    let mut v = play_games(net, setup, 1, &search.deterministic(), 0.0, seed)?;
+    // Unreachable: `play_games` returns the `count` games it was asked for.
+    v.pop()
+        .ok_or_else(|| TrainError::Config("no evaluation game was played".into()))
+}
+
+/// The xla baseline's simulated latency on this setup.
+pub fn xla_latency(setup: &GameSetup) -> Result<f64, TrainError> {
+    let (p, hw) = (setup.program(), setup.hardware());
+    let xla = malloc_game::baselines::solver("xla").ok_or(TrainError::NoBaseline("xla"))?;
+    Ok(accel_sim::Simulator::new(p, hw)
+        .run(&xla.solve(p, hw), false)
+        .latency_s)
+}

@@ -1,0 +1,507 @@
+//! [`Trainer`]: one run, stepped an iteration at a time.
+
+use super::best::{Best, Found};
+use super::run_dir::{write_json, Latest, RunDir, RunInfo};
+use super::selfplay::{play_games, play_greedy, reanalyse_round, seed_for, xla_latency};
+use super::selfplay::PlayedGame;
+use super::{Limits, TrainConfig, TrainError};
+use malloc_game::record::GameRecord;
+use malloc_game::GameSetup;
+use muzero::network::{device, LossParts, MuZeroNet};
+use muzero::optim::{Optimizer, StepStats};
+use muzero::replay::ReplayBuffer;
+use muzero::search::SearchConfig;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What a run reports at its end (also `best/summary.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainSummary {
+    /// Iterations completed, counting those of earlier sessions.
+    pub iterations: u64,
+    pub train_steps: u64,
+    pub positions: u64,
+    pub elapsed_s: f64,
+    pub xla_latency_s: f64,
+    pub all_slow_latency_s: f64,
+    /// The fastest mapping found in training (self-play or evaluation games), in any
+    /// session of the run.
+    pub best_latency_s: f64,
+    pub best_return: f64,
+    /// The last evaluation game (no noise).
+    pub eval_latency_s: Option<f64>,
+    /// The session ended because its stop flag was raised, not at its limits.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// One iteration's report: what the progress callback gets, and one line of
+/// `metrics.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub iteration: u64,
+    /// Seconds of training in all sessions of the run so far.
+    pub elapsed_s: f64,
+    pub positions: u64,
+    pub train_steps: u64,
+    pub steps_this_iteration: u64,
+    pub reanalysed_games: usize,
+    /// Mean losses of this iteration's steps (0 when it made none).
+    pub loss: f32,
+    pub loss_value: f32,
+    pub loss_reward: f32,
+    pub loss_policy: f32,
+    pub lr: Option<f64>,
+    pub grad_norm: Option<f32>,
+    pub selfplay_mean_return: f64,
+    pub eval_latency_s: Option<f64>,
+    /// Infinite (JSON `null`) until a game has finished.
+    pub best_latency_s: f64,
+    pub best_return: f64,
+    pub xla_latency_s: f64,
+    pub speedup_vs_xla: f64,
+}
+
+/// The network, its optimizer and the replay buffer: what a checkpoint saves.
+pub(super) struct Learner {
+    pub(super) net: MuZeroNet,
+    pub(super) opt: Optimizer,
+    pub(super) replay: ReplayBuffer,
+}
+
+/// What a run keeps fixed: where it writes, what it plays and its baselines.
+struct Run {
+    dir: RunDir,
+    setup: Arc<GameSetup>,
+    info: RunInfo,
+    xla: f64,
+    all_slow: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    /// Iterations completed: the next iteration's number.
+    iterations: u64,
+    train_steps: u64,
+    positions: u64,
+    /// Seconds of training in earlier sessions.
+    elapsed_before: f64,
+}
+
+/// What the learner did in one iteration.
+#[derive(Default)]
+struct Learned {
+    steps: u64,
+    loss_sum: LossParts,
+    last: Option<StepStats>,
+    reanalysed: usize,
+}
+
+/// A training run: started or resumed in a run directory, then stepped an iteration at a
+/// time ([`Trainer::step_iteration`]) or run to its limits ([`Trainer::run`]).
+pub struct Trainer {
+    run: Run,
+    learner: Learner,
+    counters: Counters,
+    best: Best,
+    last_eval: Option<f64>,
+    /// The last iteration the newest checkpoint includes.
+    saved_through: Option<u64>,
+    session: Instant,
+}
+
+impl Trainer {
+    /// Starts a run of `setup` in `dir`. `workload` is the built-in name or the program
+    /// file it was loaded from. A folder whose run has no checkpoint yet (stopped in its
+    /// first iterations) is started again; one with a checkpoint is refused
+    /// ([`TrainError::RunExists`]). The best mapping of an earlier start of the same game
+    /// in the folder is kept.
+    pub fn start(
+        setup: Arc<GameSetup>,
+        workload: &str,
+        config: TrainConfig,
+        dir: &Path,
+    ) -> Result<Trainer, TrainError> {
+        config.check()?;
+        let network = config.network_for(&setup)?;
+        let run_dir = RunDir::new(dir);
+        run_dir.create()?;
+        if run_dir.read_latest()?.is_some() {
+            return Err(TrainError::RunExists {
+                dir: dir.display().to_string(),
+            });
+        }
+        let info = RunInfo {
+            workload: workload.to_string(),
+            workload_path: program_file(workload),
+            program_hash: setup.program().content_hash(),
+            hardware: setup.hardware().to_file(),
+            options: setup.options().clone(),
+            network,
+            config,
+        };
+        // An unreadable run.json is the remains of another run, like a different game's.
+        let earlier = run_dir.read_info().ok().flatten();
+        if !earlier.is_some_and(|e| e.same_game(&info)) {
+            run_dir.clear_best()?;
+        }
+        run_dir.write_info(&info, setup.program())?;
+        Trainer::fresh(Run::new(run_dir, setup, info)?)
+    }
+
+    /// Resumes the run in `dir` from its newest checkpoint, or starts it afresh from its
+    /// `run.json` when it has none. The program comes from the folder ([`RunInfo::setup`]).
+    /// `config` replaces the run's training config (not its network).
+    pub fn resume(dir: &Path, config: Option<TrainConfig>) -> Result<Trainer, TrainError> {
+        let run_dir = RunDir::new(dir);
+        let mut info = super::read_run_info(dir)?;
+        let setup = info.setup(dir)?;
+        if let Some(c) = config.filter(|c| *c != info.config) {
+            c.check()?;
+            if c.network.as_ref().is_some_and(|n| *n != info.network) {
+                return Err(TrainError::Config(format!(
+                    "network: differs from the network of the run in {}, which a resume keeps",
+                    dir.display()
+                )));
+            }
+            info.config = c;
+            run_dir.write_info(&info, setup.program())?;
+        }
+        info.config.check()?;
+        run_dir.create()?;
+        let run = Run::new(run_dir, setup, info)?;
+        match run.dir.read_latest()? {
+            None => Trainer::fresh(run),
+            Some(latest) => Trainer::restore(run, latest),
+        }
+    }
+
+    fn fresh(run: Run) -> Result<Trainer, TrainError> {
+        run.dir.roll_back_to(None)?;
+        let (c, n) = (&run.info.config, &run.info.network);
+        let net = MuZeroNet::new(n, c.seed, &device())?;
+        let opt = Optimizer::new(net.vars(), c.optim.clone())?;
+        let replay = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
+        let best = run.read_best()?;
+        Ok(Trainer {
+            run,
+            learner: Learner { net, opt, replay },
+            counters: Counters::default(),
+            best,
+            last_eval: None,
+            saved_through: None,
+            session: Instant::now(),
+        })
+    }
+
+    fn restore(run: Run, latest: Latest) -> Result<Trainer, TrainError> {
+        let (network, optim) = (&run.info.network, &run.info.config.optim);
+        let learner = run.dir.load_checkpoint(&latest, network, optim)?;
+        run.dir.roll_back_to(Some(&latest))?;
+        let best = run.read_best()?;
+        Ok(Trainer {
+            run,
+            learner,
+            counters: Counters {
+                iterations: latest.iteration + 1,
+                train_steps: latest.train_steps,
+                positions: latest.positions,
+                elapsed_before: latest.elapsed_s,
+            },
+            best,
+            last_eval: latest.eval_latency_s,
+            saved_through: Some(latest.iteration),
+            session: Instant::now(),
+        })
+    }
+
+    /// Runs iterations until a limit is reached or `stop` is raised (checked between
+    /// iterations: the current one is finished, so the run stays what an uninterrupted one
+    /// would have been), calling `progress` after each; then [`Trainer::finish`]es.
+    pub fn run(
+        &mut self,
+        limits: &Limits,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<TrainSummary, TrainError> {
+        limits.check()?;
+        let interrupted = loop {
+            if stop.load(Ordering::SeqCst) {
+                break true;
+            }
+            if self.reached(limits) {
+                break false;
+            }
+            let p = self.step_iteration(limits)?;
+            progress(&p);
+        };
+        self.finish(interrupted)
+    }
+
+    fn reached(&self, limits: &Limits) -> bool {
+        let minutes = self.session.elapsed().as_secs_f64() / 60.0;
+        limits.minutes.is_some_and(|m| minutes >= m)
+            || limits.steps.is_some_and(|s| self.counters.train_steps >= s)
+    }
+
+    /// One iteration: self-play with the current weights beside the learner, then the
+    /// new games enter the buffer, the evaluation game, the metrics line, and a checkpoint
+    /// when one is due. The learner stops at `limits.steps`.
+    pub fn step_iteration(&mut self, limits: &Limits) -> Result<Progress, TrainError> {
+        let iteration = self.counters.iterations;
+        let weights = self.learner.net.snapshot()?;
+        let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
+        let (learned, played) = std::thread::scope(|s| {
+            let selfplay = s.spawn(move || run.collect(&weights, iteration));
+            let learned = learner
+                .learn(&run.info.config, counters, iteration, limits.steps)
+                .and_then(|l| learner.reanalyse(run, iteration, l));
+            let played = selfplay
+                .join()
+                .unwrap_or(Err(TrainError::SelfPlayPanicked));
+            (learned, played)
+        });
+        let learned = learned?;
+        let returns = self.absorb(played?, iteration)?;
+        self.evaluate(iteration)?;
+        self.counters.iterations += 1;
+        let p = self.progress(iteration, &learned, &returns);
+        self.run.dir.append_metrics(&p)?;
+        if self.counters.iterations % self.run.info.config.checkpoint_every as u64 == 0 {
+            self.checkpoint()?;
+        }
+        Ok(p)
+    }
+
+    /// Counts the new games, keeps the best, and stores them for the learner; returns
+    /// their returns.
+    fn absorb(&mut self, played: Vec<PlayedGame>, iteration: u64) -> Result<Vec<f64>, TrainError> {
+        let mut returns = Vec::with_capacity(played.len());
+        for g in played {
+            self.counters.positions += g.history.len() as u64;
+            returns.push(g.game.total_return());
+            self.best.consider(&g, &self.found(iteration))?;
+            self.learner.replay.push(g.history)?;
+        }
+        Ok(returns)
+    }
+
+    /// Plays the evaluation game when one is due (no noise), saves it under `games/`.
+    fn evaluate(&mut self, iteration: u64) -> Result<(), TrainError> {
+        let c = &self.run.info.config;
+        if iteration % c.eval_every as u64 != 0 {
+            return Ok(());
+        }
+        let search = SearchConfig {
+            simulations: c.eval_simulations,
+            ..c.search.clone()
+        };
+        let seed = seed_for(c.seed, iteration, 3);
+        let g = play_greedy(&self.learner.net, &self.run.setup, &search, seed)?;
+        self.last_eval = g.game.final_latency();
+        let path = self.run.dir.games().join(format!("eval-{iteration:06}.game"));
+        GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?
+            .save(&path)?;
+        self.best.consider(&g, &self.found(iteration))?;
+        Ok(())
+    }
+
+    fn found(&self, iteration: u64) -> Found {
+        Found {
+            iteration: Some(iteration),
+            train_steps: Some(self.counters.train_steps),
+        }
+    }
+
+    fn progress(&self, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {
+        let n = learned.steps.max(1) as f32;
+        let s = &learned.loss_sum;
+        Progress {
+            iteration,
+            elapsed_s: self.elapsed_s(),
+            positions: self.counters.positions,
+            train_steps: self.counters.train_steps,
+            steps_this_iteration: learned.steps,
+            reanalysed_games: learned.reanalysed,
+            loss: s.total / n,
+            loss_value: s.value / n,
+            loss_reward: s.reward / n,
+            loss_policy: s.policy / n,
+            lr: learned.last.map(|l| l.lr),
+            grad_norm: learned.last.map(|l| l.grad_norm),
+            selfplay_mean_return: returns.iter().sum::<f64>() / returns.len().max(1) as f64,
+            eval_latency_s: self.last_eval,
+            best_latency_s: self.best.latency,
+            best_return: self.best.ret,
+            xla_latency_s: self.run.xla,
+            speedup_vs_xla: self.run.xla / self.best.latency,
+        }
+    }
+
+    /// Saves a checkpoint of the iterations completed, unless the newest one has them.
+    pub fn checkpoint(&mut self) -> Result<(), TrainError> {
+        let Some(last) = self.counters.iterations.checked_sub(1) else {
+            return Ok(());
+        };
+        if self.saved_through == Some(last) {
+            return Ok(());
+        }
+        let latest = Latest {
+            iteration: last,
+            dir: format!("iter-{last:06}"),
+            train_steps: self.counters.train_steps,
+            positions: self.counters.positions,
+            elapsed_s: self.elapsed_s(),
+            eval_latency_s: self.last_eval,
+        };
+        self.run.dir.save_checkpoint(&latest, &self.learner)?;
+        self.saved_through = Some(last);
+        Ok(())
+    }
+
+    /// Ends the session: a checkpoint of every iteration completed and
+    /// `best/summary.json`. The best mapping itself was written when it was found.
+    pub fn finish(&mut self, interrupted: bool) -> Result<TrainSummary, TrainError> {
+        self.checkpoint()?;
+        let summary = self.summary(interrupted);
+        write_json(&self.run.dir.best().join("summary.json"), &summary)?;
+        Ok(summary)
+    }
+
+    /// The run so far.
+    pub fn summary(&self, interrupted: bool) -> TrainSummary {
+        TrainSummary {
+            iterations: self.counters.iterations,
+            train_steps: self.counters.train_steps,
+            positions: self.counters.positions,
+            elapsed_s: self.elapsed_s(),
+            xla_latency_s: self.run.xla,
+            all_slow_latency_s: self.run.all_slow,
+            best_latency_s: self.best.latency,
+            best_return: self.best.ret,
+            eval_latency_s: self.last_eval,
+            interrupted,
+        }
+    }
+
+    fn elapsed_s(&self) -> f64 {
+        self.counters.elapsed_before + self.session.elapsed().as_secs_f64()
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.run.dir.root()
+    }
+    pub fn setup(&self) -> &Arc<GameSetup> {
+        &self.run.setup
+    }
+    pub fn info(&self) -> &RunInfo {
+        &self.run.info
+    }
+    /// Iterations completed, counting those of earlier sessions.
+    pub fn iterations(&self) -> u64 {
+        self.counters.iterations
+    }
+    pub fn train_steps(&self) -> u64 {
+        self.counters.train_steps
+    }
+    pub fn positions(&self) -> u64 {
+        self.counters.positions
+    }
+    /// The best return found so far (-inf before any game has finished).
+    pub fn best_return(&self) -> f64 {
+        self.best.ret
+    }
+    pub fn best_latency_s(&self) -> f64 {
+        self.best.latency
+    }
+}
+
+impl Run {
+    fn new(dir: RunDir, setup: Arc<GameSetup>, info: RunInfo) -> Result<Run, TrainError> {
+        Ok(Run {
+            xla: xla_latency(&setup)?,
+            all_slow: setup.all_slow_latency(),
+            dir,
+            setup,
+            info,
+        })
+    }
+
+    fn read_best(&self) -> Result<Best, TrainError> {
+        let c = &self.info.config;
+        let (best, workload) = (self.dir.best(), &self.info.workload);
+        Best::read_back(&best, &self.setup, workload, c.seed, self.xla)
+    }
+
+    /// One iteration's self-play games, with `weights` (run on the self-play thread).
+    fn collect(&self, weights: &MuZeroNet, iteration: u64) -> Result<Vec<PlayedGame>, TrainError> {
+        let c = &self.info.config;
+        let seed = seed_for(c.seed, iteration, 1);
+        play_games(
+            weights,
+            &self.setup,
+            c.games_per_iteration,
+            &c.search,
+            c.explore_epsilon,
+            seed,
+        )
+    }
+}
+
+impl Learner {
+    /// Trains on the buffer up to the controlled ratio of steps per position generated
+    /// (and at most `step_limit` steps in all).
+    fn learn(
+        &mut self,
+        config: &TrainConfig,
+        counters: &mut Counters,
+        iteration: u64,
+        step_limit: Option<u64>,
+    ) -> Result<Learned, TrainError> {
+        let mut rng = StdRng::seed_from_u64(seed_for(config.seed, iteration, 2));
+        let target = (config.train_steps_per_position * counters.positions as f64).floor() as u64;
+        let target = step_limit.map_or(target, |s| target.min(s));
+        let mut learned = Learned::default();
+        while counters.train_steps < target && self.replay.positions() > 0 {
+            let batch = self.replay.sample(config.batch_size, &mut rng)?;
+            let out = self.net.loss(&batch, &config.loss)?;
+            let stats = self.opt.step(&out.loss)?;
+            self.replay
+                .update_priorities(&batch.indices, &out.value_errors)?;
+            let sum = &mut learned.loss_sum;
+            sum.value += out.parts.value;
+            sum.reward += out.parts.reward;
+            sum.policy += out.parts.policy;
+            sum.total += out.parts.total;
+            learned.last = Some(stats);
+            learned.steps += 1;
+            counters.train_steps += 1;
+        }
+        Ok(learned)
+    }
+
+    /// This iteration's reanalyse round, with the weights the learner has now.
+    fn reanalyse(&mut self, run: &Run, iteration: u64, learned: Learned) -> Result<Learned, TrainError> {
+        let (net, config) = (&self.net, &run.info.config);
+        let reanalysed = reanalyse_round(net, &run.setup, &mut self.replay, config, iteration)?;
+        Ok(Learned {
+            reanalysed,
+            ..learned
+        })
+    }
+}
+
+/// The absolute path of the program file `workload` names; none for a built-in (or a
+/// program built in code).
+fn program_file(workload: &str) -> Option<String> {
+    if bench_workloads::names().contains(&workload) {
+        return None;
+    }
+    let path = std::fs::canonicalize(workload).ok()?;
+    path.is_file().then(|| path.display().to_string())
+}
