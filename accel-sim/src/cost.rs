@@ -160,10 +160,10 @@ impl CostModel {
         for a in allocations {
             match a.arrival {
                 Arrival::Prefetch => {
-                    let first = self.uses[b]
-                        .iter()
+                    let uses = &self.uses[b];
+                    let first = uses
+                        .get(uses.partition_point(|&u| u < a.start))
                         .copied()
-                        .find(|&u| u >= a.start)
                         .unwrap_or(a.start);
                     cost += (self.copy_s(b, a.level) - self.span_s(a.start, first)).max(0.0);
                 }
@@ -180,6 +180,128 @@ impl CostModel {
     /// The cost-model latency of a whole mapping, evaluated from scratch.
     pub fn latency(&self, mapping: &Mapping) -> f64 {
         CostState::from_mapping(self, mapping).latency()
+    }
+
+    /// Visits each op touching `b` whose level changes from `old` to `new`, with the
+    /// memory-time shift. `O(uses + allocations)` for valid placements.
+    #[inline]
+    fn for_each_shift(
+        &self,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+        mut f: impl FnMut(OpId, f64),
+    ) {
+        if let Some(d) = self.def[b] {
+            let (lo, ln) = (write_level(old), write_level(new));
+            if lo != ln {
+                f(d, self.mem_shift(b, true, lo, ln));
+            }
+        }
+        let (mut old_at, mut new_at) = (Levels::new(old), Levels::new(new));
+        for &u in &self.uses[b] {
+            let (lo, ln) = (old_at.at(u), new_at.at(u));
+            if lo != ln {
+                f(u, self.mem_shift(b, false, lo, ln));
+            }
+        }
+    }
+
+    /// The latency change if buffer `b`'s allocations went from `old` to `new`, given the
+    /// per-op memory times `mem` and `b`'s current exposed copy time `copy_now`, without
+    /// applying it: [`CostTally::delta`] over any store of memory times.
+    pub fn delta_in(
+        &self,
+        mem: &impl MemTimes,
+        copy_now: f64,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+    ) -> f64 {
+        let mut d = self.copy_cost(b, new) - copy_now;
+        // An op appears at most once per buffer: programs forbid reading and writing one
+        // buffer in the same op.
+        self.for_each_shift(b, old, new, |t, shift| {
+            let c = self.compute[t];
+            let m = mem.mem_s(t);
+            d += c.max(m + shift) - c.max(m);
+        });
+        d
+    }
+
+    /// Moves buffer `b` from `old` to `new` in `mem`, the latency `total` and `b`'s
+    /// exposed copy time `copy`; returns the latency change: [`CostTally::apply`] over
+    /// any store of memory times, with the same arithmetic in the same order.
+    pub fn apply_in(
+        &self,
+        mem: &mut impl MemTimes,
+        total: &mut f64,
+        copy: &mut f64,
+        b: BufferId,
+        old: &[Allocation],
+        new: &[Allocation],
+    ) -> f64 {
+        let before = *total;
+        self.for_each_shift(b, old, new, |t, s| {
+            let c = self.compute[t];
+            let m = mem.mem_s(t);
+            let was = c.max(m);
+            let now = m + s;
+            mem.set_mem_s(t, now);
+            *total += c.max(now) - was;
+        });
+        let c = self.copy_cost(b, new);
+        *total += c - *copy;
+        *copy = c;
+        *total - before
+    }
+}
+
+/// Per-op memory times, as a cost tally keeps them: a plain vector in [`CostTally`], or
+/// another store (a beam search keeps persistent ones) that shares the tally's arithmetic
+/// through [`CostModel::delta_in`] and [`CostModel::apply_in`].
+pub trait MemTimes {
+    /// Memory time of op `t`, seconds.
+    fn mem_s(&self, t: OpId) -> f64;
+    fn set_mem_s(&mut self, t: OpId, v: f64);
+}
+
+impl MemTimes for Vec<f64> {
+    fn mem_s(&self, t: OpId) -> f64 {
+        self[t]
+    }
+    fn set_mem_s(&mut self, t: OpId, v: f64) {
+        self[t] = v;
+    }
+}
+
+/// The level of each op of an ascending sequence in one placement's allocations: a
+/// cursor over a valid placement (sorted by start, disjoint holds), a scan otherwise.
+struct Levels<'a> {
+    allocations: &'a [Allocation],
+    next: usize,
+    sorted: bool,
+}
+
+impl<'a> Levels<'a> {
+    fn new(allocations: &'a [Allocation]) -> Levels<'a> {
+        Levels {
+            allocations,
+            next: 0,
+            sorted: allocations.windows(2).all(|w| w[0].end < w[1].start),
+        }
+    }
+    fn at(&mut self, t: OpId) -> usize {
+        if !self.sorted {
+            return read_level(self.allocations, t);
+        }
+        while self.allocations.get(self.next).is_some_and(|a| a.end < t) {
+            self.next += 1;
+        }
+        match self.allocations.get(self.next) {
+            Some(a) if a.start <= t => a.level,
+            _ => 0,
+        }
     }
 }
 
@@ -212,30 +334,6 @@ impl CostTally {
         self.mem[t]
     }
 
-    /// Visits each op touching `b` whose level changes from `old` to `new`, with the
-    /// memory-time shift.
-    #[inline]
-    fn for_each_shift(
-        model: &CostModel,
-        b: BufferId,
-        old: &[Allocation],
-        new: &[Allocation],
-        mut f: impl FnMut(OpId, f64),
-    ) {
-        if let Some(d) = model.def[b] {
-            let (lo, ln) = (write_level(old), write_level(new));
-            if lo != ln {
-                f(d, model.mem_shift(b, true, lo, ln));
-            }
-        }
-        for &u in &model.uses[b] {
-            let (lo, ln) = (read_level(old, u), read_level(new, u));
-            if lo != ln {
-                f(u, model.mem_shift(b, false, lo, ln));
-            }
-        }
-    }
-
     /// The latency change if buffer `b`'s allocations went from `old` (its current ones)
     /// to `new`, without applying it.
     pub fn delta(
@@ -245,14 +343,7 @@ impl CostTally {
         old: &[Allocation],
         new: &[Allocation],
     ) -> f64 {
-        let mut d = model.copy_cost(b, new) - self.copy[b];
-        // An op appears at most once per buffer: programs forbid reading and writing one
-        // buffer in the same op.
-        Self::for_each_shift(model, b, old, new, |t, shift| {
-            let c = model.compute[t];
-            d += c.max(self.mem[t] + shift) - c.max(self.mem[t]);
-        });
-        d
+        model.delta_in(&self.mem, self.copy[b], b, old, new)
     }
 
     /// Moves buffer `b` from `old` to `new`; returns the latency change.
@@ -263,18 +354,14 @@ impl CostTally {
         old: &[Allocation],
         new: &[Allocation],
     ) -> f64 {
-        let before = self.total;
-        let (mem, total) = (&mut self.mem, &mut self.total);
-        Self::for_each_shift(model, b, old, new, |t, s| {
-            let c = model.compute[t];
-            let was = c.max(mem[t]);
-            mem[t] += s;
-            *total += c.max(mem[t]) - was;
-        });
-        let copy = model.copy_cost(b, new);
-        self.total += copy - self.copy[b];
-        self.copy[b] = copy;
-        self.total - before
+        model.apply_in(
+            &mut self.mem,
+            &mut self.total,
+            &mut self.copy[b],
+            b,
+            old,
+            new,
+        )
     }
 }
 

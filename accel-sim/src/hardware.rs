@@ -528,11 +528,13 @@ mod tests {
         }
         assert_eq!(parse_size("9007199254740992").unwrap(), crate::MAX_BYTES);
         assert_eq!(parse_size("8388608GiB").unwrap(), crate::MAX_BYTES);
-        assert!(parse_size("0.4")
-            .unwrap_err()
-            .contains("at least 1 byte"));
+        assert!(parse_size("0.4").unwrap_err().contains("at least 1 byte"));
         let hw = Hardware::nnp_i_like();
-        let e = hw.clone().with_capacity(1, u64::MAX).unwrap_err().to_string();
+        let e = hw
+            .clone()
+            .with_capacity(1, u64::MAX)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("limit"), "{e}");
         let e = hw.with_capacity(1, 63).unwrap_err().to_string();
         assert!(e.contains("alignment (64 B)"), "{e}");
@@ -620,7 +622,11 @@ mod tests {
             ("0:1MiB", "not a fast level"),
             ("1:32", "alignment"),
         ] {
-            let e = nnp.clone().with_capacity_spec(spec).unwrap_err().to_string();
+            let e = nnp
+                .clone()
+                .with_capacity_spec(spec)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(says), "{spec}: {e}");
             assert!(e.contains("fast-capacity"), "{spec}: {e}");
         }

@@ -19,6 +19,8 @@
 use crate::hardware::Hardware;
 use crate::program::{BufferId, OpId, Program};
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// How a buffer's data gets into an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -249,7 +251,8 @@ impl Mapping {
                                 ))
                             }
                         }
-                        if !uses.iter().any(|&u| a.start <= u && u <= a.end) {
+                        let first = uses.partition_point(|&u| u < a.start);
+                        if uses.get(first).is_none_or(|&u| u > a.end) {
                             return Err(bad(
                                 i,
                                 format!("prefetch over ops {}..={} serves no use", a.start, a.end),
@@ -262,18 +265,20 @@ impl Mapping {
                 per_level[a.level].push((a.start, a.end, a.offset, buf.size, b));
             }
             // Every use outside the allocations reads level 0, which must hold the data.
+            // The allocations are sorted and disjoint by now: one cursor walks them.
+            let mut k = 0;
             for &u in uses {
-                if placement.read_level(u) == 0 {
-                    match level0_valid_at(placement, def, u) {
-                        true => {}
-                        false => {
-                            return Err(MappingError::Bad {
-                                buffer: buf.name.clone(),
-                                index: 0,
-                                msg: format!("op {u} reads it from level 0, but it was defined in a fast level and not evicted before"),
-                            })
-                        }
-                    }
+                let allocs = &placement.allocations;
+                while allocs.get(k).is_some_and(|a| a.end < u) {
+                    k += 1;
+                }
+                let in_fast = allocs.get(k).is_some_and(|a| a.start <= u);
+                if !in_fast && !level0_valid_at(placement, def, u) {
+                    return Err(MappingError::Bad {
+                        buffer: buf.name.clone(),
+                        index: 0,
+                        msg: format!("op {u} reads it from level 0, but it was defined in a fast level and not evicted before"),
+                    });
                 }
             }
             if buf.kind == crate::program::BufferKind::Output {
@@ -290,39 +295,7 @@ impl Mapping {
         let mut peak_address = vec![0u64; levels];
         let mut peak_bytes = vec![0u64; levels];
         for (level, rects) in per_level.iter_mut().enumerate() {
-            if rects.is_empty() {
-                continue;
-            }
-            rects.sort_unstable_by_key(|r| (r.0, r.2));
-            let mut active: Vec<Rect> = Vec::new();
-            let mut held: u64 = 0;
-            for &r in rects.iter() {
-                let (s, e, o, size, b) = r;
-                active.retain(|x| {
-                    let keep = x.1 >= s;
-                    if !keep {
-                        held -= x.3;
-                    }
-                    keep
-                });
-                for x in &active {
-                    if x.2 < o + size && o < x.2 + x.3 {
-                        return Err(MappingError::Overlap {
-                            a: program.buffer(x.4).name.clone(),
-                            b: program.buffer(b).name.clone(),
-                            level,
-                            t0: s,
-                            t1: e.min(x.1),
-                            o0: o.max(x.2),
-                            o1: (o + size).min(x.2 + x.3),
-                        });
-                    }
-                }
-                active.push(r);
-                held += size;
-                peak_bytes[level] = peak_bytes[level].max(held);
-                peak_address[level] = peak_address[level].max(o + size);
-            }
+            (peak_address[level], peak_bytes[level]) = sweep_level(program, level, rects)?;
         }
         Ok(MappingStats {
             peak_address,
@@ -335,6 +308,61 @@ impl Mapping {
 
 /// An allocation as (start, end, offset, size, buffer), for the overlap sweep.
 type Rect = (OpId, OpId, u64, u64, BufferId);
+
+/// The time x address overlap check of one level's allocations; returns the level's
+/// peak address and peak bytes held. Sweeps by start time; the allocations held at the
+/// current start are disjoint in address (else the sweep has stopped), so a map keyed by
+/// offset finds the ones a new allocation meets in `O(log n)`, and a heap of end times
+/// retires them: `O(n log n)` where comparing against every held allocation was
+/// quadratic. On an overlap it names the pair a scan in arrival order would name.
+fn sweep_level(
+    program: &Program,
+    level: usize,
+    rects: &mut [Rect],
+) -> Result<(u64, u64), MappingError> {
+    rects.sort_unstable_by_key(|r| (r.0, r.2));
+    // offset -> (arrival, allocation) for the allocations held now.
+    let mut held: BTreeMap<u64, (usize, Rect)> = BTreeMap::new();
+    let mut ends: BinaryHeap<Reverse<(OpId, u64)>> = BinaryHeap::new();
+    // Bytes held at once stay within the capacity, and every `offset + size` was checked
+    // against it: none of these sums can overflow.
+    let (mut bytes, mut peak_bytes, mut peak_address) = (0u64, 0u64, 0u64);
+    for (arrival, &r) in rects.iter().enumerate() {
+        let (s, e, o, size, b) = r;
+        while let Some(&Reverse((end, off))) = ends.peek() {
+            if end >= s {
+                break;
+            }
+            ends.pop();
+            if let Some((_, x)) = held.remove(&off) {
+                bytes -= x.3;
+            }
+        }
+        let top = o + size;
+        let clash = held
+            .range(..top)
+            .rev()
+            .take_while(|(_, (_, x))| x.2 + x.3 > o)
+            .min_by_key(|(_, (seen, _))| *seen);
+        if let Some((_, &(_, x))) = clash {
+            return Err(MappingError::Overlap {
+                a: program.buffer(x.4).name.clone(),
+                b: program.buffer(b).name.clone(),
+                level,
+                t0: s,
+                t1: e.min(x.1),
+                o0: o.max(x.2),
+                o1: top.min(x.2 + x.3),
+            });
+        }
+        held.insert(o, (arrival, r));
+        ends.push(Reverse((e, o)));
+        bytes += size;
+        peak_bytes = peak_bytes.max(bytes);
+        peak_address = peak_address.max(top);
+    }
+    Ok((peak_address, peak_bytes))
+}
 
 /// Whether level 0 holds valid data of the buffer when op `t` begins.
 fn level0_valid_at(placement: &BufferPlacement, def: Option<OpId>, t: OpId) -> bool {

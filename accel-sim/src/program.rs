@@ -517,7 +517,10 @@ mod tests {
             )
         };
         assert!(at(4).is_ok());
-        assert!(matches!(at(5), Err(ProgramError::TooLarge { index: 1, .. })));
+        assert!(matches!(
+            at(5),
+            Err(ProgramError::TooLarge { index: 1, .. })
+        ));
         let e = Program::new(
             "p",
             "",

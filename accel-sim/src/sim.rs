@@ -165,16 +165,20 @@ impl Simulator {
                         let id = self.new_copy(b, lvl, false);
                         self.issue_before[a.start].push(id);
                         // Needed by the first use it serves; later uses come later.
-                        if let Some(&u) = self.uses[b].iter().find(|&&u| u >= a.start) {
+                        let uses = &self.uses[b];
+                        if let Some(&u) = uses.get(uses.partition_point(|&u| u < a.start)) {
                             self.need[u].push(id);
                         }
                     }
                 }
-                for &u in &self.uses[b] {
-                    if a.start <= u && u <= a.end {
-                        self.mem[u] += size * (self.inv_read[lvl] - self.inv_read[0]);
-                        self.level0[u] -= size * self.inv_read[0];
-                    }
+                // The uses the hold serves, found by binary search: a buffer with many
+                // uses and many allocations made a scan per allocation quadratic.
+                let uses = &self.uses[b];
+                let first = uses.partition_point(|&u| u < a.start);
+                let last = uses.partition_point(|&u| u <= a.end).max(first);
+                for &u in &uses[first..last] {
+                    self.mem[u] += size * (self.inv_read[lvl] - self.inv_read[0]);
+                    self.level0[u] -= size * self.inv_read[0];
                 }
             }
         }

@@ -337,13 +337,21 @@ pub fn large_random(ops: usize, seed: u64) -> Program {
         }
         let mut writes = vec![b.buf(format!("v{t}"), rng.pick(&sizes), BufferKind::Activation)];
         let kind = rng.pick(&kinds);
-        let bytes: u64 = reads.iter().chain(&writes).map(|&x| b.buffers[x].size).sum();
+        let bytes: u64 = reads
+            .iter()
+            .chain(&writes)
+            .map(|&x| b.buffers[x].size)
+            .sum();
         let flops = bytes as f64 * rng.pick(&intensities);
         last = values.len();
         values.push(writes[0]);
         read.push(false);
         if side.is_none() && rng.chance(12) {
-            let s = b.buf(format!("s{t}"), rng.pick(&sizes[..4]), BufferKind::Activation);
+            let s = b.buf(
+                format!("s{t}"),
+                rng.pick(&sizes[..4]),
+                BufferKind::Activation,
+            );
             writes.push(s);
             // Read before the end of the program, or never (then it becomes an output).
             side = Some((values.len(), t + 1 + rng.below(block_left.max(1))));

@@ -55,7 +55,9 @@ pub enum BinError {
         found: u32,
         expected: u32,
     },
-    #[error("{path}: larger than the {limit}-byte limit of binary files (not a file this tool wrote?)")]
+    #[error(
+        "{path}: larger than the {limit}-byte limit of binary files (not a file this tool wrote?)"
+    )]
     TooLarge { path: String, limit: u64 },
     #[error("{path}: truncated or corrupt: {msg}")]
     Corrupt { path: String, msg: String },
@@ -216,7 +218,9 @@ fn decode_error_in_words(e: &bincode::error::DecodeError, kind: &str) -> String 
     use bincode::error::DecodeError as D;
     match e {
         D::UnexpectedEnd { .. } => "the data ends before the value does".into(),
-        D::LimitExceeded => "a length inside the file claims more data than any valid file holds".into(),
+        D::LimitExceeded => {
+            "a length inside the file claims more data than any valid file holds".into()
+        }
         D::Utf8 { .. } => "a text field is not valid UTF-8".into(),
         _ => format!("its contents are not a {kind} value of this format version"),
     }

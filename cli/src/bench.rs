@@ -281,10 +281,10 @@ fn train_figure(
     seconds: f64,
 ) -> Result<f64> {
     use malloc_game::{players, GameOptions, GameSetup};
+    use malloc_muzero::train::TrainConfig;
     use muzero::network::MuZeroNet;
     use muzero::optim::Optimizer;
     use muzero::replay::{GameHistory, ReplayBuffer};
-    use malloc_muzero::train::TrainConfig;
     use rand::SeedableRng;
     use std::sync::Arc;
     let setup = GameSetup::new(

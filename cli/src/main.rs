@@ -210,6 +210,8 @@ pub(crate) fn positive_seconds(text: &str) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 && v <= 86_400.0 {
         Ok(v)
     } else {
-        Err(format!("`{text}`: must be more than 0 and at most 86400 seconds"))
+        Err(format!(
+            "`{text}`: must be more than 0 and at most 86400 seconds"
+        ))
     }
 }

@@ -2,7 +2,6 @@
 
 use crate::evaluate;
 use accel_sim::{Program, Simulator};
-use malloc_muzero::evaluate::{CaseScorer, Row};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,6 +9,7 @@ use malloc_game::players::{self, Player};
 use malloc_game::record::GameRecord;
 use malloc_game::render::{self, MapLegend};
 use malloc_game::{GameOptions, GameSetup, Order};
+use malloc_muzero::evaluate::{CaseScorer, Row};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -65,8 +65,9 @@ pub struct PlayArgs {
 pub fn player_or_error(spec: &str) -> Result<Box<dyn Player>> {
     players::player(spec).with_context(|| {
         format!(
-            "unknown player `{spec}` (available: {}, beam:W)",
-            players::PLAYER_NAMES.join(", ")
+            "unknown player `{spec}` (available: {}, beam:W with W in 1..={})",
+            players::PLAYER_NAMES.join(", "),
+            players::MAX_BEAM_WIDTH
         )
     })
 }

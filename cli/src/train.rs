@@ -151,8 +151,8 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let options = args.game.options(&case.hw);
     let setup = GameSetup::new(case.program, case.hw, options)?;
     match Trainer::start(setup, &workload, config, &dir) {
-        Err(TrainError::RunExists { .. }) => bail!(
-            "{} already holds a run: continue it with --resume {}, or pick another --out",
+        Err(TrainError::RunExists { what, .. }) => bail!(
+            "{} already holds a run {what}: continue it with --resume {}, or pick another --out",
             dir.display(),
             dir.display()
         ),

@@ -101,6 +101,16 @@ fn bad_input_gets_one_line_and_status_2() {
         ),
         (
             vec!["evaluate".into(), "--fast-capacity".into(), "10B".into()],
+            "smaller than the level's alignment (512 B)",
+        ),
+        (
+            vec![
+                "evaluate".into(),
+                "--workload".into(),
+                "chain".into(),
+                "--fast-capacity".into(),
+                "512B".into(),
+            ],
             "smaller than the smallest buffer",
         ),
         (

@@ -66,7 +66,14 @@ fn sizes_that_overflow_are_errors_not_wrong_numbers() {
     )
     .unwrap();
     refused(
-        &["evaluate", "--workload", s(&csv), "--solver", "xla", "--json"],
+        &[
+            "evaluate",
+            "--workload",
+            s(&csv),
+            "--solver",
+            "xla",
+            "--json",
+        ],
         &["wrap.csv", "2^53"],
     );
     for cap in [
@@ -200,7 +207,11 @@ fn a_byte_order_mark_is_accepted() {
     let (code, _, err) = run(&["evaluate", "--workload", s(&p), "--solver", "xla"]);
     assert_eq!(code, 0, "{err}");
     let c = dir.join("bom.csv");
-    std::fs::write(&c, b"\xEF\xBB\xBFid,lower,upper,size\n0,0,2,100\n1,1,3,100\n").unwrap();
+    std::fs::write(
+        &c,
+        b"\xEF\xBB\xBFid,lower,upper,size\n0,0,2,100\n1,1,3,100\n",
+    )
+    .unwrap();
     let (code, _, err) = run(&["evaluate", "--workload", s(&c), "--solver", "xla"]);
     assert_eq!(code, 0, "{err}");
 }
@@ -233,12 +244,20 @@ fn a_damaged_saved_game_is_described_in_words() {
         s(&dir),
     ]);
     assert_eq!(code, 0, "{err}");
-    let game = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let game = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let bytes = std::fs::read(&game).unwrap();
     for cut in [bytes.len() - 3, 20, 5] {
         std::fs::write(&game, &bytes[..cut]).unwrap();
         let (code, _, err) = run(&["replay", s(&game)]);
         assert_eq!(code, 2, "{err}");
-        assert!(!err.contains("UnexpectedEnd") && !err.contains('{'), "{err}");
+        assert!(
+            !err.contains("UnexpectedEnd") && !err.contains('{'),
+            "{err}"
+        );
     }
 }

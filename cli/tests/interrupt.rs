@@ -95,7 +95,10 @@ fn finished(child: Child, code: i32) -> serde_json::Value {
         stdout,
         stderr,
     } = child.wait_with_output().unwrap();
-    let (out, err) = (String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
+    let (out, err) = (
+        String::from_utf8_lossy(&stdout),
+        String::from_utf8_lossy(&stderr),
+    );
     assert_eq!(status.code(), Some(code), "stdout: {out}\nstderr: {err}");
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\nstderr: {err}"))
 }
@@ -104,15 +107,25 @@ fn finished(child: Child, code: i32) -> serde_json::Value {
 /// than `best_before`.
 fn completes(mut command: Command, dir: &Path, best_before: f64) {
     let summary = finished(command.spawn().unwrap(), 0);
-    assert_eq!(summary["train_steps"].as_u64(), Some(STEPS.parse().unwrap()));
+    assert_eq!(
+        summary["train_steps"].as_u64(),
+        Some(STEPS.parse().unwrap())
+    );
     assert_eq!(summary["interrupted"], false);
     let best = summary["best_latency_s"].as_f64().unwrap();
-    assert!(best <= best_before, "best {best} after, {best_before} before");
+    assert!(
+        best <= best_before,
+        "best {best} after, {best_before} before"
+    );
     assert_eq!(best, best_latency(dir));
     let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
     let iterations: Vec<u64> = text
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     let expected: Vec<u64> = (0..summary["iterations"].as_u64().unwrap()).collect();
     assert_eq!(iterations, expected, "one metrics line per iteration");
@@ -149,7 +162,9 @@ fn sigkill_before_the_first_checkpoint_resumes_afresh_or_restarts() {
     let best = best_latency(&dir);
     assert!(best.is_finite());
     let mut child = resume(&dir).spawn().unwrap();
-    wait_until("the resumed run's second iteration", || metrics_lines(&dir) >= 2);
+    wait_until("the resumed run's second iteration", || {
+        metrics_lines(&dir) >= 2
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let best = best.min(best_latency(&dir));

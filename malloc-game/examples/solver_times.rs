@@ -25,7 +25,9 @@ fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: solver_times PROGRAM.json [stage...]");
+    let path = args
+        .next()
+        .expect("usage: solver_times PROGRAM.json [stage...]");
     let stages: Vec<String> = args.collect();
     let on = |s: &str| stages.is_empty() || stages.iter().any(|x| x == s);
     let program = timed("load", || bench_workloads::load(&path).expect("program"));

@@ -40,9 +40,9 @@ pub enum GameError {
 
 /// A placement plan for one (buffer, level, mode): the interval, without the offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Plan {
-    start: OpId,
-    end: OpId,
+pub(crate) struct Plan {
+    pub start: OpId,
+    pub end: OpId,
     arrival: Arrival,
     eviction: Option<OpId>,
 }
@@ -175,6 +175,34 @@ impl GameSetup {
             actions: Vec::with_capacity(self.order.len()),
             final_latency: None,
         }
+    }
+
+    /// The plan of mode index `mi` in level index `li` for buffer `b`; `None` when the
+    /// mode does not apply or twins a lower-numbered one.
+    pub(crate) fn plan(&self, b: BufferId, li: usize, mi: usize) -> Option<Plan> {
+        self.plans[b][li * self.options.modes.len() + mi]
+    }
+
+    /// The allocation `plan` makes in level index `li` at `offset`.
+    pub(crate) fn allocation(&self, li: usize, plan: &Plan, offset: u64) -> Allocation {
+        Allocation {
+            level: self.levels[li],
+            offset,
+            start: plan.start,
+            end: plan.end,
+            arrival: plan.arrival,
+            eviction: plan.eviction,
+        }
+    }
+
+    /// The simulated latency `S` of a finished game's mapping and what its last turn adds
+    /// to the reward, given the cost model's latency `proxy` of that mapping.
+    pub(crate) fn finish(&self, proxy: f64, mapping: &Mapping) -> (f64, f64) {
+        let s = Simulator::new(&self.program, &self.hw)
+            .run(mapping, false)
+            .latency_s;
+        let p0 = self.cost.all_slow_latency();
+        (s, (proxy - s) / self.s0 - (p0 - self.s0) / self.s0)
     }
 
     /// A short human name of an action: `level 1 CMEM prefetch slot 0`.
@@ -348,6 +376,44 @@ impl Game {
         m
     }
 
+    /// A finished game rebuilt from its turns (each turn's action and the allocation it
+    /// made) and rewards, as [`Game::apply_action`] would have left it, without searching
+    /// for offsets again. The caller vouches that the turns are legal.
+    pub(crate) fn from_turns(
+        setup: &Arc<GameSetup>,
+        turns: &[(usize, Option<Allocation>)],
+        rewards: Vec<f64>,
+        final_latency: Option<f64>,
+    ) -> Game {
+        let mut g = setup.start();
+        for (&(action, allocation), &b) in turns.iter().zip(&setup.order) {
+            if let Some(a) = allocation {
+                g.place(b, a);
+            }
+            g.actions.push(action);
+        }
+        g.turn = turns.len();
+        g.rewards = rewards;
+        g.final_latency = final_latency;
+        g
+    }
+
+    /// Enters buffer `b`'s allocation in the occupancy, the cost tally and the placements.
+    fn place(&mut self, b: BufferId, a: Allocation) {
+        let setup = Arc::clone(&self.setup);
+        let li = setup.levels.iter().position(|&l| l == a.level).unwrap_or(0);
+        self.occupancy[li].insert(Chunk {
+            start: a.start,
+            end: a.end,
+            offset: a.offset,
+            // Within the capacity: the offset came from a gap that holds the buffer.
+            top: a.offset.saturating_add(setup.program.buffer(b).size),
+        });
+        self.tally
+            .apply(&setup.cost, b, &[], std::slice::from_ref(&a));
+        self.placements[b] = Some(a);
+    }
+
     fn candidates(
         &self,
         b: BufferId,
@@ -476,26 +542,14 @@ impl Game {
         let setup = Arc::clone(&self.setup);
         let before = self.tally.latency();
         if let Some(a) = allocation {
-            let li = setup.levels.iter().position(|&l| l == a.level).unwrap_or(0);
-            self.occupancy[li].insert(Chunk {
-                start: a.start,
-                end: a.end,
-                offset: a.offset,
-                top: a.offset + setup.program.buffer(b).size,
-            });
-            self.tally
-                .apply(&setup.cost, b, &[], std::slice::from_ref(&a));
-            self.placements[b] = Some(a);
+            self.place(b, a);
         }
         let mut reward = (before - self.tally.latency()) / setup.s0;
         self.turn += 1;
         if self.is_terminal() {
-            let s = Simulator::new(&setup.program, &setup.hw)
-                .run(&self.mapping(), false)
-                .latency_s;
+            let (s, last) = setup.finish(self.tally.latency(), &self.mapping());
             self.final_latency = Some(s);
-            let p0 = setup.cost.all_slow_latency();
-            reward += (self.tally.latency() - s) / setup.s0 - (p0 - setup.s0) / setup.s0;
+            reward += last;
         }
         self.rewards.push(reward);
         self.actions.push(action);

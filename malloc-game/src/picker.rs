@@ -57,6 +57,10 @@ impl PickerConfig {
     /// `s..u`; `red` is what the use itself saves by reading the fast level (XLA's
     /// `inst_elapsed_reduction`). `None` when no start overlaps `min_overlap` x the copy:
     /// XLA then gives up on the prefetch.
+    ///
+    /// `span` must not grow with `s` (a difference of prefix sums of times >= 0 does not,
+    /// even in floating point): each bound and the preferred start are then binary
+    /// searches, `O(log (u - lo))`, with the results of a scan over every start.
     pub fn window_with(
         &self,
         lo: OpId,
@@ -70,22 +74,31 @@ impl PickerConfig {
             return None;
         }
         let min_iv = self.min_overlap * copy;
-        // span(s) falls as s grows, so each bound is a scan from one side.
-        let latest = (lo..=u).rev().find(|&s| min_iv <= span(s) + red)?;
-        let earliest = (lo..latest)
-            .find(|&s| span(s) <= max_copy)
-            .unwrap_or(latest);
-        let want = self.preferred_overlap * copy;
-        let mut preferred = earliest;
-        let mut best = (want - span(earliest)).abs();
-        // Ties keep the earlier start.
-        for s in earliest + 1..=latest {
-            let d = (want - span(s)).abs();
-            if d < best {
-                best = d;
-                preferred = s;
-            }
+        // The overlap falls as s grows: the starts that hide enough are a prefix.
+        let hides = |s: OpId| min_iv <= span(s) + red;
+        let latest = first_true(lo, u + 1, |s| !hides(s)).checked_sub(1)?;
+        if latest < lo {
+            return None;
         }
+        let earliest = first_true(lo, latest, |s| span(s) <= max_copy);
+        let want = self.preferred_overlap * copy;
+        // `want - span(s)` grows with s, so |want - span(s)| falls then rises; the scan
+        // kept the first start with the smallest value. The candidates: the first start
+        // with a non-negative difference, and the first start with the value of the last
+        // negative one.
+        let diff = |s: OpId| want - span(s);
+        let p = first_true(earliest, latest + 1, |s| diff(s) >= 0.0);
+        let preferred = if p == earliest {
+            p
+        } else {
+            let last_neg = diff(p - 1);
+            let q = first_true(earliest, p - 1, |s| diff(s) >= last_neg);
+            if p <= latest && diff(p).abs() < last_neg.abs() {
+                p
+            } else {
+                q
+            }
+        };
         Some(PrefetchWindow {
             earliest,
             latest,
@@ -114,7 +127,7 @@ impl PickerConfig {
         let span = |s: OpId| cost.span_s(s, u);
         self.window_with(available, u, copy, red, max_copy, span)
             .unwrap_or_else(|| {
-                let s = (available..=u).find(|&s| span(s) <= max_copy).unwrap_or(u);
+                let s = first_true(available, u, |s| span(s) <= max_copy);
                 PrefetchWindow {
                     earliest: s,
                     latest: s,
@@ -122,6 +135,21 @@ impl PickerConfig {
                 }
             })
     }
+}
+
+/// The first `s` in `lo..hi` where `pred` holds, or `hi` if none does; `pred` must be
+/// false up to some point and true from there on. `O(log (hi - lo))` calls.
+pub(crate) fn first_true(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (lo, hi);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! loaded again at replay, and a changed workload is reported instead of replayed. The
 //! hardware and the game options are embedded, so a replay needs nothing else.
 
-use binio::BinError;
 use crate::game::{Game, GameError, GameSetup};
 use crate::options::GameOptions;
 use accel_sim::hardware::HardwareFile;
 use accel_sim::{HardwareError, Program};
+use binio::BinError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -552,11 +552,17 @@ mod tests {
         assert_eq!(safe_file_name("a/b\\c d"), "a_b_c_d");
         assert_eq!(safe_file_name(".."), "_.");
         assert_eq!(safe_file_name(""), "_");
-        assert_eq!(safe_file_name("resnet50-beam-32-0.game"), "resnet50-beam-32-0.game");
+        assert_eq!(
+            safe_file_name("resnet50-beam-32-0.game"),
+            "resnet50-beam-32-0.game"
+        );
         assert_eq!(safe_file_name(&"x".repeat(500)).len(), 120);
         for s in ["../x", "/etc/passwd", "..\\..\\y", "\u{0}a", "ü/.."] {
             let f = safe_file_name(s);
-            assert!(!f.contains('/') && !f.contains('\\') && !f.starts_with('.'), "{s}: {f}");
+            assert!(
+                !f.contains('/') && !f.contains('\\') && !f.starts_with('.'),
+                "{s}: {f}"
+            );
         }
     }
     use accel_sim::{Buffer, BufferKind, Hardware, Op};

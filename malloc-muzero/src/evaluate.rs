@@ -39,7 +39,7 @@ pub enum EvalError {
         program: String,
         smallest: u64,
     },
-    #[error("unknown solver `{0}` (baselines: {b}; game players: {p}, beam:W, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "))]
+    #[error("unknown solver `{0}` (baselines: {b}; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
     #[error("--solver muzero needs a checkpoint (a `train` run folder)")]
     NoCheckpoint,
@@ -192,8 +192,7 @@ impl Solver {
         Ok(match self {
             Solver::Baseline(s) => s.solve(program, hw),
             Solver::Player(p, seed) => {
-                let setup =
-                    GameSetup::new(Arc::clone(&case.program), hw.clone(), options.clone())?;
+                let setup = GameSetup::new(Arc::clone(&case.program), hw.clone(), options.clone())?;
                 p.play(&setup, *seed).mapping()
             }
             Solver::MuZero(agent) => agent.play(program, hw)?,
@@ -344,7 +343,11 @@ mod tests {
         let solvers = Solver::all_named(&[], &SolverContext::default()).unwrap();
         let rows = evaluate_case(&case, &solvers, &GameOptions::default(), |_| {}).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.solver.as_str()).collect();
-        assert_eq!(names, DEFAULT_SOLVERS);
+        // `beam` is named by its width in rows.
+        assert_eq!(
+            names,
+            ["all-slow", "xla", "greedy-size", "greedy", "beam:8"]
+        );
         for r in &rows {
             assert!(r.valid, "{}: {:?}", r.solver, r.error);
             assert!(r.latency_s.unwrap() >= r.bound_latency_s);
@@ -372,7 +375,9 @@ mod tests {
         let case = Case::named(Some("alexnet"), Some("tpu-v4i-like"), None).unwrap();
         let suite = suite::case_of("alexnet", "tpu-v4i-like").unwrap();
         assert_eq!(case.hw, suite.hardware());
-        let e = Case::named(Some("alexnet"), None, Some("1:1")).err().unwrap();
+        let e = Case::named(Some("alexnet"), None, Some("1:1"))
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("alignment"), "{e}");
     }
 }

@@ -7,9 +7,9 @@
 use accel_sim::{Buffer, BufferKind, Hardware, Op, Program};
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameOptions, GameSetup};
+use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
 use muzero::network::NetworkConfig;
 use muzero::search::SearchConfig;
-use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -120,7 +120,9 @@ fn a_tiny_run_finds_the_optimum_within_a_minute() {
             minutes: Some(0.75),
             steps: Some(3000),
         };
-        let s = t.run(&limits, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let s = t
+            .run(&limits, &AtomicBool::new(false), &mut |_| {})
+            .unwrap();
         println!("seed {seed}: {s:?} in {:.1} s", t0.elapsed().as_secs_f64());
         assert!(t0.elapsed().as_secs_f64() < 60.0);
         assert!(
@@ -159,7 +161,8 @@ fn run_to(t: &mut Trainer, steps: u64) -> TrainSummary {
         minutes: None,
         steps: Some(steps),
     };
-    t.run(&limits, &AtomicBool::new(false), &mut |_| {}).unwrap()
+    t.run(&limits, &AtomicBool::new(false), &mut |_| {})
+        .unwrap()
 }
 
 /// The iteration numbers of `metrics.jsonl`, each line parsed whole.
@@ -186,7 +189,11 @@ fn saved_best_return(dir: &Path) -> f64 {
 
 fn assert_iterations_once_each(dir: &Path, count: u64) {
     let its = metric_iterations(dir);
-    assert_eq!(its, (0..count).collect::<Vec<_>>(), "one metrics line per iteration");
+    assert_eq!(
+        its,
+        (0..count).collect::<Vec<_>>(),
+        "one metrics line per iteration"
+    );
 }
 
 #[test]
@@ -291,7 +298,8 @@ fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
             .append(true)
             .open(dir.join("metrics.jsonl"))
             .unwrap();
-        f.write_all(b"{\"iteration\": 5, \"elapsed_s\": 1.2").unwrap();
+        f.write_all(b"{\"iteration\": 5, \"elapsed_s\": 1.2")
+            .unwrap();
     }
     let mut t = Trainer::resume(&dir, None).unwrap();
     assert_eq!(t.iterations(), 3, "the checkpoint after iteration 2");
@@ -352,16 +360,20 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     let end = run_to(&mut t, 20);
     assert!(dir.join("checkpoints/latest.json").exists());
     assert_iterations_once_each(&dir, end.iterations);
-    // Another game started in the folder does not inherit this one's best.
-    let mut other = config(&setup);
-    other.seed = 9;
+    // Another game is not started over this run (with or without a checkpoint).
     drop(t);
-    std::fs::remove_file(dir.join("checkpoints/latest.json")).unwrap();
     let hw = setup.hardware().clone().with_capacity(1, 2 << 20).unwrap();
-    let smaller = GameSetup::new(setup.program_arc().clone(), hw, setup.options().clone()).unwrap();
-    let t = Trainer::start(smaller, "tiny", other, &dir).unwrap();
-    assert_eq!(t.best_return(), f64::NEG_INFINITY);
-    assert!(!dir.join("best/game.game").exists());
+    let other = GameSetup::new(setup.program_arc().clone(), hw, setup.options().clone()).unwrap();
+    let refused = |setup: &Arc<GameSetup>| {
+        let err = Trainer::start(Arc::clone(setup), "tiny", config(setup), &dir)
+            .err()
+            .unwrap();
+        assert!(matches!(err, TrainError::RunExists { .. }), "{err}");
+    };
+    refused(&other);
+    std::fs::remove_file(dir.join("checkpoints/latest.json")).unwrap();
+    refused(&other);
+    assert_eq!(saved_best_return(&dir), end.best_return);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -488,6 +500,22 @@ fn impossible_configs_name_the_field() {
     let mut c = config(&setup);
     c.batch_size = 0;
     assert!(c.check().unwrap_err().to_string().contains("batch_size"));
+    // Careless sizes are errors, not allocations that abort the process.
+    let mut c = config(&setup);
+    c.batch_size = 1 << 40;
+    assert!(c.check().unwrap_err().to_string().contains("batch_size"));
+    let mut c = config(&setup);
+    c.games_per_iteration = usize::MAX;
+    assert!(c
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("games_per_iteration"));
+    let mut c = config(&setup);
+    if let Some(n) = c.network.as_mut() {
+        n.hidden = 1 << 30;
+    }
+    assert!(c.check().unwrap_err().to_string().contains("network"));
     let mut c = config(&setup);
     c.search.simulations = 0;
     assert!(c.check().unwrap_err().to_string().contains("simulations"));

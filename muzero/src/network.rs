@@ -34,8 +34,8 @@ use crate::batch::TrainingBatch;
 use crate::cpu_infer;
 use crate::model::{Model, ModelError, ModelOutput};
 use crate::support::Support;
-use candle_core::{DType, Device, Layout, Storage, StorageRef, Tensor, Var, D};
 use binio::BinError;
+use candle_core::{DType, Device, Layout, Storage, StorageRef, Tensor, Var, D};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,11 @@ pub fn keep_candle_elementwise_single_threaded() {
         std::env::set_var("CANDLE_NUM_THREADS", "1");
     }
 }
+
+/// The widest layer (and the most residual blocks) a network may have.
+pub const MAX_WIDTH: usize = 1 << 16;
+/// The most parameters a network may have (4 GiB of f32).
+pub const MAX_PARAMETERS: usize = 1 << 30;
 
 /// The device the networks run on: a CUDA GPU when built with the `cuda` feature and one
 /// is present, else the CPU.
@@ -166,34 +171,72 @@ impl NetworkConfig {
         }
         self.value_support.check("value_support")?;
         self.reward_support.check("reward_support")?;
+        // A careless width (`"hidden": 1e9`) must be an error, not an allocation that aborts
+        // the process: every width and the total are capped, the total in checked arithmetic.
+        let widest = [
+            self.hidden,
+            self.observation_len,
+            self.action_count,
+            self.value_support.bins,
+            self.reward_support.bins,
+        ]
+        .into_iter()
+        .chain(self.repr_layers.iter().copied())
+        .chain(self.dyn_layers.iter().copied())
+        .chain(self.pred_layers.iter().copied())
+        .max()
+        .unwrap_or(0);
+        if widest > MAX_WIDTH {
+            return Err(format!(
+                "a width of {widest} is more than the {MAX_WIDTH} a network may have"
+            ));
+        }
+        if self.blocks > MAX_WIDTH {
+            return Err(format!("blocks: {} is more than {MAX_WIDTH}", self.blocks));
+        }
+        let params = self.parameter_count();
+        if params > MAX_PARAMETERS {
+            return Err(format!(
+                "{params} parameters is more than the {MAX_PARAMETERS} a network may have"
+            ));
+        }
         Ok(())
     }
 
-    /// Number of scalar parameters.
+    /// Number of scalar parameters (`usize::MAX` when the count would overflow).
     pub fn parameter_count(&self) -> usize {
-        let lin = |i: usize, o: usize| i * o + o;
-        let chain = |input: usize, widths: &[usize]| -> (usize, usize) {
-            let mut total = 0;
+        self.checked_parameter_count().unwrap_or(usize::MAX)
+    }
+
+    fn checked_parameter_count(&self) -> Option<usize> {
+        let lin = |i: usize, o: usize| i.checked_mul(o)?.checked_add(o);
+        let chain = |input: usize, widths: &[usize]| -> Option<(usize, usize)> {
+            let mut total: usize = 0;
             let mut last = input;
             for &w in widths {
-                total += lin(last, w);
+                total = total.checked_add(lin(last, w)?)?;
                 last = w;
             }
-            (total, last)
+            Some((total, last))
         };
         let h = self.hidden;
-        let block = 2 * h + 2 * lin(h, h);
-        let (repr, r_last) = chain(self.observation_len, &self.repr_layers);
-        let (dyn_, d_last) = chain(h + self.action_count, &self.dyn_layers);
-        let (pred, p_last) = chain(h, &self.pred_layers);
-        repr + lin(r_last, h)
-            + dyn_
-            + lin(d_last, h)
-            + lin(d_last, self.reward_support.bins)
-            + pred
-            + lin(p_last, self.action_count)
-            + lin(p_last, self.value_support.bins)
-            + 2 * self.blocks * block
+        let block = h.checked_mul(2)?.checked_add(lin(h, h)?.checked_mul(2)?)?;
+        let (repr, r_last) = chain(self.observation_len, &self.repr_layers)?;
+        let (dyn_, d_last) = chain(h.checked_add(self.action_count)?, &self.dyn_layers)?;
+        let (pred, p_last) = chain(h, &self.pred_layers)?;
+        [
+            repr,
+            lin(r_last, h)?,
+            dyn_,
+            lin(d_last, h)?,
+            lin(d_last, self.reward_support.bins)?,
+            pred,
+            lin(p_last, self.action_count)?,
+            lin(p_last, self.value_support.bins)?,
+            self.blocks.checked_mul(2)?.checked_mul(block)?,
+        ]
+        .into_iter()
+        .try_fold(0usize, |acc, x| acc.checked_add(x))
     }
 }
 
@@ -1142,6 +1185,21 @@ impl Model for MuZeroNet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn careless_sizes_are_errors_not_aborts() {
+        let mut c = tiny();
+        c.hidden = 1_000_000_000;
+        assert!(c.check().unwrap_err().contains("width"), "{:?}", c.check());
+        let mut c = tiny();
+        c.repr_layers = vec![60_000, 60_000, 60_000];
+        assert!(c.check().unwrap_err().contains("parameters"));
+        let mut c = tiny();
+        c.blocks = usize::MAX / 2;
+        assert!(c.check().is_err());
+        assert_eq!(c.parameter_count(), usize::MAX);
+        assert!(tiny().check().is_ok());
+    }
 
     fn tiny() -> NetworkConfig {
         NetworkConfig {

@@ -5,8 +5,8 @@
 //! tensors are private: without them a resumed run would restart Adam's moments from zero
 //! and not continue where it stopped.
 
-use candle_core::{Tensor, Var};
 use binio::BinError;
+use candle_core::{Tensor, Var};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

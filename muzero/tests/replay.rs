@@ -342,8 +342,7 @@ fn snapshot_round_trip() {
     }
     b.update_priorities(&[(4, 2), (3, 0)], &[9.0, 0.0]).unwrap();
     let bytes = binio::to_bytes("replay", b"MMZREPL\0", 1, &b).unwrap();
-    let back: ReplayBuffer =
-        binio::from_bytes("replay", &bytes, b"MMZREPL\0", 1).unwrap();
+    let back: ReplayBuffer = binio::from_bytes("replay", &bytes, b"MMZREPL\0", 1).unwrap();
     assert_eq!(back.config(), b.config());
     assert_eq!((back.games(), back.positions()), (b.games(), b.positions()));
     assert_eq!(back.game_ids(), b.game_ids());
@@ -364,9 +363,7 @@ fn snapshot_round_trip() {
 
     // A truncated snapshot is an error, not a panic.
     let cut = &bytes[..bytes.len() - 7];
-    assert!(
-        binio::from_bytes::<ReplayBuffer>("replay", cut, b"MMZREPL\0", 1).is_err()
-    );
+    assert!(binio::from_bytes::<ReplayBuffer>("replay", cut, b"MMZREPL\0", 1).is_err());
 }
 
 #[test]

@@ -10,13 +10,24 @@
 //! pointers of the copies queued behind it (it may push them past their deadlines) and
 //! stops as soon as one is unchanged, since all later ones then are too.
 
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
+
+/// A queued copy's place in the queue: by issue op, then deadline, then arrival.
+type Key = (usize, usize, u64);
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Queued {
-    lo: usize,
-    hi: usize,
     amount: f64,
     /// Where this copy is done, in cumulative budget seconds.
     finish: f64,
+}
+
+/// A change to undo: a copy was queued, or a queued copy's finish moved.
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    Queued(Key),
+    Finish(Key, f64),
 }
 
 /// One FIFO budget over a program's ops.
@@ -24,8 +35,14 @@ struct Queued {
 pub struct CopyBudget {
     /// `cum[t]` = the budget of ops `0..t`.
     cum: Vec<f64>,
-    queue: Vec<Queued>,
-    scratch: Vec<f64>,
+    /// An ordered map, not a vector: copies arrive in any time order, and inserting into
+    /// the middle of a vector made a whole run quadratic.
+    queue: BTreeMap<Key, Queued>,
+    /// Arrivals so far: the last part of every key, so equal windows keep arrival order.
+    arrivals: u64,
+    scratch: Vec<(Key, f64)>,
+    /// While a transaction is open ([`CopyBudget::begin`]): how to undo it.
+    journal: Option<Vec<Undo>>,
 }
 
 impl CopyBudget {
@@ -40,8 +57,10 @@ impl CopyBudget {
         }
         CopyBudget {
             cum,
-            queue: Vec::new(),
+            queue: BTreeMap::new(),
+            arrivals: 0,
             scratch: Vec::new(),
+            journal: None,
         }
     }
 
@@ -50,50 +69,51 @@ impl CopyBudget {
         self.cum[hi] * 1e-12
     }
 
-    /// Where a copy of `amount` seconds beside ops `lo..hi` would be queued and when it
-    /// would finish, with the new finishes of the copies it pushes back in `pushed`; `None`
-    /// if it or one of those would miss its window.
-    fn place(
-        &self,
-        lo: usize,
-        hi: usize,
-        amount: f64,
-        pushed: &mut Vec<f64>,
-    ) -> Option<(usize, f64)> {
+    /// When a copy of `amount` seconds beside ops `lo..hi`, queued at `key`, would
+    /// finish, with the new finishes of the copies it pushes back in `pushed`; `None` if
+    /// it or one of those would miss its window. `O(log n)` plus the copies pushed.
+    fn place(&self, key: Key, amount: f64, pushed: &mut Vec<(Key, f64)>) -> Option<f64> {
         pushed.clear();
+        let (lo, hi, _) = key;
         if lo >= hi {
             return None;
         }
-        let pos = self.queue.partition_point(|c| (c.lo, c.hi) <= (lo, hi));
-        let pointer = if pos == 0 {
-            0.0
-        } else {
-            self.queue[pos - 1].finish
-        };
+        let pointer = self
+            .queue
+            .range(..key)
+            .next_back()
+            .map_or(0.0, |(_, c)| c.finish);
         let finish = self.cum[lo].max(pointer) + amount;
         if finish > self.cum[hi] + self.slack(hi) {
             return None;
         }
         let mut p = finish;
-        for c in &self.queue[pos..] {
-            let f = self.cum[c.lo].max(p) + c.amount;
+        for (&k, c) in self.queue.range((Excluded(key), Unbounded)) {
+            let f = self.cum[k.0].max(p) + c.amount;
             if f == c.finish {
                 break;
             }
-            if f > self.cum[c.hi] + self.slack(c.hi) {
+            if f > self.cum[k.1] + self.slack(k.1) {
                 return None;
             }
-            pushed.push(f);
+            pushed.push((k, f));
             p = f;
         }
-        Some((pos, finish))
+        Some(finish)
+    }
+
+    /// The key a copy beside ops `lo..hi` arriving now gets: behind every queued copy
+    /// with the same window.
+    fn next_key(&self, lo: usize, hi: usize) -> Key {
+        (lo, hi, self.arrivals)
     }
 
     /// Whether a copy of `amount` seconds beside ops `lo..hi` would fit, changing nothing.
     pub fn fits(&self, lo: usize, hi: usize, amount: f64) -> bool {
+        let hi = hi.min(self.cum.len() - 1);
         amount <= 0.0
             || self
-                .place(lo, hi.min(self.cum.len() - 1), amount, &mut Vec::new())
+                .place(self.next_key(lo, hi), amount, &mut Vec::new())
                 .is_some()
     }
 
@@ -105,66 +125,96 @@ impl CopyBudget {
             return true;
         }
         let hi = hi.min(self.cum.len() - 1);
+        let key = self.next_key(lo, hi);
         let mut pushed = std::mem::take(&mut self.scratch);
-        let placed = self.place(lo, hi, amount, &mut pushed);
-        self.scratch = pushed;
-        let Some((pos, finish)) = placed else {
-            return false;
-        };
-        for (k, &f) in self.scratch.iter().enumerate() {
-            self.queue[pos + k].finish = f;
+        let placed = self.place(key, amount, &mut pushed);
+        if let Some(finish) = placed {
+            for &(k, f) in &pushed {
+                if let Some(c) = self.queue.get_mut(&k) {
+                    if let Some(j) = self.journal.as_mut() {
+                        j.push(Undo::Finish(k, c.finish));
+                    }
+                    c.finish = f;
+                }
+            }
+            self.enqueue(key, amount, finish);
         }
-        self.queue.insert(
-            pos,
-            Queued {
-                lo,
-                hi,
-                amount,
-                finish,
-            },
-        );
-        true
+        self.scratch = pushed;
+        placed.is_some()
     }
 
-    /// Queues a copy behind all others (callers add in FIFO order), charging it only what
-    /// its window still has: for replaying copies accepted under another budget, which
-    /// may not all fit this one.
+    fn enqueue(&mut self, key: Key, amount: f64, finish: f64) {
+        self.queue.insert(key, Queued { amount, finish });
+        self.arrivals += 1;
+        if let Some(j) = self.journal.as_mut() {
+            j.push(Undo::Queued(key));
+        }
+    }
+
+    /// Queues a copy behind all others (callers add in FIFO order: by issue op, then
+    /// deadline), charging it only what its window still has: for replaying copies
+    /// accepted under another budget, which may not all fit this one.
     pub fn push_clipped(&mut self, lo: usize, hi: usize, amount: f64) {
         let hi = hi.min(self.cum.len() - 1);
         if lo >= hi || amount <= 0.0 {
             return;
         }
-        let pointer = self.queue.last().map_or(0.0, |c| c.finish);
+        let key = self.next_key(lo, hi);
+        debug_assert!(self.queue.last_key_value().is_none_or(|(k, _)| *k < key));
+        let pointer = self.queue.last_key_value().map_or(0.0, |(_, c)| c.finish);
         let begin = self.cum[lo].max(pointer);
         let amount = amount.min(self.cum[hi] - begin);
         if amount <= 0.0 {
             return;
         }
-        self.queue.push(Queued {
-            lo,
-            hi,
-            amount,
-            finish: begin + amount,
-        });
+        self.enqueue(key, amount, begin + amount);
+    }
+
+    /// Starts recording changes, so that [`CopyBudget::rollback`] can undo them (a
+    /// transaction already open is committed first).
+    pub fn begin(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Keeps the changes since [`CopyBudget::begin`] and stops recording.
+    pub fn commit(&mut self) {
+        self.journal = None;
+    }
+
+    /// Undoes every change since [`CopyBudget::begin`] and stops recording; `O(log n)` per
+    /// change, where restoring a snapshot costs the whole queue.
+    pub fn rollback(&mut self) {
+        for undo in self.journal.take().unwrap_or_default().into_iter().rev() {
+            match undo {
+                Undo::Queued(k) => {
+                    self.queue.remove(&k);
+                    self.arrivals -= 1;
+                }
+                Undo::Finish(k, f) => {
+                    if let Some(c) = self.queue.get_mut(&k) {
+                        c.finish = f;
+                    }
+                }
+            }
+        }
     }
 
     /// The queue, for a later [`CopyBudget::restore`].
     pub fn snapshot(&self) -> Vec<(usize, usize, f64, f64)> {
         self.queue
             .iter()
-            .map(|c| (c.lo, c.hi, c.amount, c.finish))
+            .map(|(k, c)| (k.0, k.1, c.amount, c.finish))
             .collect()
     }
 
     pub fn restore(&mut self, snap: &[(usize, usize, f64, f64)]) {
         self.queue.clear();
-        self.queue
-            .extend(snap.iter().map(|&(lo, hi, amount, finish)| Queued {
-                lo,
-                hi,
-                amount,
-                finish,
-            }));
+        self.arrivals = 0;
+        self.journal = None;
+        for &(lo, hi, amount, finish) in snap {
+            let key = self.next_key(lo, hi);
+            self.enqueue(key, amount, finish);
+        }
     }
 
     /// Number of queued copies.

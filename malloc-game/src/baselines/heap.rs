@@ -338,7 +338,15 @@ impl ChunkHeap {
     /// Removes a committed chunk (undoing a commit); `None` if `id` is not committed.
     pub fn remove(&mut self, id: ChunkId) -> Option<Chunk> {
         let chunk = self.chunks.get_mut(id)?.take()?;
-        self.index.remove(id);
+        self.index.remove(
+            id,
+            Rect {
+                start: chunk.start,
+                end: chunk.end,
+                offset: chunk.offset,
+                top: chunk.top(),
+            },
+        );
         Some(chunk)
     }
 }

@@ -63,7 +63,7 @@
 use super::copy_budget::CopyBudget;
 use super::heap::{Chunk, ChunkHeap, ChunkId, TopGap};
 use super::Solver;
-use crate::picker::PickerConfig;
+use crate::picker::{first_true, PickerConfig};
 use accel_sim::{
     Allocation, Arrival, BufferId, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
     Mapping, OpId, Program,
@@ -346,13 +346,22 @@ impl Budgets {
     }
 }
 
-type Snapshot = Vec<(usize, usize, f64, f64)>;
-
 /// What a buffer's turn has changed so far, to undo it on failure.
 #[derive(Default)]
 struct Txn {
     chunks: Vec<ChunkId>,
-    budget: Option<(Snapshot, Option<Snapshot>, usize)>,
+    /// Once a copy was tried: the budgets record their changes, and the log's length
+    /// before the turn.
+    budget: Option<usize>,
+}
+
+impl Budgets {
+    fn each(&mut self, mut f: impl FnMut(&mut CopyBudget)) {
+        f(&mut self.prefetch);
+        if let Some(e) = self.eviction.as_mut() {
+            f(e);
+        }
+    }
 }
 
 /// A buffer's next event in time.
@@ -393,11 +402,20 @@ impl Pass<'_> {
     }
 
     fn items(&self, b: BufferId, prior: &[Allocation]) -> Vec<(OpId, Item)> {
+        // `prior` is sorted by start and its holds are disjoint (a valid placement), so
+        // one pointer walks it beside the uses.
+        let mut k = 0;
+        let mut held = |u: OpId| {
+            while prior.get(k).is_some_and(|a| a.end < u) {
+                k += 1;
+            }
+            prior.get(k).is_some_and(|a| a.start <= u)
+        };
         let mut items: Vec<(OpId, Item)> = self
             .program
             .uses(b)
             .iter()
-            .filter(|&&u| !prior.iter().any(|a| a.start <= u && u <= a.end))
+            .filter(|&&u| !held(u))
             .map(|&u| (u, Item::Use(u)))
             .collect();
         items.extend(prior.iter().map(|a| (a.start, Item::Prior(*a))));
@@ -408,27 +426,30 @@ impl Pass<'_> {
         items
     }
 
-    /// The use at `items[i]` and the later uses the buffer could reach from it without a
-    /// copy (consecutive uses, each segment allowed by no-copy, no earlier-pass allocation
-    /// between): the end times XLA's `FindBestChunkCandidate` tries.
-    fn reachable_uses(&self, items: &[(OpId, Item)], i: usize) -> Vec<OpId> {
-        let mut ends = vec![items[i].0];
-        for w in items[i..].windows(2) {
-            match (w[0].1, w[1].1) {
-                (Item::Use(a), Item::Use(c)) if self.no_copy_ok(a, c) => ends.push(c),
-                _ => break,
+    /// For each item, the last index of the run of items the buffer could reach from it
+    /// without a copy: from a use, the consecutive uses after it, each segment allowed by
+    /// no-copy, no earlier-pass allocation between. `items[i..=reach[i]]` are the end
+    /// times XLA's `FindBestChunkCandidate` tries for the use at `i`. One backward pass,
+    /// where collecting each run afresh cost the square of a buffer's uses.
+    fn reach_ends(&self, items: &[(OpId, Item)]) -> Vec<usize> {
+        let mut reach: Vec<usize> = (0..items.len()).collect();
+        for i in (1..items.len()).rev() {
+            if let (Item::Use(a), Item::Use(c)) = (items[i - 1].1, items[i].1) {
+                if self.no_copy_ok(a, c) {
+                    reach[i - 1] = reach[i];
+                }
             }
         }
-        ends
+        reach
     }
 
     /// XLA's `FindBestChunkCandidate` without a preferred offset: the best-fit offset for
     /// `[start, ends[k]]` with the largest `k` that fits (fitting is monotone in `k`, so a
     /// binary search finds it).
-    fn best_chunk(&self, start: OpId, ends: &[OpId], size: u64) -> Option<u64> {
+    fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
         let fit = |k: usize| {
             self.heap
-                .best_fit(start, ends[k], size, None, self.opts.top_gap)
+                .best_fit(start, ends[k].0, size, None, self.opts.top_gap)
         };
         let mut best = fit(0)?;
         let (mut lo, mut hi) = (0, ends.len());
@@ -481,11 +502,8 @@ impl Pass<'_> {
             return true;
         }
         if txn.budget.is_none() {
-            txn.budget = Some((
-                budgets.prefetch.snapshot(),
-                budgets.eviction.as_ref().map(CopyBudget::snapshot),
-                budgets.log.len(),
-            ));
+            budgets.each(CopyBudget::begin);
+            txn.budget = Some(budgets.log.len());
         }
         let budget = match (&mut budgets.eviction, eviction) {
             (Some(e), true) => e,
@@ -510,6 +528,9 @@ impl Pass<'_> {
         let mut stats = XlaPassStats::default();
         match self.place_inner(b, prior, budgets, &mut txn, &mut stats) {
             Some(allocs) => {
+                if txn.budget.is_some() {
+                    budgets.each(CopyBudget::commit);
+                }
                 self.stats.defined += stats.defined;
                 self.stats.prefetches += stats.prefetches;
                 self.stats.evictions += stats.evictions;
@@ -520,11 +541,8 @@ impl Pass<'_> {
                 for id in txn.chunks {
                     self.heap.remove(id);
                 }
-                if let Some((p, e, log_len)) = txn.budget {
-                    budgets.prefetch.restore(&p);
-                    if let (Some(b), Some(e)) = (budgets.eviction.as_mut(), e) {
-                        b.restore(&e);
-                    }
+                if let Some(log_len) = txn.budget {
+                    budgets.each(CopyBudget::rollback);
                     budgets.log.truncate(log_len);
                 }
                 self.stats.undone += 1;
@@ -548,6 +566,7 @@ impl Pass<'_> {
         }
         let def = program.def(b);
         let items = self.items(b, prior);
+        let reach = self.reach_ends(&items);
         let mut out: Vec<Allocation> = Vec::new();
         // From which op level 0 holds the data (None: only the fast level has it).
         let mut level0_from: Option<OpId> = Some(def.map_or(0, |d| d + 1));
@@ -574,8 +593,8 @@ impl Pass<'_> {
                             }
                         } else if can_define {
                             let d = p;
-                            let ends = self.reachable_uses(&items, i);
-                            if let Some(off) = self.best_chunk(d, &ends, size) {
+                            let ends = &items[i..=reach[i]];
+                            if let Some(off) = self.best_chunk(d, ends, size) {
                                 self.commit(txn, d, u, off, size)?;
                                 open = Some(Open {
                                     arrival: Arrival::Defined,
@@ -598,8 +617,8 @@ impl Pass<'_> {
                         }
                         if let Some(v) = level0_from {
                             let lo = v.max(seg_lo);
-                            let ends = self.reachable_uses(&items, i);
-                            if let Some((s, off)) = self.prefetch(b, lo, &ends, budgets, txn) {
+                            let ends = &items[i..=reach[i]];
+                            if let Some((s, off)) = self.prefetch(b, lo, ends, budgets, txn) {
                                 self.commit(txn, s, u, off, size)?;
                                 open = Some(Open {
                                     arrival: Arrival::Prefetch,
@@ -685,16 +704,18 @@ impl Pass<'_> {
         let d = o.start;
         let latest = next - 1;
         let want = self.opts.picker.preferred_overlap * copy;
-        let preferred = (d..=latest)
-            .find(|&e| self.timing.span(d + 1, e + 1) >= want)
-            .unwrap_or(latest)
+        // The overlap grows with the hold, and a longer extension fits only where a
+        // shorter one does: both ends are binary searches.
+        let preferred = first_true(d, latest + 1, |e| self.timing.span(d + 1, e + 1) >= want)
+            .min(latest)
             .max(o.end);
+        let from = o.end + 1;
+        let fits = |e: OpId| self.heap.fits(from, e, o.offset, size);
         let mut end = o.end;
-        for e in (o.end + 1..=preferred).rev() {
-            if self.heap.fits(o.end + 1, e, o.offset, size) {
-                self.commit(txn, o.end + 1, e, o.offset, size)?;
+        if let Some(e) = first_true(from, preferred + 1, |e| !fits(e)).checked_sub(1) {
+            if e >= from {
+                self.commit(txn, from, e, o.offset, size)?;
                 end = e;
-                break;
             }
         }
         if !self.try_copy(budgets, txn, true, d + 1, end + 1, copy) {
@@ -717,11 +738,11 @@ impl Pass<'_> {
         &mut self,
         b: BufferId,
         lo: OpId,
-        ends: &[OpId],
+        ends: &[(OpId, Item)],
         budgets: &mut Budgets,
         txn: &mut Txn,
     ) -> Option<(OpId, u64)> {
-        let u = ends[0];
+        let u = ends[0].0;
         if lo > u {
             return None;
         }

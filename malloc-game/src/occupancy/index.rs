@@ -6,16 +6,19 @@
 //! that made whole solvers quadratic. The union itself is small (rects live at one time
 //! are disjoint in address and best fit packs them tightly), so the index keeps unions:
 //! - a rect overlapping `s..=e` is either live at `s` or starts in `s+1..=e`;
-//! - the rects live at `s` come from a stabbing query on a segment tree over time (each
-//!   rect sits at the `O(log T)` nodes that tile its interval); they are disjoint in
-//!   address, so there are at most capacity / smallest size of them;
-//! - the rects starting in `s+1..=e` are covered by the `O(log T)` nodes of a second
-//!   segment tree, over start times, whose nodes keep the merged union of the address
-//!   ranges of the rects starting in their range.
+//! - the rects live at `s` come from a stabbing query: each rect is listed at the
+//!   `O(log T)` nodes of a segment tree over time that tile its interval; they are
+//!   disjoint in address, so there are at most capacity / smallest size of them;
+//! - the rects starting in `s+1..=e` are covered by `O(log T)` nodes of the same tree,
+//!   each of which keeps the merged union of the address ranges of the rects starting in
+//!   its time range.
 //!
-//! Adjacent ranges are merged in the unions: a gap walk sees no gap between them either.
+//! Nodes are shared through `Arc`s and copied only when written while shared
+//! (`Arc::make_mut`): an index owned once is updated in place, and a clone costs one
+//! pointer, after which each insert copies only the `O(log T)` nodes on its paths. That
+//! is what lets a beam search keep many games cheaply.
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// A rect: bytes `[offset, top)` held over ops `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,39 +29,52 @@ pub(crate) struct Rect {
     pub top: u64,
 }
 
-/// Sorted, disjoint, non-touching address ranges `[lo, hi)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    id: usize,
+    rect: Rect,
+}
+
+/// Sorted, disjoint, non-touching address ranges `[lo, hi)`. Adjacent ranges are merged:
+/// a gap walk sees no gap between them either.
 type Union = Vec<(u64, u64)>;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Node {
+    kids: [Option<Arc<Node>>; 2],
+    /// The rects whose interval covers this node's time range but not its parent's.
+    cover: Vec<Entry>,
+    /// The union of the rects starting in this node's time range.
+    union: Union,
+    /// At a leaf: the rects starting at its op, by id.
+    starts: Vec<Entry>,
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimeIndex {
     /// Ops `0..horizon` may be held.
     horizon: usize,
-    /// Leaves of both segment trees: a power of two `>= horizon`.
+    /// The tree's time range is `0..leaves`, a power of two `>= horizon`.
     leaves: usize,
-    rects: Vec<Option<Rect>>,
+    root: Option<Arc<Node>>,
     free_ids: Vec<usize>,
-    /// Stabbing tree: node `i` lists the rects whose interval covers the node's whole time
-    /// range but not its parent's.
-    cover: Vec<Vec<u32>>,
-    /// Start tree: node `i` holds the union of the rects starting in its time range.
-    unions: Vec<Union>,
-    by_start: BTreeSet<(usize, u32)>,
+    next_id: usize,
     live: usize,
+}
+
+/// The halves of a node's time range `l..=r`.
+fn halves(l: usize, r: usize) -> [(usize, usize); 2] {
+    let mid = l + (r - l) / 2;
+    [(l, mid), (mid + 1, r)]
 }
 
 impl TimeIndex {
     /// An empty index over ops `0..horizon`.
     pub fn new(horizon: usize) -> TimeIndex {
-        let leaves = horizon.max(1).next_power_of_two();
         TimeIndex {
             horizon,
-            leaves,
-            rects: Vec::new(),
-            free_ids: Vec::new(),
-            cover: vec![Vec::new(); 2 * leaves],
-            unions: vec![Vec::new(); 2 * leaves],
-            by_start: BTreeSet::new(),
-            live: 0,
+            leaves: horizon.max(1).next_power_of_two(),
+            ..TimeIndex::default()
         }
     }
 
@@ -68,141 +84,101 @@ impl TimeIndex {
     pub fn len(&self) -> usize {
         self.live
     }
-    /// Every rect with its id, in id (insertion) order.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &Rect)> {
-        self.rects
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
-    }
     /// The highest top of any rect (0 when empty): the end of the root's union.
     pub fn peak(&self) -> u64 {
-        self.unions.get(1).and_then(|u| u.last()).map_or(0, |p| p.1)
+        self.root
+            .as_ref()
+            .and_then(|n| n.union.last())
+            .map_or(0, |p| p.1)
     }
 
     /// The same index over at least `horizon` ops; rects keep their ids.
     pub fn grown(&self, horizon: usize) -> TimeIndex {
-        let mut g = TimeIndex::new(horizon.max(self.horizon));
-        g.rects = self.rects.clone();
-        g.free_ids = self.free_ids.clone();
-        for (id, r) in self.iter() {
-            g.link(id, *r);
+        let mut g = TimeIndex {
+            free_ids: self.free_ids.clone(),
+            next_id: self.next_id,
+            live: self.live,
+            ..TimeIndex::new(horizon.max(self.horizon))
+        };
+        let mut entries = Vec::with_capacity(self.live);
+        self.starting_in(0, self.leaves, |id, &rect| entries.push(Entry { id, rect }));
+        entries.sort_unstable_by_key(|e| e.id);
+        for e in entries {
+            g.link(&e);
         }
-        g.live = self.live;
         g
-    }
-
-    /// The nodes whose union is exactly the leaf range `[lo, hi]`.
-    fn for_each_node(&self, lo: usize, hi: usize, mut f: impl FnMut(usize)) {
-        let (mut l, mut r) = (lo + self.leaves, hi + 1 + self.leaves);
-        while l < r {
-            if l & 1 == 1 {
-                f(l);
-                l += 1;
-            }
-            if r & 1 == 1 {
-                r -= 1;
-                f(r);
-            }
-            l >>= 1;
-            r >>= 1;
-        }
     }
 
     /// Adds a rect (`start <= end < horizon`, `offset < top`); returns its id, reusing
     /// the ids of removed rects, last removed first.
     pub fn insert(&mut self, rect: Rect) -> usize {
         debug_assert!(rect.start <= rect.end && rect.end < self.horizon && rect.offset < rect.top);
-        let id = match self.free_ids.pop() {
-            Some(id) => {
-                self.rects[id] = Some(rect);
-                id
-            }
-            None => {
-                self.rects.push(Some(rect));
-                self.rects.len() - 1
-            }
-        };
-        self.link(id, rect);
+        let id = self.free_ids.pop().unwrap_or_else(|| {
+            self.next_id += 1;
+            self.next_id - 1
+        });
+        self.link(&Entry { id, rect });
         self.live += 1;
         id
     }
 
-    /// Enters rect `id` in both trees and the start order.
-    fn link(&mut self, id: usize, rect: Rect) {
-        let mut nodes = Vec::new();
-        self.for_each_node(rect.start, rect.end, |n| nodes.push(n));
-        for n in nodes {
-            self.cover[n].push(id as u32);
-        }
-        let mut node = rect.start + self.leaves;
-        while node >= 1 {
-            union_insert(&mut self.unions[node], rect.offset, rect.top);
-            node >>= 1;
-        }
-        self.by_start.insert((rect.start, id as u32));
+    fn link(&mut self, e: &Entry) {
+        let root = self.root.get_or_insert_with(Default::default);
+        insert_at(root, 0, self.leaves - 1, e, true);
     }
 
-    /// Removes a rect; the unions on its start's path are rebuilt from their children.
-    pub fn remove(&mut self, id: usize) -> Option<Rect> {
-        let rect = self.rects.get_mut(id)?.take()?;
-        let mut nodes = Vec::new();
-        self.for_each_node(rect.start, rect.end, |n| nodes.push(n));
-        for n in nodes {
-            if let Some(i) = self.cover[n].iter().position(|&x| x as usize == id) {
-                self.cover[n].swap_remove(i);
-            }
+    /// Removes rect `id`, which must be `rect`; the unions on its start's path are
+    /// rebuilt from their children.
+    pub fn remove(&mut self, id: usize, rect: Rect) {
+        if let Some(root) = self.root.as_mut() {
+            remove_at(root, 0, self.leaves - 1, &Entry { id, rect }, true);
+            self.free_ids.push(id);
+            self.live -= 1;
         }
-        self.by_start.remove(&(rect.start, id as u32));
-        let leaf = rect.start + self.leaves;
-        let mut rebuilt: Union = Vec::new();
-        for &(_, other) in self.by_start.range((rect.start, 0)..=(rect.start, u32::MAX)) {
-            if let Some(r) = &self.rects[other as usize] {
-                union_insert(&mut rebuilt, r.offset, r.top);
-            }
-        }
-        self.unions[leaf] = rebuilt;
-        let mut node = leaf >> 1;
-        while node >= 1 {
-            self.unions[node] = union_of(&self.unions[2 * node], &self.unions[2 * node + 1]);
-            node >>= 1;
-        }
-        self.free_ids.push(id);
-        self.live -= 1;
-        Some(rect)
     }
 
-    /// Calls `f(id, rect)` for every rect live at op `t`, in tree order.
+    /// Calls `f(id, rect)` for every rect live at op `t`, from the leaf's list up to the
+    /// root's.
     pub fn stab(&self, t: usize, mut f: impl FnMut(usize, &Rect)) {
         if t >= self.horizon {
             return;
         }
-        let mut node = t + self.leaves;
-        while node >= 1 {
-            for &id in &self.cover[node] {
-                if let Some(r) = &self.rects[id as usize] {
-                    f(id as usize, r);
-                }
+        let mut path: Vec<&Node> = Vec::with_capacity(64);
+        let (mut l, mut r) = (0, self.leaves - 1);
+        let mut node = self.root.as_deref();
+        while let Some(n) = node {
+            path.push(n);
+            if l == r {
+                break;
             }
-            node >>= 1;
+            let k = usize::from(t > l + (r - l) / 2);
+            (l, r) = halves(l, r)[k];
+            node = n.kids[k].as_deref();
+        }
+        for n in path.iter().rev() {
+            for e in &n.cover {
+                f(e.id, &e.rect);
+            }
         }
     }
 
     /// Calls `f(id, rect)` for every rect starting in ops `lo..=hi`, by start then id.
     pub fn starting_in(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &Rect)) {
-        if lo > hi {
-            return;
+        if let Some(root) = self.root.as_deref() {
+            starts_in(root, 0, self.leaves - 1, lo, hi, &mut f);
         }
-        for &(_, id) in self.by_start.range((lo, 0)..=(hi, u32::MAX)) {
-            if let Some(r) = &self.rects[id as usize] {
-                f(id as usize, r);
-            }
+    }
+
+    /// Calls `f` on the nodes whose time ranges tile `lo..=hi` (those that exist).
+    fn for_each_tile(&self, lo: usize, hi: usize, mut f: impl FnMut(&Node)) {
+        if let Some(root) = self.root.as_deref() {
+            tiles(root, 0, self.leaves - 1, lo, hi, &mut f);
         }
     }
 
     /// Appends to `out` address ranges whose union is exactly the union of the rects
     /// overlapping ops `s..=e` in time (unsorted, possibly overlapping each other).
-    /// `O(log T + k + u)` for `k` rects live at `s` and `u` pieces in the start-tree unions.
+    /// `O(log T + k + u)` for `k` rects live at `s` and `u` pieces in the unions used.
     pub fn busy(&self, s: usize, e: usize, out: &mut Vec<(u64, u64)>) {
         if s > e || s >= self.horizon {
             return;
@@ -210,22 +186,121 @@ impl TimeIndex {
         let e = e.min(self.horizon - 1);
         self.stab(s, |_, r| out.push((r.offset, r.top)));
         if e > s {
-            self.for_each_node(s + 1, e, |n| out.extend_from_slice(&self.unions[n]));
+            self.for_each_tile(s + 1, e, |n| out.extend_from_slice(&n.union));
         }
     }
 
-    /// Whether no rect overlapping ops `s..=e` in time meets bytes `[offset, top)`.
-    pub fn is_free(&self, s: usize, e: usize, offset: u64, top: u64) -> bool {
+    /// Whether no rect overlapping ops `s..=e` in time meets bytes `[lo, hi)`.
+    pub fn is_free(&self, s: usize, e: usize, lo: u64, hi: u64) -> bool {
         if s > e || s >= self.horizon {
             return true;
         }
         let e = e.min(self.horizon - 1);
         let mut free = true;
-        self.stab(s, |_, r| free &= !(r.offset < top && offset < r.top));
+        self.stab(s, |_, r| free &= !(r.offset < hi && lo < r.top));
         if free && e > s {
-            self.for_each_node(s + 1, e, |n| free &= !meets(&self.unions[n], offset, top));
+            self.for_each_tile(s + 1, e, |n| free &= !meets(&n.union, lo, hi));
         }
         free
+    }
+}
+
+/// Enters `e` below `node` (time range `l..=r`): in the unions on its start's path, in
+/// the cover lists of the nodes tiling its interval (`may_cover`: no ancestor took it).
+fn insert_at(node: &mut Arc<Node>, l: usize, r: usize, e: &Entry, may_cover: bool) {
+    let n = Arc::make_mut(node);
+    let Rect { start, end, .. } = e.rect;
+    let has_start = l <= start && start <= r;
+    if has_start {
+        union_insert(&mut n.union, e.rect.offset, e.rect.top);
+    }
+    let covered = may_cover && start <= l && r <= end;
+    if covered {
+        n.cover.push(*e);
+    }
+    if l == r {
+        if has_start {
+            let i = n.starts.partition_point(|x| x.id < e.id);
+            n.starts.insert(i, *e);
+        }
+        return;
+    }
+    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
+        let holds_start = cl <= start && start <= cr;
+        let to_cover = may_cover && !covered && start <= cr && cl <= end;
+        if holds_start || to_cover {
+            let kid = n.kids[k].get_or_insert_with(Default::default);
+            insert_at(kid, cl, cr, e, may_cover && !covered);
+        }
+    }
+}
+
+/// Undoes [`insert_at`].
+fn remove_at(node: &mut Arc<Node>, l: usize, r: usize, e: &Entry, may_cover: bool) {
+    let n = Arc::make_mut(node);
+    let Rect { start, end, .. } = e.rect;
+    let has_start = l <= start && start <= r;
+    let covered = may_cover && start <= l && r <= end;
+    if covered {
+        if let Some(i) = n.cover.iter().position(|x| x.id == e.id) {
+            n.cover.swap_remove(i);
+        }
+    }
+    if l == r {
+        if has_start {
+            n.starts.retain(|x| x.id != e.id);
+            n.union.clear();
+            for x in &n.starts {
+                union_insert(&mut n.union, x.rect.offset, x.rect.top);
+            }
+        }
+        return;
+    }
+    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
+        let holds_start = cl <= start && start <= cr;
+        let to_cover = may_cover && !covered && start <= cr && cl <= end;
+        if holds_start || to_cover {
+            if let Some(kid) = n.kids[k].as_mut() {
+                remove_at(kid, cl, cr, e, may_cover && !covered);
+            }
+        }
+    }
+    if has_start {
+        let empty = Union::new();
+        let union = |k: usize| n.kids[k].as_deref().map_or(&empty, |x| &x.union);
+        n.union = union_of(union(0), union(1));
+    }
+}
+
+fn starts_in(n: &Node, l: usize, r: usize, lo: usize, hi: usize, f: &mut impl FnMut(usize, &Rect)) {
+    if hi < l || r < lo || lo > hi {
+        return;
+    }
+    if l == r {
+        for e in &n.starts {
+            f(e.id, &e.rect);
+        }
+        return;
+    }
+    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
+        if let Some(kid) = n.kids[k].as_deref() {
+            starts_in(kid, cl, cr, lo, hi, f);
+        }
+    }
+}
+
+fn tiles(n: &Node, l: usize, r: usize, lo: usize, hi: usize, f: &mut impl FnMut(&Node)) {
+    if hi < l || r < lo || lo > hi {
+        return;
+    }
+    if lo <= l && r <= hi {
+        f(n);
+        return;
+    }
+    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
+        if let Some(kid) = n.kids[k].as_deref() {
+            tiles(kid, cl, cr, lo, hi, f);
+        }
     }
 }
 
@@ -275,9 +350,9 @@ mod tests {
     use super::*;
 
     /// A brute-force union of the rects overlapping `s..=e`.
-    fn naive(rects: &[Option<Rect>], s: usize, e: usize) -> Union {
+    fn naive(rects: &[(usize, Rect)], s: usize, e: usize) -> Union {
         let mut u = Vec::new();
-        for r in rects.iter().flatten() {
+        for (_, r) in rects {
             if r.start <= e && s <= r.end {
                 union_insert(&mut u, r.offset, r.top);
             }
@@ -295,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn unions_match_brute_force_through_inserts_and_removes() {
+    fn unions_match_brute_force_through_inserts_removes_and_clones() {
         let mut x: u64 = 99;
         let mut next = |n: u64| {
             x = x
@@ -305,8 +380,9 @@ mod tests {
         };
         let t = 29;
         let mut idx = TimeIndex::new(t);
-        let mut ids = Vec::new();
-        for _ in 0..300 {
+        let mut live: Vec<(usize, Rect)> = Vec::new();
+        let mut snapshots = Vec::new();
+        for step in 0..300 {
             let s = next(t as u64) as usize;
             let e = (s + next(12) as usize).min(t - 1);
             let o = next(200);
@@ -316,27 +392,42 @@ mod tests {
                 offset: o,
                 top: o + 1 + next(30),
             };
-            ids.push(idx.insert(r));
+            live.push((idx.insert(r), r));
             if next(3) == 0 {
-                let k = next(ids.len() as u64) as usize;
-                idx.remove(ids.swap_remove(k));
+                let (id, r) = live.swap_remove(next(live.len() as u64) as usize);
+                idx.remove(id, r);
             }
-            let want_peak = idx.iter().map(|(_, r)| r.top).max().unwrap_or(0);
+            let want_peak = live.iter().map(|(_, r)| r.top).max().unwrap_or(0);
             assert_eq!(idx.peak(), want_peak);
+            if step % 50 == 0 {
+                // A clone must not see later changes: the nodes are copied on write.
+                snapshots.push((idx.clone(), live.clone()));
+            }
         }
-        let grown = idx.grown(2 * t);
-        for (s, e) in (0..t).flat_map(|s| (s..t + 2).map(move |e| (s, e))) {
-            let want = naive(&idx.rects, s, e);
-            for index in [&idx, &grown] {
+        snapshots.push((idx.grown(2 * t), live.clone()));
+        snapshots.push((idx, live));
+        for (index, live) in &snapshots {
+            assert_eq!(index.len(), live.len());
+            for (s, e) in (0..t).flat_map(|s| (s..t + 2).map(move |e| (s, e))) {
+                let want = naive(live, s, e);
                 let mut got = Vec::new();
                 index.busy(s, e, &mut got);
                 assert_eq!(normalised(got), want, "{s}..={e}");
+                for lo in (0..240).step_by(7) {
+                    let hi = lo + 1 + (lo % 13);
+                    let free = !want.iter().any(|p| p.0 < hi && lo < p.1);
+                    assert_eq!(index.is_free(s, e, lo, hi), free, "{s}..={e} [{lo},{hi})");
+                }
             }
-            for lo in (0..240).step_by(7) {
-                let hi = lo + 1 + (lo % 13);
-                let free = !want.iter().any(|p| p.0 < hi && lo < p.1);
-                assert_eq!(idx.is_free(s, e, lo, hi), free, "{s}..={e} [{lo},{hi})");
-            }
+            let mut starts = Vec::new();
+            index.starting_in(3, 17, |id, r| starts.push((r.start, id)));
+            let mut want: Vec<_> = live
+                .iter()
+                .filter(|(_, r)| (3..=17).contains(&r.start))
+                .map(|(id, r)| (r.start, *id))
+                .collect();
+            want.sort_unstable();
+            assert_eq!(starts, want);
         }
     }
 
@@ -349,7 +440,8 @@ mod tests {
         assert_eq!(u, vec![(10, 25), (30, 40)]);
         union_insert(&mut u, 0, 100);
         assert_eq!(u, vec![(0, 100)]);
-        assert_eq!(union_of(&vec![(0, 5), (9, 10)], &vec![(5, 6), (20, 30)]), vec![(0, 6), (9, 10), (20, 30)]);
+        let (a, b) = (vec![(0, 5), (9, 10)], vec![(5, 6), (20, 30)]);
+        assert_eq!(union_of(&a, &b), vec![(0, 6), (9, 10), (20, 30)]);
         assert!(meets(&vec![(10, 20)], 19, 25));
         assert!(!meets(&vec![(10, 20)], 20, 25));
         assert!(!meets(&vec![(10, 20)], 0, 10));

@@ -19,9 +19,22 @@
 //! place of the worst kept child if need be. Ranking by the cost model can drop it in
 //! favour of lines the simulator then judges worse; keeping it makes `beam:W` at least as
 //! good as `greedy` on every program, and `beam:1` equal to it.
+//!
+//! Since only the lowest-numbered of equal siblings can be kept, a game's children are
+//! scored from slot 0 (the best fit) of each mode alone: the other slots could only tie
+//! with it. The games in the beam share what they have in common: each keeps its
+//! occupancy ([`crate::occupancy`]'s time index), its per-op memory times and its turns
+//! in persistent structures, so a clone costs a few pointers and a turn copies only the
+//! `O(log T)` nodes it writes. Cloning whole games (and their every placement) made a
+//! beam quadratic in the number of buffers. The best finished line becomes a [`Game`]
+//! again at the end.
 
-use super::{play_legal, Player};
-use crate::game::{Game, GameSetup};
+use super::pvec::PVec;
+use super::Player;
+use crate::game::{Game, GameSetup, Plan};
+use crate::occupancy::index::{Rect, TimeIndex};
+use crate::occupancy::{fitting_gaps, Candidate};
+use accel_sim::{Allocation, BufferId, Mapping};
 use std::sync::Arc;
 
 /// The width of `beam`.
@@ -56,6 +69,203 @@ struct Child {
     /// Index of the parent in the beam.
     parent: usize,
     action: usize,
+    /// The level index and allocation the action makes; `None` for action 0.
+    placed: Option<(usize, Allocation)>,
+}
+
+/// One played turn of a line, linked to the turns before it (shared with the lines that
+/// branched off later).
+#[derive(Debug)]
+struct Turn {
+    prev: Option<Arc<Turn>>,
+    action: usize,
+    reward: f64,
+    allocation: Option<Allocation>,
+}
+
+impl Drop for Turn {
+    /// Unlinks the chain one turn at a time: the default drop would recurse once per
+    /// turn and overflow the stack on a long game.
+    fn drop(&mut self) {
+        let mut prev = self.prev.take();
+        while let Some(turn) = prev {
+            match Arc::try_unwrap(turn) {
+                Ok(mut t) => prev = t.prev.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// A game of the beam, in the persistent form described in the module docs: what
+/// [`Game`] keeps, less what the beam never reads.
+#[derive(Clone, Debug)]
+struct Line {
+    /// Per level index: the chunks placed there.
+    levels: Vec<TimeIndex>,
+    /// The cost tally's per-op memory times.
+    mem: PVec,
+    /// The cost tally's latency (the game's `proxy_latency`).
+    total: f64,
+    turns: Option<Arc<Turn>>,
+    turn: usize,
+    final_latency: Option<f64>,
+}
+
+impl Line {
+    fn start(setup: &GameSetup) -> Line {
+        let cost = setup.cost_model();
+        let mem: Vec<f64> = (0..cost.len()).map(|t| cost.default_mem_s(t)).collect();
+        Line {
+            levels: vec![TimeIndex::new(cost.len()); setup.options().fast_levels],
+            mem: PVec::from_slice(&mem),
+            total: cost.all_slow_latency(),
+            turns: None,
+            turn: 0,
+            final_latency: None,
+        }
+    }
+
+    /// The best-fit offset (slot 0) for `size` bytes under `plan` in level index `li`.
+    fn best_fit(
+        &self,
+        setup: &GameSetup,
+        li: usize,
+        plan: &Plan,
+        size: u64,
+        scratch: &mut Scratch,
+    ) -> Option<u64> {
+        let level = &setup.hardware().levels[setup.level(li)];
+        scratch.busy.clear();
+        self.levels[li].busy(plan.start, plan.end, &mut scratch.busy);
+        fitting_gaps(
+            &mut scratch.busy,
+            size,
+            level.alignment,
+            level.capacity,
+            &mut scratch.fits,
+        );
+        scratch.fits.first().map(|c| c.offset)
+    }
+
+    /// Pushes this line's children for buffer `b`: action 0, then slot 0 of each mode
+    /// that has a fitting offset, in action order.
+    fn children(
+        &self,
+        setup: &GameSetup,
+        b: BufferId,
+        parent: usize,
+        scratch: &mut Scratch,
+        out: &mut Vec<Child>,
+    ) {
+        let base = self.total;
+        out.push(Child {
+            score: base,
+            delta: 0.0,
+            parent,
+            action: 0,
+            placed: None,
+        });
+        let size = setup.program().buffer(b).size;
+        let options = setup.options();
+        for li in 0..options.fast_levels {
+            for mi in 0..options.modes.len() {
+                let Some(plan) = setup.plan(b, li, mi) else {
+                    continue;
+                };
+                let Some(offset) = self.best_fit(setup, li, &plan, size, scratch) else {
+                    continue;
+                };
+                let a = setup.allocation(li, &plan, offset);
+                // The buffer has no placement yet: its exposed copy time is 0.
+                let delta = setup
+                    .cost_model()
+                    .delta_in(&self.mem, 0.0, b, &[], std::slice::from_ref(&a));
+                out.push(Child {
+                    score: base + delta,
+                    delta,
+                    parent,
+                    action: options.encode(li, mi, 0),
+                    placed: Some((li, a)),
+                });
+            }
+        }
+    }
+
+    /// Plays `child` for buffer `b`, with the arithmetic of [`Game::apply_action`].
+    fn play(&mut self, setup: &GameSetup, b: BufferId, child: &Child) {
+        let before = self.total;
+        if let Some((li, a)) = child.placed {
+            let size = setup.program().buffer(b).size;
+            self.levels[li].insert(Rect {
+                start: a.start,
+                end: a.end,
+                offset: a.offset,
+                // Within the capacity: the offset came from a gap that holds the buffer.
+                top: a.offset.saturating_add(size),
+            });
+            let mut copy = 0.0;
+            setup.cost_model().apply_in(
+                &mut self.mem,
+                &mut self.total,
+                &mut copy,
+                b,
+                &[],
+                std::slice::from_ref(&a),
+            );
+        }
+        let s0 = setup.all_slow_latency();
+        let mut reward = (before - self.total) / s0;
+        self.turn += 1;
+        let allocation = child.placed.map(|(_, a)| a);
+        self.turns = Some(Arc::new(Turn {
+            prev: self.turns.take(),
+            action: child.action,
+            reward,
+            allocation,
+        }));
+        if self.turn == setup.order().len() {
+            let (s, last) = setup.finish(self.total, &self.mapping(setup));
+            self.final_latency = Some(s);
+            reward += last;
+            if let Some(t) = self.turns.as_mut().and_then(Arc::get_mut) {
+                t.reward = reward;
+            }
+        }
+    }
+
+    /// Each turn's action and allocation, and its reward, in turn order.
+    fn history(&self) -> (Vec<(usize, Option<Allocation>)>, Vec<f64>) {
+        let mut turns = Vec::with_capacity(self.turn);
+        let mut rewards = Vec::with_capacity(self.turn);
+        let mut at = self.turns.as_deref();
+        while let Some(t) = at {
+            turns.push((t.action, t.allocation));
+            rewards.push(t.reward);
+            at = t.prev.as_deref();
+        }
+        turns.reverse();
+        rewards.reverse();
+        (turns, rewards)
+    }
+
+    fn mapping(&self, setup: &GameSetup) -> Mapping {
+        let mut m = Mapping::all_slow(setup.program());
+        let (turns, _) = self.history();
+        for ((_, allocation), &b) in turns.iter().zip(setup.order()) {
+            if let Some(a) = allocation {
+                m.buffers[b].allocations.push(*a);
+            }
+        }
+        m
+    }
+}
+
+/// Buffers reused by every query of a turn.
+#[derive(Default)]
+struct Scratch {
+    busy: Vec<(u64, u64)>,
+    fits: Vec<Candidate>,
 }
 
 impl Player for BeamPlayer {
@@ -65,80 +275,81 @@ impl Player for BeamPlayer {
 
     fn play(&self, setup: &Arc<GameSetup>, _seed: u64) -> Game {
         // Invariant: beam[0] is the greedy line.
-        let mut beam = vec![setup.start()];
+        let mut beam = vec![Line::start(setup)];
         let mut children: Vec<Child> = Vec::new();
         let mut kept: Vec<Child> = Vec::with_capacity(self.width);
-        while !beam[0].is_terminal() {
+        let mut scratch = Scratch::default();
+        for &b in setup.order() {
             children.clear();
             for (parent, g) in beam.iter().enumerate() {
-                let base = g.proxy_latency();
-                children.push(Child {
-                    score: base,
-                    delta: 0.0,
-                    parent,
-                    action: 0,
-                });
-                g.for_each_legal(|action, allocation, _| {
-                    let delta = g.cost_delta(&allocation);
-                    children.push(Child {
-                        score: base + delta,
-                        delta,
-                        parent,
-                        action,
-                    });
-                });
+                g.children(setup, b, parent, &mut scratch, &mut children);
             }
-            // Parent 0's children come first, in action order: the greedy player's scan.
-            let mut greedy = children[0];
-            for c in children.iter().take_while(|c| c.parent == 0) {
-                if c.delta < greedy.delta {
-                    greedy = *c;
-                }
-            }
-            children.sort_unstable_by(|a, b| {
-                a.score
-                    .total_cmp(&b.score)
-                    .then(a.parent.cmp(&b.parent))
-                    .then(a.action.cmp(&b.action))
-            });
-            let is_greedy = |c: &Child| c.parent == 0 && c.action == greedy.action;
-            kept.clear();
-            kept.push(greedy);
-            // Siblings with the same score (the slots of one mode, which the cost model
-            // cannot tell apart; modes that change nothing) are adjacent after the sort;
-            // only the first, the lowest-numbered, is kept.
-            let mut prev: Option<&Child> = None;
-            for c in &children {
-                if kept.len() == self.width {
-                    break;
-                }
-                let twin = prev.is_some_and(|p| p.parent == c.parent && p.score == c.score);
-                prev = Some(c);
-                if !twin && !is_greedy(c) {
-                    kept.push(*c);
-                }
-            }
-            beam = expand(beam, &kept);
+            self.keep(&mut children, &mut kept);
+            beam = expand(setup, b, beam, &kept);
         }
         // Every game finished on the same turn; ties go to the earlier one (greedy first).
-        let mut best = 0;
-        for (i, g) in beam.iter().enumerate() {
-            if g.total_return() > beam[best].total_return() {
-                best = i;
+        let mut best: Option<(f64, Vec<(usize, Option<Allocation>)>, Vec<f64>, Option<f64>)> =
+            None;
+        for g in &beam {
+            let (turns, rewards) = g.history();
+            let ret: f64 = rewards.iter().sum();
+            if best.as_ref().is_none_or(|(r, ..)| ret > *r) {
+                best = Some((ret, turns, rewards, g.final_latency));
             }
         }
-        beam.swap_remove(best)
+        match best {
+            Some((_, turns, rewards, final_latency)) => {
+                Game::from_turns(setup, &turns, rewards, final_latency)
+            }
+            None => setup.start(),
+        }
     }
 }
 
-/// Plays the kept children, in order, cloning a parent only while a later child still
-/// needs it.
-fn expand(parents: Vec<Game>, kept: &[Child]) -> Vec<Game> {
+impl BeamPlayer {
+    /// The children to play, into `kept`: the greedy line's child first, then the best
+    /// scores, one per (parent, score).
+    fn keep(&self, children: &mut [Child], kept: &mut Vec<Child>) {
+        // Parent 0's children come first, in action order: the greedy player's scan.
+        let mut greedy = children[0];
+        for c in children.iter().take_while(|c| c.parent == 0) {
+            if c.delta < greedy.delta {
+                greedy = *c;
+            }
+        }
+        children.sort_unstable_by(|a, b| {
+            a.score
+                .total_cmp(&b.score)
+                .then(a.parent.cmp(&b.parent))
+                .then(a.action.cmp(&b.action))
+        });
+        let is_greedy = |c: &Child| c.parent == 0 && c.action == greedy.action;
+        kept.clear();
+        kept.push(greedy);
+        // Siblings with the same score (modes that change nothing) are adjacent after the
+        // sort; only the first, the lowest-numbered, is kept.
+        let mut prev: Option<&Child> = None;
+        for c in children.iter() {
+            if kept.len() == self.width {
+                break;
+            }
+            let twin = prev.is_some_and(|p| p.parent == c.parent && p.score == c.score);
+            prev = Some(c);
+            if !twin && !is_greedy(c) {
+                kept.push(*c);
+            }
+        }
+    }
+}
+
+/// Plays the kept children of buffer `b`, in order, cloning a parent only while a later
+/// child still needs it (a clone costs a few pointers).
+fn expand(setup: &GameSetup, b: BufferId, parents: Vec<Line>, kept: &[Child]) -> Vec<Line> {
     let mut uses = vec![0usize; parents.len()];
     for c in kept {
         uses[c.parent] += 1;
     }
-    let mut parents: Vec<Option<Game>> = parents.into_iter().map(Some).collect();
+    let mut parents: Vec<Option<Line>> = parents.into_iter().map(Some).collect();
     let mut next = Vec::with_capacity(kept.len());
     for c in kept {
         uses[c.parent] -= 1;
@@ -149,7 +360,7 @@ fn expand(parents: Vec<Game>, kept: &[Child]) -> Vec<Game> {
             slot.clone()
         }
         .expect("a parent is taken only by its last kept child");
-        play_legal(&mut g, c.action);
+        g.play(setup, b, c);
         next.push(g);
     }
     next
@@ -246,18 +457,33 @@ mod tests {
     #[test]
     fn expand_moves_the_last_user_and_clones_the_others() {
         let s = setup();
-        let g = s.start();
-        let child = |parent, action| Child {
-            score: 0.0,
-            delta: 0.0,
-            parent,
-            action,
-        };
-        let legal = g.legal_actions();
-        assert!(legal.len() >= 2);
-        let next = expand(vec![g], &[child(0, legal[1]), child(0, 0)]);
+        let b = s.order()[0];
+        let mut children = Vec::new();
+        Line::start(&s).children(&s, b, 0, &mut Scratch::default(), &mut children);
+        assert!(children.len() >= 2);
+        let (placing, stay) = (children[1], children[0]);
+        let next = expand(&s, b, vec![Line::start(&s)], &[placing, stay]);
         assert_eq!(next.len(), 2);
-        assert_eq!(next[0].actions(), &[legal[1]]);
-        assert_eq!(next[1].actions(), &[0]);
+        assert_eq!(next[0].history().0, vec![(placing.action, placing.placed.map(|p| p.1))]);
+        assert_eq!(next[1].history().0, vec![(0, None)]);
+        assert_eq!(next[0].levels[0].len(), 1);
+        assert_eq!(next[1].levels[0].len(), 0, "the clone does not see its sibling's chunk");
+    }
+
+    #[test]
+    fn beam_games_match_replays_of_their_actions() {
+        // The persistent lines must end exactly where the game itself would.
+        let s = setup();
+        for w in [1, 2, 8] {
+            let g = BeamPlayer::new(w).play(&s, 0);
+            let mut replay = s.start();
+            for &a in g.actions() {
+                replay.apply_action(a).unwrap();
+            }
+            assert_eq!(replay.rewards(), g.rewards());
+            assert_eq!(replay.mapping(), g.mapping());
+            assert_eq!(replay.proxy_latency(), g.proxy_latency());
+            assert_eq!(replay.final_latency(), g.final_latency());
+        }
     }
 }

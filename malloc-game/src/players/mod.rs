@@ -13,6 +13,7 @@
 
 pub mod beam;
 pub mod greedy;
+mod pvec;
 pub mod random;
 pub mod xla;
 
@@ -35,8 +36,12 @@ pub trait Player: Send + Sync {
 /// The players [`player`] knows, without parameters.
 pub const PLAYER_NAMES: &[&str] = &["random", "xla", "greedy", "beam"];
 
+/// The widest beam a name may ask for: each of the W states keeps a game, and a careless
+/// `beam:99999999999` must be an unknown name, not an allocation that aborts the process.
+pub const MAX_BEAM_WIDTH: usize = 4096;
+
 /// "random", "xla", "greedy", "beam" (width [`beam::DEFAULT_WIDTH`]), "beam:W" (width W);
-/// `None` if the name is unknown or W is not a positive integer.
+/// `None` if the name is unknown or W is not in 1..=[`MAX_BEAM_WIDTH`].
 pub fn player(spec: &str) -> Option<Box<dyn Player>> {
     match spec {
         "random" => Some(Box::new(RandomPlayer)),
@@ -45,7 +50,9 @@ pub fn player(spec: &str) -> Option<Box<dyn Player>> {
         "beam" => Some(Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH))),
         _ => {
             let w: usize = spec.strip_prefix("beam:")?.parse().ok()?;
-            (w > 0).then(|| Box::new(BeamPlayer::new(w)) as Box<dyn Player>)
+            (1..=MAX_BEAM_WIDTH)
+                .contains(&w)
+                .then(|| Box::new(BeamPlayer::new(w)) as Box<dyn Player>)
         }
     }
 }
@@ -75,7 +82,16 @@ mod tests {
             assert!(player(name).is_some(), "{name}");
         }
         for bad in [
-            "", "beam:0", "beam:", "beam:x", "beam:-1", "beam8", "xla:1", "Greedy",
+            "",
+            "beam:0",
+            "beam:",
+            "beam:x",
+            "beam:-1",
+            "beam8",
+            "xla:1",
+            "Greedy",
+            "beam:4097",
+            "beam:99999999999",
         ] {
             assert!(player(bad).is_none(), "{bad}");
         }

@@ -57,7 +57,7 @@ impl Best {
             .replay(Arc::clone(setup.program_arc()))
             .map_err(|source| TrainError::BestReplay {
                 path: path.display().to_string(),
-                source,
+                source: Box::new(source),
             })?;
         let same_rules = serde_json::to_value(&record.hardware).ok()
             == serde_json::to_value(setup.hardware().to_file()).ok()

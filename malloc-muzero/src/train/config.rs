@@ -96,14 +96,16 @@ impl TrainConfig {
             n.check()
                 .map_err(|m| TrainError::Config(format!("network: {m}")))?;
         }
-        if self.batch_size == 0 {
-            return bad("batch_size: must be >= 1, got 0".into());
-        }
-        if self.games_per_iteration == 0 {
-            return bad("games_per_iteration: must be >= 1, got 0".into());
-        }
-        if self.eval_simulations == 0 {
-            return bad("eval_simulations: must be >= 1, got 0".into());
+        // Upper bounds too: a careless `"batch_size": 1e12` must be an error, not an
+        // allocation that aborts the process.
+        for (field, v, max) in [
+            ("batch_size", self.batch_size, 1 << 16),
+            ("games_per_iteration", self.games_per_iteration, 1 << 12),
+            ("eval_simulations", self.eval_simulations, 1 << 16),
+        ] {
+            if !(1..=max).contains(&v) {
+                return bad(format!("{field}: must be in 1..={max}, got {v}"));
+            }
         }
         if !(self.train_steps_per_position.is_finite() && self.train_steps_per_position >= 0.0) {
             return bad(format!(

@@ -21,12 +21,13 @@ pub enum TrainError {
     /// A saved game that could not be made, written or read.
     #[error(transparent)]
     Record(#[from] malloc_game::record::RecordError),
-    /// The saved best game of a run that no longer replays on the run's program.
+    /// The saved best game of a run that no longer replays on the run's program (boxed:
+    /// the largest cause, and a rare one).
     #[error("{path}: {source}")]
     BestReplay {
         path: String,
         #[source]
-        source: malloc_game::record::ReplayError,
+        source: Box<malloc_game::record::ReplayError>,
     },
     #[error("search: {0}")]
     Search(#[source] muzero::model::ModelError),
@@ -54,13 +55,14 @@ pub enum TrainError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("the `{0}` baseline is not built in")]
-    NoBaseline(&'static str),
+    #[error("the xla baseline: {0}")]
+    Baseline(Box<crate::EvalError>),
     #[error("the self-play thread panicked")]
     SelfPlayPanicked,
-    /// `start` into a folder whose run has a checkpoint: it would be overwritten.
-    #[error("{dir} already holds a run with a checkpoint: resume it, or start in another folder")]
-    RunExists { dir: String },
+    /// `start` into a folder holding a run it would overwrite: one with a checkpoint, or
+    /// one of another game (whose best mapping it would drop).
+    #[error("{dir} already holds a run {what}: resume it, or start in another folder")]
+    RunExists { dir: String, what: &'static str },
     #[error("{dir}: no checkpoint yet (checkpoints/latest.json is missing)")]
     NoCheckpoint { dir: String },
     #[error("resume: {0}")]

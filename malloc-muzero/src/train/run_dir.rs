@@ -3,8 +3,8 @@
 
 use super::error::{io_error, json_error};
 use super::trainer::{Learner, Progress};
-use super::TrainError;
 use super::TrainConfig;
+use super::TrainError;
 use accel_sim::Program;
 use malloc_game::GameSetup;
 use muzero::network::{device, MuZeroNet, NetworkConfig};
@@ -51,6 +51,9 @@ const REPLAY_VERSION: u32 = 2;
 
 /// The copy of the program a run folder keeps, so it resumes and replays on its own.
 pub(super) const PROGRAM_JSON: &str = "program.json";
+
+/// The files a run writes in `best/`.
+const BEST_FILES: [&str; 4] = ["game.game", "mapping.json", "found.json", "summary.json"];
 
 impl RunInfo {
     /// The program this run trains: the built-in of that name, or the file it was loaded
@@ -180,17 +183,27 @@ impl RunDir {
     }
 
     pub fn create(&self) -> Result<(), TrainError> {
-        for d in [self.root.clone(), self.games(), self.best(), self.checkpoints()] {
+        for d in [
+            self.root.clone(),
+            self.games(),
+            self.best(),
+            self.checkpoints(),
+        ] {
             std::fs::create_dir_all(&d).map_err(io_error(&d))?;
         }
         Ok(())
     }
 
-    /// Removes `best/`'s files: they are another game's (or nobody's).
+    /// Removes the files a run writes in `best/` (they are nobody's without a run.json),
+    /// and nothing else: the folder may be the user's.
     pub fn clear_best(&self) -> Result<(), TrainError> {
-        for (_, path) in entries(&self.best())? {
-            if path.is_file() {
-                std::fs::remove_file(&path).map_err(io_error(&path))?;
+        for name in BEST_FILES {
+            let path = self.best().join(name);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_error(&path)(e))
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -221,8 +234,8 @@ impl RunDir {
         read_json(&path).map(Some)
     }
 
-    /// Brings the folder back to the state of the checkpoint a session continues from
-    /// (`through`: its last iteration; `None`: no checkpoint, a fresh start). What a killed
+    /// Brings the folder back to the state of the checkpoint `latest` a session continues
+    /// from (`None`: no checkpoint, a fresh start). What a killed
     /// session left after it goes: temporary files of interrupted atomic writes, metrics
     /// lines and evaluation games of later iterations (the session plays them again), and
     /// checkpoint folders other than `latest` (one being written when it was killed).
@@ -234,16 +247,29 @@ impl RunDir {
         self.remove_checkpoints_except(latest.map(|l| l.dir.as_str()))
     }
 
-    /// Removes the `.NAME.tmp.*` files binio's atomic writes leave when killed mid-write.
+    /// Removes the `.NAME.tmp.*` files binio's atomic writes leave when killed mid-write:
+    /// any in the run's own subfolders, and those of the run's files in its root (which
+    /// may be a folder of the user's).
     fn remove_temp_files(&self) -> Result<(), TrainError> {
-        let mut dirs = vec![self.root.clone(), self.best(), self.games(), self.checkpoints()];
+        let mut dirs = vec![self.best(), self.games(), self.checkpoints()];
         dirs.extend(subdirs(&self.checkpoints())?);
+        let ours = |name: &str| name.starts_with('.') && name.contains(".tmp.");
+        let mut found: Vec<PathBuf> = Vec::new();
         for d in dirs {
-            for (name, path) in entries(&d)? {
-                if name.starts_with('.') && name.contains(".tmp.") && path.is_file() {
-                    std::fs::remove_file(&path).map_err(io_error(&path))?;
-                }
+            let e = entries(&d)?;
+            found.extend(e.into_iter().filter(|(n, _)| ours(n)).map(|(_, p)| p));
+        }
+        let root_files = ["run.json", "program.json", "metrics.jsonl"];
+        for (name, path) in entries(&self.root)? {
+            if root_files
+                .iter()
+                .any(|f| name.starts_with(&format!(".{f}.tmp.")))
+            {
+                found.push(path);
             }
+        }
+        for path in found.into_iter().filter(|p| p.is_file()) {
+            std::fs::remove_file(&path).map_err(io_error(&path))?;
         }
         Ok(())
     }

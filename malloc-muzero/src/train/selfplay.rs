@@ -182,9 +182,6 @@ pub fn play_greedy(
 
 /// The xla baseline's simulated latency on this setup.
 pub fn xla_latency(setup: &GameSetup) -> Result<f64, TrainError> {
-    let (p, hw) = (setup.program(), setup.hardware());
-    let xla = malloc_game::baselines::solver("xla").ok_or(TrainError::NoBaseline("xla"))?;
-    Ok(accel_sim::Simulator::new(p, hw)
-        .run(&xla.solve(p, hw), false)
-        .latency_s)
+    crate::evaluate::xla_latency(setup.program(), setup.hardware())
+        .map_err(|e| TrainError::Baseline(Box::new(e)))
 }

@@ -2,8 +2,8 @@
 
 use super::best::{Best, Found};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
-use super::selfplay::{play_games, play_greedy, reanalyse_round, seed_for, xla_latency};
 use super::selfplay::PlayedGame;
+use super::selfplay::{play_games, play_greedy, reanalyse_round, seed_for, xla_latency};
 use super::{Limits, TrainConfig, TrainError};
 use malloc_game::record::GameRecord;
 use malloc_game::GameSetup;
@@ -60,7 +60,6 @@ pub struct Progress {
     pub grad_norm: Option<f32>,
     pub selfplay_mean_return: f64,
     pub eval_latency_s: Option<f64>,
-    /// Infinite (JSON `null`) until a game has finished.
     pub best_latency_s: f64,
     pub best_return: f64,
     pub xla_latency_s: f64,
@@ -117,10 +116,10 @@ pub struct Trainer {
 
 impl Trainer {
     /// Starts a run of `setup` in `dir`. `workload` is the built-in name or the program
-    /// file it was loaded from. A folder whose run has no checkpoint yet (stopped in its
-    /// first iterations) is started again; one with a checkpoint is refused
-    /// ([`TrainError::RunExists`]). The best mapping of an earlier start of the same game
-    /// in the folder is kept.
+    /// file it was loaded from. A folder whose run of the same game has no checkpoint yet
+    /// (it stopped in its first iterations) is started again, keeping the best mapping it
+    /// found; a folder whose run has a checkpoint, or is of another game, is refused
+    /// ([`TrainError::RunExists`]).
     pub fn start(
         setup: Arc<GameSetup>,
         workload: &str,
@@ -130,11 +129,12 @@ impl Trainer {
         config.check()?;
         let network = config.network_for(&setup)?;
         let run_dir = RunDir::new(dir);
-        run_dir.create()?;
+        let exists = |what| TrainError::RunExists {
+            dir: dir.display().to_string(),
+            what,
+        };
         if run_dir.read_latest()?.is_some() {
-            return Err(TrainError::RunExists {
-                dir: dir.display().to_string(),
-            });
+            return Err(exists("with a checkpoint"));
         }
         let info = RunInfo {
             workload: workload.to_string(),
@@ -145,11 +145,16 @@ impl Trainer {
             network,
             config,
         };
-        // An unreadable run.json is the remains of another run, like a different game's.
-        let earlier = run_dir.read_info().ok().flatten();
-        if !earlier.is_some_and(|e| e.same_game(&info)) {
-            run_dir.clear_best()?;
+        match run_dir.read_info() {
+            Ok(Some(earlier)) if !earlier.same_game(&info) => {
+                return Err(exists("of another game"))
+            }
+            Err(_) => return Err(exists("with an unreadable run.json")),
+            Ok(Some(_)) => {}
+            // Files in `best/` without a run.json are nobody's.
+            Ok(None) => run_dir.clear_best()?,
         }
+        run_dir.create()?;
         run_dir.write_info(&info, setup.program())?;
         Trainer::fresh(Run::new(run_dir, setup, info)?)
     }
@@ -261,9 +266,7 @@ impl Trainer {
             let learned = learner
                 .learn(&run.info.config, counters, iteration, limits.steps)
                 .and_then(|l| learner.reanalyse(run, iteration, l));
-            let played = selfplay
-                .join()
-                .unwrap_or(Err(TrainError::SelfPlayPanicked));
+            let played = selfplay.join().unwrap_or(Err(TrainError::SelfPlayPanicked));
             (learned, played)
         });
         let learned = learned?;
@@ -304,9 +307,12 @@ impl Trainer {
         let seed = seed_for(c.seed, iteration, 3);
         let g = play_greedy(&self.learner.net, &self.run.setup, &search, seed)?;
         self.last_eval = g.game.final_latency();
-        let path = self.run.dir.games().join(format!("eval-{iteration:06}.game"));
-        GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?
-            .save(&path)?;
+        let path = self
+            .run
+            .dir
+            .games()
+            .join(format!("eval-{iteration:06}.game"));
+        GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
         self.best.consider(&g, &self.found(iteration))?;
         Ok(())
     }
@@ -486,7 +492,12 @@ impl Learner {
     }
 
     /// This iteration's reanalyse round, with the weights the learner has now.
-    fn reanalyse(&mut self, run: &Run, iteration: u64, learned: Learned) -> Result<Learned, TrainError> {
+    fn reanalyse(
+        &mut self,
+        run: &Run,
+        iteration: u64,
+        learned: Learned,
+    ) -> Result<Learned, TrainError> {
         let (net, config) = (&self.net, &run.info.config);
         let reanalysed = reanalyse_round(net, &run.setup, &mut self.replay, config, iteration)?;
         Ok(Learned {
