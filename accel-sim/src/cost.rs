@@ -31,7 +31,10 @@ pub struct CostModel {
     copy_bw: Vec<f64>,
     size: Vec<f64>,
     def: Vec<Option<OpId>>,
-    uses: Vec<Vec<OpId>>,
+    /// The ops reading buffer `b` are `uses[use_start[b]..use_start[b + 1]]`, in order
+    /// (flat: one vector per buffer made building a model slow on large programs).
+    use_start: Vec<usize>,
+    uses: Vec<OpId>,
 }
 
 impl CostModel {
@@ -70,8 +73,21 @@ impl CostModel {
                 .collect(),
             size: program.buffers().iter().map(|b| b.size as f64).collect(),
             def: (0..n).map(|b| program.def(b)).collect(),
-            uses: (0..n).map(|b| program.uses(b).to_vec()).collect(),
+            use_start: std::iter::once(0)
+                .chain((0..n).scan(0, |at, b| {
+                    *at += program.uses(b).len();
+                    Some(*at)
+                }))
+                .collect(),
+            uses: (0..n)
+                .flat_map(|b| program.uses(b).iter().copied())
+                .collect(),
         }
+    }
+
+    /// The ops that read buffer `b`, in order.
+    fn uses_of(&self, b: BufferId) -> &[OpId] {
+        &self.uses[self.use_start[b]..self.use_start[b + 1]]
     }
 
     /// Number of ops.
@@ -143,7 +159,7 @@ impl CostModel {
         // A weight or input is defined by XLA's parameter instruction, which moves no
         // bytes and computes nothing: its benefit is 0.
         let mut acc = self.def[b].map_or(0.0, |d| benefit(d, true));
-        for &u in &self.uses[b] {
+        for &u in self.uses_of(b) {
             let ub = benefit(u, false);
             acc = if acc > 0.0 && ub > 0.0 {
                 acc + ub
@@ -160,7 +176,7 @@ impl CostModel {
         for a in allocations {
             match a.arrival {
                 Arrival::Prefetch => {
-                    let uses = &self.uses[b];
+                    let uses = self.uses_of(b);
                     let first = uses
                         .get(uses.partition_point(|&u| u < a.start))
                         .copied()
@@ -177,15 +193,22 @@ impl CostModel {
         cost
     }
 
-    /// The cost-model latency of a whole mapping, evaluated from scratch.
+    /// The cost-model latency of a whole mapping, evaluated from scratch (what
+    /// [`CostState::from_mapping`] reaches, without copying the placements).
     pub fn latency(&self, mapping: &Mapping) -> f64 {
-        CostState::from_mapping(self, mapping).latency()
+        let mut tally = CostTally::new(self);
+        for (b, p) in mapping.buffers.iter().enumerate() {
+            if !p.allocations.is_empty() {
+                tally.apply(self, b, &[], &p.allocations);
+            }
+        }
+        tally.latency()
     }
 
     /// Visits each op touching `b` whose level changes from `old` to `new`, with the
-    /// memory-time shift. `O(uses + allocations)` for valid placements.
+    /// memory-time shift, in op order. `O(uses + allocations)` for valid placements.
     #[inline]
-    fn for_each_shift(
+    pub fn for_each_shift(
         &self,
         b: BufferId,
         old: &[Allocation],
@@ -199,7 +222,7 @@ impl CostModel {
             }
         }
         let (mut old_at, mut new_at) = (Levels::new(old), Levels::new(new));
-        for &u in &self.uses[b] {
+        for &u in self.uses_of(b) {
             let (lo, ln) = (old_at.at(u), new_at.at(u));
             if lo != ln {
                 f(u, self.mem_shift(b, false, lo, ln));
@@ -208,11 +231,11 @@ impl CostModel {
     }
 
     /// The latency change if buffer `b`'s allocations went from `old` to `new`, given the
-    /// per-op memory times `mem` and `b`'s current exposed copy time `copy_now`, without
+    /// per-op memory times `mem_s` and `b`'s current exposed copy time `copy_now`, without
     /// applying it: [`CostTally::delta`] over any store of memory times.
     pub fn delta_in(
         &self,
-        mem: &impl MemTimes,
+        mem_s: impl Fn(OpId) -> f64,
         copy_now: f64,
         b: BufferId,
         old: &[Allocation],
@@ -223,7 +246,7 @@ impl CostModel {
         // buffer in the same op.
         self.for_each_shift(b, old, new, |t, shift| {
             let c = self.compute[t];
-            let m = mem.mem_s(t);
+            let m = mem_s(t);
             d += c.max(m + shift) - c.max(m);
         });
         d
@@ -343,7 +366,7 @@ impl CostTally {
         old: &[Allocation],
         new: &[Allocation],
     ) -> f64 {
-        model.delta_in(&self.mem, self.copy[b], b, old, new)
+        model.delta_in(|t| self.mem[t], self.copy[b], b, old, new)
     }
 
     /// Moves buffer `b` from `old` to `new`; returns the latency change.

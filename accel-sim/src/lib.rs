@@ -8,6 +8,8 @@
 //! - [`textfile`]: reading a user's text file with a size cap and a byte-order mark allowed.
 
 pub mod cost;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod hardware;
 pub mod mapping;
 pub mod program;

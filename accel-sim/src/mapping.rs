@@ -324,8 +324,8 @@ fn sweep_level(
     // offset -> (arrival, allocation) for the allocations held now.
     let mut held: BTreeMap<u64, (usize, Rect)> = BTreeMap::new();
     let mut ends: BinaryHeap<Reverse<(OpId, u64)>> = BinaryHeap::new();
-    // Bytes held at once stay within the capacity, and every `offset + size` was checked
-    // against it: none of these sums can overflow.
+    // Every `offset + size` was checked against the capacity and the bytes held at once
+    // are disjoint within it: the saturating sums below never saturate.
     let (mut bytes, mut peak_bytes, mut peak_address) = (0u64, 0u64, 0u64);
     for (arrival, &r) in rects.iter().enumerate() {
         let (s, e, o, size, b) = r;
@@ -335,14 +335,14 @@ fn sweep_level(
             }
             ends.pop();
             if let Some((_, x)) = held.remove(&off) {
-                bytes -= x.3;
+                bytes = bytes.saturating_sub(x.3);
             }
         }
-        let top = o + size;
+        let top = o.saturating_add(size);
         let clash = held
             .range(..top)
             .rev()
-            .take_while(|(_, (_, x))| x.2 + x.3 > o)
+            .take_while(|(_, (_, x))| x.2.saturating_add(x.3) > o)
             .min_by_key(|(_, (seen, _))| *seen);
         if let Some((_, &(_, x))) = clash {
             return Err(MappingError::Overlap {
@@ -352,12 +352,12 @@ fn sweep_level(
                 t0: s,
                 t1: e.min(x.1),
                 o0: o.max(x.2),
-                o1: top.min(x.2 + x.3),
+                o1: top.min(x.2.saturating_add(x.3)),
             });
         }
         held.insert(o, (arrival, r));
         ends.push(Reverse((e, o)));
-        bytes += size;
+        bytes = bytes.saturating_add(size);
         peak_bytes = peak_bytes.max(bytes);
         peak_address = peak_address.max(top);
     }
@@ -473,39 +473,9 @@ impl MappingFile {
 mod tests {
     use super::*;
     use crate::hardware::Hardware;
-    use crate::program::{Buffer, BufferKind, Op};
 
     fn prog() -> Program {
-        // x(input) -> op0 -> a -> op1 -> b -> op2 -> y(output); w read by op0 and op2.
-        let buf = |n: &str, s, k| Buffer {
-            name: n.into(),
-            size: s,
-            kind: k,
-        };
-        let op = |n: &str, r: &[usize], w: &[usize]| Op {
-            name: n.into(),
-            kind: "t".into(),
-            flops: 1e6,
-            reads: r.to_vec(),
-            writes: w.to_vec(),
-        };
-        Program::new(
-            "p",
-            "",
-            vec![
-                buf("x", 1024, BufferKind::Input),
-                buf("w", 2048, BufferKind::Weight),
-                buf("a", 1024, BufferKind::Activation),
-                buf("b", 1024, BufferKind::Activation),
-                buf("y", 1024, BufferKind::Output),
-            ],
-            vec![
-                op("op0", &[0, 1], &[2]),
-                op("op1", &[2], &[3]),
-                op("op2", &[3, 1], &[4]),
-            ],
-        )
-        .unwrap()
+        crate::fixtures::three_ops("p", 1024, 1e6)
     }
 
     fn hw() -> Hardware {

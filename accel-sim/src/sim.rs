@@ -16,8 +16,8 @@
 //!   full bandwidth.
 
 use crate::hardware::Hardware;
-use crate::mapping::{Arrival, Mapping};
-use crate::program::{OpId, Program};
+use crate::mapping::{Allocation, Arrival, Mapping};
+use crate::program::{BufferId, OpId, Program};
 use std::collections::VecDeque;
 
 /// Why an op took the time it took.
@@ -71,7 +71,7 @@ struct Copy {
 }
 
 /// A simulator for one (program, hardware) pair. Keeps scratch space between runs so a
-/// run allocates nothing.
+/// run allocates nothing once its vectors have grown.
 #[derive(Clone, Debug)]
 pub struct Simulator {
     compute: Vec<f64>,
@@ -81,16 +81,20 @@ pub struct Simulator {
     copy_bw: Vec<f64>,
     setup: f64,
     size: Vec<f64>,
-    reads: Vec<Vec<usize>>,
-    writes: Vec<Vec<usize>>,
-    uses: Vec<Vec<OpId>>,
+    /// Per op: its memory time with every access in level 0.
+    all_slow_mem: Vec<f64>,
+    /// The ops reading buffer `b` are `uses[use_start[b]..use_start[b + 1]]`, in order
+    /// (flat: one vector per buffer made building a simulator slow on large programs).
+    use_start: Vec<usize>,
+    uses: Vec<OpId>,
     // scratch
     mem: Vec<f64>,
     level0: Vec<f64>,
-    /// Per op: copies issued when it begins / after it completes / needed before it begins.
-    issue_before: Vec<Vec<usize>>,
-    issue_after: Vec<Vec<usize>>,
-    need: Vec<Vec<usize>>,
+    /// (op, copy): copies issued when the op begins / after it completes / needed before
+    /// it begins; sorted by op (stably: a run takes them in the order they were made).
+    issue_before: Vec<(OpId, usize)>,
+    issue_after: Vec<(OpId, usize)>,
+    need: Vec<(OpId, usize)>,
     copies: Vec<Copy>,
     is_eviction: Vec<bool>,
 }
@@ -98,6 +102,26 @@ pub struct Simulator {
 impl Simulator {
     pub fn new(program: &Program, hw: &Hardware) -> Simulator {
         let t_count = program.len();
+        let size: Vec<f64> = program.buffers().iter().map(|b| b.size as f64).collect();
+        let inv_read: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.read_bw).collect();
+        let inv_write: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.write_bw).collect();
+        let all_slow_mem = program
+            .ops()
+            .iter()
+            .map(|op| {
+                let r: f64 = op.reads.iter().map(|&b| size[b]).sum();
+                let w: f64 = op.writes.iter().map(|&b| size[b]).sum();
+                r * inv_read[0] + w * inv_write[0]
+            })
+            .collect();
+        let n = program.buffers().len();
+        let mut use_start = Vec::with_capacity(n + 1);
+        let mut uses = Vec::new();
+        for b in 0..n {
+            use_start.push(uses.len());
+            uses.extend_from_slice(program.uses(b));
+        }
+        use_start.push(uses.len());
         Simulator {
             compute: program
                 .ops()
@@ -105,50 +129,44 @@ impl Simulator {
                 .map(|o| o.flops / hw.peak_flops)
                 .collect(),
             overhead: hw.op_overhead_s,
-            inv_read: hw.levels.iter().map(|l| 1.0 / l.read_bw).collect(),
-            inv_write: hw.levels.iter().map(|l| 1.0 / l.write_bw).collect(),
             copy_bw: (0..hw.levels.len())
                 .map(|l| if l == 0 { f64::INFINITY } else { hw.copy_bw(l) })
                 .collect(),
             setup: hw.dma.setup_s / hw.dma.engines as f64,
-            size: program.buffers().iter().map(|b| b.size as f64).collect(),
-            reads: program.ops().iter().map(|o| o.reads.clone()).collect(),
-            writes: program.ops().iter().map(|o| o.writes.clone()).collect(),
-            uses: (0..program.buffers().len())
-                .map(|b| program.uses(b).to_vec())
-                .collect(),
+            inv_read,
+            inv_write,
+            size,
+            all_slow_mem,
+            use_start,
+            uses,
             mem: vec![0.0; t_count],
             level0: vec![0.0; t_count],
-            issue_before: vec![Vec::new(); t_count],
-            issue_after: vec![Vec::new(); t_count],
-            need: vec![Vec::new(); t_count + 1],
+            issue_before: Vec::new(),
+            issue_after: Vec::new(),
+            need: Vec::new(),
             copies: Vec::new(),
             is_eviction: Vec::new(),
         }
     }
 
-    /// Simulates `mapping`, which must be valid (see [`Mapping::validate`]); `detail` asks
-    /// for the per-op breakdown.
-    pub fn run(&mut self, mapping: &Mapping, detail: bool) -> SimReport {
-        let t_count = self.compute.len();
-        for t in 0..t_count {
-            self.issue_before[t].clear();
-            self.issue_after[t].clear();
-            self.need[t].clear();
-        }
-        self.need[t_count].clear();
+    /// The ops that read buffer `b`, in order.
+    fn uses_of(&self, b: usize) -> &[OpId] {
+        &self.uses[self.use_start[b]..self.use_start[b + 1]]
+    }
+
+    /// Per-op memory times, level-0 traffic and the copies of the placements.
+    fn prepare<'a>(&mut self, placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>) {
+        self.issue_before.clear();
+        self.issue_after.clear();
+        self.need.clear();
         self.copies.clear();
         self.is_eviction.clear();
         // Memory time per op: every access at level 0, then shift the placed ones.
-        for t in 0..t_count {
-            let r: f64 = self.reads[t].iter().map(|&b| self.size[b]).sum();
-            let w: f64 = self.writes[t].iter().map(|&b| self.size[b]).sum();
-            self.level0[t] = r * self.inv_read[0] + w * self.inv_write[0];
-            self.mem[t] = self.level0[t];
-        }
-        for (b, p) in mapping.buffers.iter().enumerate() {
+        self.level0.copy_from_slice(&self.all_slow_mem);
+        self.mem.copy_from_slice(&self.all_slow_mem);
+        for (b, allocations) in placements {
             let size = self.size[b];
-            for a in &p.allocations {
+            for a in allocations {
                 let lvl = a.level;
                 match a.arrival {
                     Arrival::Defined => {
@@ -157,44 +175,77 @@ impl Simulator {
                         self.level0[a.start] -= size * self.inv_write[0];
                         if let Some(e) = a.eviction {
                             let id = self.new_copy(b, lvl, true);
-                            self.issue_after[e].push(id);
-                            self.need[a.end + 1].push(id);
+                            self.issue_after.push((e, id));
+                            self.need.push((a.end + 1, id));
                         }
                     }
                     Arrival::Prefetch => {
                         let id = self.new_copy(b, lvl, false);
-                        self.issue_before[a.start].push(id);
+                        self.issue_before.push((a.start, id));
                         // Needed by the first use it serves; later uses come later.
-                        let uses = &self.uses[b];
+                        let uses = self.uses_of(b);
                         if let Some(&u) = uses.get(uses.partition_point(|&u| u < a.start)) {
-                            self.need[u].push(id);
+                            self.need.push((u, id));
                         }
                     }
                 }
                 // The uses the hold serves, found by binary search: a buffer with many
                 // uses and many allocations made a scan per allocation quadratic.
-                let uses = &self.uses[b];
-                let first = uses.partition_point(|&u| u < a.start);
-                let last = uses.partition_point(|&u| u <= a.end).max(first);
-                for &u in &uses[first..last] {
+                let (lo, hi) = (self.use_start[b], self.use_start[b + 1]);
+                let uses = &self.uses[lo..hi];
+                let first = lo + uses.partition_point(|&u| u < a.start);
+                let last = (lo + uses.partition_point(|&u| u <= a.end)).max(first);
+                for &u in &self.uses[first..last] {
                     self.mem[u] += size * (self.inv_read[lvl] - self.inv_read[0]);
                     self.level0[u] -= size * self.inv_read[0];
                 }
             }
         }
+        for events in [
+            &mut self.issue_before,
+            &mut self.issue_after,
+            &mut self.need,
+        ] {
+            events.sort_by_key(|e| e.0);
+        }
+    }
+
+    /// Simulates `mapping`, which must be valid (see [`Mapping::validate`]); `detail` asks
+    /// for the per-op breakdown.
+    pub fn run(&mut self, mapping: &Mapping, detail: bool) -> SimReport {
+        let placements = mapping.buffers.iter().enumerate();
+        self.run_with(
+            placements.map(|(b, p)| (b, p.allocations.as_slice())),
+            detail,
+        )
+    }
+
+    /// [`Simulator::run`] over each placed buffer's allocations, by ascending buffer (a
+    /// caller holding them elsewhere need not build a [`Mapping`]).
+    pub fn run_with<'a>(
+        &mut self,
+        placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>,
+        detail: bool,
+    ) -> SimReport {
+        let t_count = self.compute.len();
+        self.prepare(placements);
         let mut engine = Engine::default();
         let mut now = 0.0;
         let mut stall_total = 0.0;
         let mut ops = Vec::with_capacity(if detail { t_count } else { 0 });
+        // Cursors into the event lists, which are sorted by op.
+        let (mut before, mut after, mut need) = (0, 0, 0);
         for t in 0..t_count {
-            for &id in &self.issue_before[t] {
+            while let Some(&(_, id)) = self.issue_before.get(before).filter(|e| e.0 == t) {
                 engine.push(id, self.is_eviction[id]);
+                before += 1;
             }
             let mut stall = 0.0;
-            for &id in &self.need[t] {
+            while let Some(&(_, id)) = self.need.get(need).filter(|e| e.0 == t) {
                 if self.copies[id].done_at.is_infinite() {
                     stall += engine.drain_until(&mut self.copies, id, now + stall);
                 }
+                need += 1;
             }
             now += stall;
             stall_total += stall;
@@ -203,30 +254,17 @@ impl Simulator {
             let idle = (run - self.level0[t].max(0.0)).max(0.0);
             engine.drain_for(&mut self.copies, idle, now + run - idle);
             if detail {
-                let bound = if stall > run {
-                    Bound::Stalled
-                } else if self.compute[t] >= mem {
-                    Bound::Compute
-                } else {
-                    Bound::Memory
-                };
-                ops.push(OpTiming {
-                    start_s: now,
-                    compute_s: self.compute[t],
-                    memory_s: mem,
-                    stall_s: stall,
-                    run_s: run,
-                    bound,
-                });
+                ops.push(self.timing(t, now, stall, mem, run));
             }
             now += run;
-            for &id in &self.issue_after[t] {
+            while let Some(&(_, id)) = self.issue_after.get(after).filter(|e| e.0 == t) {
                 engine.push(id, self.is_eviction[id]);
+                after += 1;
             }
         }
         // Outputs and evicted buffers must land before the program ends.
         let mut tail = 0.0;
-        for &id in &self.need[t_count] {
+        for &(_, id) in &self.need[need..] {
             if self.copies[id].done_at.is_infinite() {
                 tail += engine.drain_until(&mut self.copies, id, now + tail);
             }
@@ -237,6 +275,24 @@ impl Simulator {
             latency_s: now,
             stall_s: stall_total,
             ops,
+        }
+    }
+
+    fn timing(&self, t: OpId, start_s: f64, stall: f64, mem: f64, run: f64) -> OpTiming {
+        let bound = if stall > run {
+            Bound::Stalled
+        } else if self.compute[t] >= mem {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        };
+        OpTiming {
+            start_s,
+            compute_s: self.compute[t],
+            memory_s: mem,
+            stall_s: stall,
+            run_s: run,
+            bound,
         }
     }
 

@@ -279,87 +279,17 @@ pub fn random_dag(ops: usize, seed: u64) -> Program {
 /// 200 others, are outputs.
 pub fn large_random(ops: usize, seed: u64) -> Program {
     let ops = ops.max(1);
-    let mut rng = SplitMix(seed);
-    let sizes = [
-        4 * KIB,
-        16 * KIB,
-        64 * KIB,
-        256 * KIB,
-        512 * KIB,
-        1024 * KIB,
-        2048 * KIB,
-        4096 * KIB,
-    ];
-    let intensities = [0.5, 2.0, 8.0, 32.0, 128.0, 512.0, 2048.0];
-    let kinds = ["add", "mul", "gelu", "matmul", "conv", "reduce", "softmax"];
-    let mut b = Builder::default();
-    let input = b.buf("in0", rng.pick(&sizes), BufferKind::Input);
-    // Every value an op wrote, in order, and whether some op reads it.
-    let mut values: Vec<BufferId> = vec![input];
-    let mut read = vec![false];
-    // Index in `values` of the previous op's main value, and of the block's input.
-    let mut last = 0usize;
-    let mut block_start = 0usize;
-    let mut block_left = 0usize;
-    // A side value waiting for its reader: (value index, the op that reads it).
-    let mut side: Option<(usize, usize)> = None;
+    let mut g = Large::new(seed);
     for t in 0..ops {
-        if block_left == 0 {
-            block_start = last;
-            block_left = 4 + rng.below(9);
-        }
-        block_left -= 1;
-        let mut picks: Vec<usize> = vec![last];
-        if rng.chance(30) {
-            picks.push(values.len() - 1 - rng.below(values.len().min(4)));
-        }
-        if block_left == 0 {
-            picks.push(block_start);
-            if rng.chance(2) {
-                picks.push(values.len() - 1 - rng.below(values.len().min(5000)));
-            }
-        }
-        if let Some((v, at)) = side {
-            if at <= t {
-                picks.push(v);
-                side = None;
-            }
-        }
-        let mut reads: Vec<BufferId> = Vec::with_capacity(picks.len() + 1);
-        for v in picks {
-            if !reads.contains(&values[v]) {
-                reads.push(values[v]);
-                read[v] = true;
-            }
-        }
-        if rng.chance(90) {
-            reads.push(b.buf(format!("w{t}"), rng.pick(&sizes), BufferKind::Weight));
-        }
-        let mut writes = vec![b.buf(format!("v{t}"), rng.pick(&sizes), BufferKind::Activation)];
-        let kind = rng.pick(&kinds);
-        let bytes: u64 = reads
-            .iter()
-            .chain(&writes)
-            .map(|&x| b.buffers[x].size)
-            .sum();
-        let flops = bytes as f64 * rng.pick(&intensities);
-        last = values.len();
-        values.push(writes[0]);
-        read.push(false);
-        if side.is_none() && rng.chance(12) {
-            let s = b.buf(
-                format!("s{t}"),
-                rng.pick(&sizes[..4]),
-                BufferKind::Activation,
-            );
-            writes.push(s);
-            // Read before the end of the program, or never (then it becomes an output).
-            side = Some((values.len(), t + 1 + rng.below(block_left.max(1))));
-            values.push(s);
-            read.push(false);
-        }
-        b.op(format!("{kind}{t}"), kind, flops, reads, writes);
+        g.op(t);
     }
+    let Large {
+        mut rng,
+        mut b,
+        values,
+        read,
+        ..
+    } = g;
     for (i, &v) in values.iter().enumerate() {
         if b.buffers[v].kind == BufferKind::Activation && (!read[i] || rng.below(200) == 0) {
             b.buffers[v].kind = BufferKind::Output;
@@ -369,6 +299,124 @@ pub fn large_random(ops: usize, seed: u64) -> Program {
         "large-random",
         format!("large random program of {ops} ops (seed {seed}): residual blocks, weights, side values, long skips; 4 KiB..4 MiB bf16 values, 0.5..2048 FLOP/byte"),
     )
+}
+
+const LARGE_SIZES: [u64; 8] = [
+    4 * KIB,
+    16 * KIB,
+    64 * KIB,
+    256 * KIB,
+    512 * KIB,
+    1024 * KIB,
+    2048 * KIB,
+    4096 * KIB,
+];
+
+/// The state of [`large_random`] between ops.
+struct Large {
+    rng: SplitMix,
+    b: Builder,
+    /// Every value an op wrote, in order, and whether some op reads it.
+    values: Vec<BufferId>,
+    read: Vec<bool>,
+    /// Index in `values` of the previous op's main value, and of the block's input.
+    last: usize,
+    block_start: usize,
+    block_left: usize,
+    /// A side value waiting for its reader: (value index, the op that reads it).
+    side: Option<(usize, usize)>,
+}
+
+impl Large {
+    fn new(seed: u64) -> Large {
+        let mut rng = SplitMix(seed);
+        let mut b = Builder::default();
+        let input = b.buf("in0", rng.pick(&LARGE_SIZES), BufferKind::Input);
+        Large {
+            rng,
+            b,
+            values: vec![input],
+            read: vec![false],
+            last: 0,
+            block_start: 0,
+            block_left: 0,
+            side: None,
+        }
+    }
+
+    /// The values op `t` reads, as indices in `values`.
+    fn picks(&mut self, t: usize) -> Vec<usize> {
+        let rng = &mut self.rng;
+        if self.block_left == 0 {
+            self.block_start = self.last;
+            self.block_left = 4 + rng.below(9);
+        }
+        self.block_left -= 1;
+        let n = self.values.len();
+        let mut picks: Vec<usize> = vec![self.last];
+        if rng.chance(30) {
+            picks.push(n - 1 - rng.below(n.min(4)));
+        }
+        if self.block_left == 0 {
+            picks.push(self.block_start);
+            if rng.chance(2) {
+                picks.push(n - 1 - rng.below(n.min(5000)));
+            }
+        }
+        if let Some((v, at)) = self.side {
+            if at <= t {
+                picks.push(v);
+                self.side = None;
+            }
+        }
+        picks
+    }
+
+    fn op(&mut self, t: usize) {
+        let kinds = ["add", "mul", "gelu", "matmul", "conv", "reduce", "softmax"];
+        let intensities = [0.5, 2.0, 8.0, 32.0, 128.0, 512.0, 2048.0];
+        let picks = self.picks(t);
+        let (rng, b) = (&mut self.rng, &mut self.b);
+        let mut reads: Vec<BufferId> = Vec::with_capacity(picks.len() + 1);
+        for v in picks {
+            if !reads.contains(&self.values[v]) {
+                reads.push(self.values[v]);
+                self.read[v] = true;
+            }
+        }
+        if rng.chance(90) {
+            reads.push(b.buf(format!("w{t}"), rng.pick(&LARGE_SIZES), BufferKind::Weight));
+        }
+        let value = b.buf(
+            format!("v{t}"),
+            rng.pick(&LARGE_SIZES),
+            BufferKind::Activation,
+        );
+        let mut writes = vec![value];
+        let kind = rng.pick(&kinds);
+        let bytes: u64 = reads
+            .iter()
+            .chain(&writes)
+            .map(|&x| b.buffers[x].size)
+            .sum();
+        let flops = bytes as f64 * rng.pick(&intensities);
+        self.last = self.values.len();
+        self.values.push(value);
+        self.read.push(false);
+        if self.side.is_none() && rng.chance(12) {
+            let s = b.buf(
+                format!("s{t}"),
+                rng.pick(&LARGE_SIZES[..4]),
+                BufferKind::Activation,
+            );
+            writes.push(s);
+            // Read before the end of the program, or never (then it becomes an output).
+            self.side = Some((self.values.len(), t + 1 + rng.below(self.block_left.max(1))));
+            self.values.push(s);
+            self.read.push(false);
+        }
+        b.op(format!("{kind}{t}"), kind, flops, reads, writes);
+    }
 }
 
 #[cfg(test)]
@@ -457,6 +505,42 @@ mod tests {
         }));
         let flops: Vec<f64> = p.ops().iter().map(|o| o.flops).collect();
         assert!(flops.iter().any(|&f| f < 1e7) && flops.iter().any(|&f| f > 1e9));
+    }
+
+    #[test]
+    fn large_random_is_seeded_model_shaped_and_round_trips() {
+        let p = large_random(3000, 4);
+        assert_eq!(p.len(), 3000);
+        assert_eq!(p, large_random(3000, 4));
+        assert_ne!(p.content_hash(), large_random(3000, 5).content_hash());
+        let n = p.buffers().len();
+        assert!((5700..6300).contains(&n), "{n} buffers: about two per op");
+        let count = |k| p.buffers().iter().filter(|b| b.kind == k).count();
+        assert!(count(BufferKind::Weight) > 2500, "most ops have a weight");
+        assert!(count(BufferKind::Output) >= 1);
+        // Live ranges: mostly short, some skips spanning hundreds of ops.
+        let mut spans: Vec<usize> = (0..n)
+            .filter(|&b| !p.buffer(b).kind.is_entry())
+            .map(|b| p.live_range(b).1 - p.live_range(b).0)
+            .collect();
+        spans.sort_unstable();
+        assert!(
+            spans[spans.len() / 2] <= 2,
+            "median span {}",
+            spans[spans.len() / 2]
+        );
+        assert!(
+            spans[spans.len() - 1] > 500,
+            "longest span {}",
+            spans[spans.len() - 1]
+        );
+        let (mem, comp) = bounds(&p);
+        assert!(mem >= 300 && comp >= 300, "mem {mem} comp {comp}");
+        let back = crate::json::parse_program(&crate::json::to_json(&p, None), "back").unwrap();
+        assert_eq!(back, p);
+        for ops in [0, 1, 2, 5, 13] {
+            assert_eq!(large_random(ops, 9).len(), ops.max(1));
+        }
     }
 
     #[test]

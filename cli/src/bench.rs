@@ -229,11 +229,11 @@ fn game_figures(
 /// actions, 3 masked at the root; random weights), batch 256 x 16 simulations, for the
 /// Gumbel MuZero root and for MuZero pUCT: what `scripts/bench_mctx.py` compares with mctx.
 fn mcts_figures(seconds: f64) -> Result<serde_json::Value> {
-    use muzero::network::{MuZeroNet, NetworkConfig};
-    use muzero::search::{GumbelConfig, SearchConfig, Searcher};
+    use muzero::{GumbelConfig, SearchConfig, Searcher};
+    use muzero::{MuZeroNet, NetworkConfig};
     use rand::{Rng, SeedableRng};
     let config = NetworkConfig::reference();
-    let net = MuZeroNet::new(&config, 0, &muzero::network::device())?;
+    let net = MuZeroNet::new(&config, 0, &muzero::device())?;
     let (batch, sims) = (256usize, 16usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let obs: Vec<f32> = (0..batch * config.observation_len)
@@ -282,9 +282,9 @@ fn train_figure(
 ) -> Result<f64> {
     use malloc_game::{players, GameOptions, GameSetup};
     use malloc_muzero::train::TrainConfig;
-    use muzero::network::MuZeroNet;
-    use muzero::optim::Optimizer;
-    use muzero::replay::{GameHistory, ReplayBuffer};
+    use muzero::MuZeroNet;
+    use muzero::Optimizer;
+    use muzero::{GameHistory, ReplayBuffer};
     use rand::SeedableRng;
     use std::sync::Arc;
     let setup = GameSetup::new(
@@ -294,7 +294,7 @@ fn train_figure(
     )?;
     let config = TrainConfig::default();
     let net_config = config.network_for(&setup)?;
-    let net = MuZeroNet::new(&net_config, 0, &muzero::network::device())?;
+    let net = MuZeroNet::new(&net_config, 0, &muzero::device())?;
     let mut opt = Optimizer::new(net.vars(), config.optim.clone())?;
     let mut replay = ReplayBuffer::new(
         config.replay.clone(),

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use malloc_muzero::{evaluate_case, Case, Row, Solver, SolverContext};
+use malloc_muzero::{evaluate_case, Case, EvalProgress, Row, Solver, SolverContext};
 use std::path::PathBuf;
 
 /// Which program on which hardware.
@@ -102,11 +102,24 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         ProgressStyle::with_template("{spinner} [{elapsed}] {bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // A big program keeps one solver busy for seconds: the spinner shows it is alive.
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let mut rows = Vec::new();
     for case in &cases {
-        bar.set_message(format!("{} on {}", case.program.name(), case.hw.name));
+        let on = format!("{} on {}", case.program.name(), case.hw.name);
         let options = args.game.options(&case.hw);
-        rows.extend(evaluate_case(case, &solvers, &options, |_| bar.inc(1))?);
+        let mut solver = String::new();
+        let mut progress = |p: EvalProgress| match p {
+            EvalProgress::Solving(name) => {
+                solver = name.to_string();
+                bar.set_message(format!("{on}: {solver}"));
+            }
+            EvalProgress::Turns { done, total } => {
+                bar.set_message(format!("{on}: {solver}, turn {done}/{total}"));
+            }
+            EvalProgress::Solved(_) => bar.inc(1),
+        };
+        rows.extend(evaluate_case(case, &solvers, &options, &mut progress)?);
     }
     bar.finish_and_clear();
     if args.json {

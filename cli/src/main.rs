@@ -53,7 +53,7 @@ enum Command {
 fn main() {
     // Before any thread starts: candle's elementwise thread pool spins and stalls when the
     // cores are shared (see muzero::network).
-    muzero::network::keep_candle_elementwise_single_threaded();
+    muzero::keep_candle_elementwise_single_threaded();
     let cli = Cli::parse();
     let result = match cli.command {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),

@@ -215,17 +215,24 @@ fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
         summary.iterations, summary.train_steps, summary.positions, summary.elapsed_s
     );
     println!(
-        "agent: best mapping found {:.2} us ({:.4}x vs xla at {:.2} us; all-slow {:.2} us); last evaluation game {}",
-        summary.best_latency_s * 1e6,
-        summary.xla_latency_s / summary.best_latency_s,
+        "agent: best mapping found {} (xla {:.2} us; all-slow {:.2} us); last evaluation game {}",
+        summary
+            .best_latency_s
+            .map_or("- (no game finished)".into(), |l| format!(
+                "{:.2} us ({:.4}x vs xla)",
+                l * 1e6,
+                summary.xla_latency_s / l
+            )),
         summary.xla_latency_s * 1e6,
         summary.all_slow_latency_s * 1e6,
-        summary
-            .eval_latency_s
-            .map_or("-".into(), |l| format!("{:.2} us ({:.4}x vs xla)", l * 1e6, summary.xla_latency_s / l))
+        summary.eval_latency_s.map_or("-".into(), |l| format!(
+            "{:.2} us ({:.4}x vs xla)",
+            l * 1e6,
+            summary.xla_latency_s / l
+        ))
     );
     println!(
-        "run: {d} (best/mapping.json, best/game.game, metrics.jsonl; replay with `replay {d}/best/game.game --workload {d}/program.json`; continue with --resume {d})",
+        "run: {d} (best/mapping.json, best/game.game, metrics.jsonl; replay with `replay {d}/best/game.game`; continue with --resume {d})",
         d = dir.display()
     );
     Ok(())

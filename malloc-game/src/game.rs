@@ -201,8 +201,14 @@ impl GameSetup {
         let s = Simulator::new(&self.program, &self.hw)
             .run(mapping, false)
             .latency_s;
+        (s, self.last_reward(proxy, s))
+    }
+
+    /// What the last turn adds to the reward of a game whose mapping has the cost-model
+    /// latency `proxy` and the simulated latency `s`.
+    pub(crate) fn last_reward(&self, proxy: f64, s: f64) -> f64 {
         let p0 = self.cost.all_slow_latency();
-        (s, (proxy - s) / self.s0 - (p0 - self.s0) / self.s0)
+        (proxy - s) / self.s0 - (p0 - self.s0) / self.s0
     }
 
     /// A short human name of an action: `level 1 CMEM prefetch slot 0`.
@@ -283,8 +289,8 @@ fn plan(
     }
 }
 
-/// One episode of the mallocGame. Cloning copies the placements, occupancy and cost tally
-/// (no per-buffer heap allocations); the setup is shared.
+/// One episode of the mallocGame. Cloning copies the placements, the occupancy index and
+/// the cost tally, `O(buffers + ops)`; the setup is shared.
 #[derive(Clone, Debug)]
 pub struct Game {
     setup: Arc<GameSetup>,
@@ -538,6 +544,16 @@ impl Game {
     /// Plays `action` for the current buffer; returns its reward.
     pub fn apply_action(&mut self, action: usize) -> Result<f64, GameError> {
         let allocation = self.allocation_for(action)?;
+        self.apply_legal(action, allocation)
+    }
+
+    /// Plays `action`, which makes `allocation`: what [`Game::for_each_legal`] offered
+    /// for it on this very state (a player that has it saves searching the offset again).
+    pub(crate) fn apply_legal(
+        &mut self,
+        action: usize,
+        allocation: Option<Allocation>,
+    ) -> Result<f64, GameError> {
         let b = self.current_buffer().ok_or(GameError::Terminal)?;
         let setup = Arc::clone(&self.setup);
         let before = self.tally.latency();
@@ -560,41 +576,9 @@ impl Game {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use accel_sim::{Buffer, Op};
 
     fn small() -> Arc<Program> {
-        // x -> op0 -> a -> op1 -> b -> op2 -> y, weight w read by op0 and op2.
-        let buf = |n: &str, s, k| Buffer {
-            name: n.into(),
-            size: s,
-            kind: k,
-        };
-        let op = |n: &str, r: &[usize], w: &[usize]| Op {
-            name: n.into(),
-            kind: "t".into(),
-            flops: 1e6,
-            reads: r.to_vec(),
-            writes: w.to_vec(),
-        };
-        Arc::new(
-            Program::new(
-                "small",
-                "",
-                vec![
-                    buf("x", 1 << 20, BufferKind::Input),
-                    buf("w", 2 << 20, BufferKind::Weight),
-                    buf("a", 1 << 20, BufferKind::Activation),
-                    buf("b", 1 << 20, BufferKind::Activation),
-                    buf("y", 1 << 20, BufferKind::Output),
-                ],
-                vec![
-                    op("op0", &[0, 1], &[2]),
-                    op("op1", &[2], &[3]),
-                    op("op2", &[3, 1], &[4]),
-                ],
-            )
-            .unwrap(),
-        )
+        Arc::new(accel_sim::fixtures::three_ops("small", 1 << 20, 1e6))
     }
 
     fn hw() -> Hardware {

@@ -4,8 +4,8 @@
 //! this size fit over this interval, best fit first?". Canonical offsets are 0 and the top
 //! of every chunk overlapping the interval in time; the free ones are exactly the starts
 //! of the free gaps, so the query walks the gaps between the chunks that overlap in time,
-//! which the time index ([`index`]) hands over as a few merged pieces, however many
-//! chunks the interval overlaps.
+//! which the time index (`occupancy/index.rs`) hands over as a few merged pieces, however
+//! many chunks the interval overlaps.
 
 pub(crate) mod index;
 
@@ -33,7 +33,9 @@ pub struct Candidate {
 /// Calls `f(lo, hi, last)` for every free gap `[lo, hi)` between the `busy` ranges
 /// `(offset, top)` (sorted here), from the lowest; the `last` one ends at `capacity`.
 pub fn for_each_gap(busy: &mut [(u64, u64)], capacity: u64, mut f: impl FnMut(u64, u64, bool)) {
-    busy.sort_unstable();
+    // The time index hands the ranges over as a few sorted runs, which a stable sort
+    // merges rather than sorting from scratch.
+    busy.sort();
     let mut reach = 0u64;
     for &(o, t) in busy.iter() {
         if o > reach {
@@ -151,9 +153,10 @@ impl Occupancy {
         max: usize,
         out: &mut Vec<Candidate>,
     ) {
-        let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.busy(start, end, &mut busy);
-        fitting_gaps(&mut busy, size, level.alignment, level.capacity, out);
+        with_scratch(|busy| {
+            self.busy(start, end, busy);
+            fitting_gaps(busy, size, level.alignment, level.capacity, out);
+        });
         out.truncate(max);
     }
 
@@ -162,6 +165,20 @@ impl Occupancy {
     pub fn busy(&self, start: usize, end: usize, busy: &mut Vec<(u64, u64)>) {
         self.index.busy(start, end, busy);
     }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<(u64, u64)>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with an empty vector for busy ranges, reused across the queries of a thread
+/// (a query allocating its own made allocation a large part of a solver's time).
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Vec<(u64, u64)>) -> R) -> R {
+    let mut v = SCRATCH.take();
+    v.clear();
+    let out = f(&mut v);
+    SCRATCH.set(v);
+    out
 }
 
 /// `x` rounded up to a multiple of `alignment` (a power of two); `None` on overflow.

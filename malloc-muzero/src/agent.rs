@@ -3,8 +3,8 @@
 use crate::train::{self, RunInfo, TrainError};
 use accel_sim::{Hardware, Mapping, Program};
 use malloc_game::GameSetup;
-use muzero::network::MuZeroNet;
-use muzero::search::SearchConfig;
+use muzero::MuZeroNet;
+use muzero::SearchConfig;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

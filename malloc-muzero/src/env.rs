@@ -1,7 +1,7 @@
 //! The mallocGame as an [`Environment`].
 
 use malloc_game::{observation, Game};
-use muzero::env::{EnvError, Environment};
+use muzero::{EnvError, Environment};
 
 /// A mallocGame episode seen by the agent.
 #[derive(Clone, Debug)]

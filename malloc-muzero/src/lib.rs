@@ -2,7 +2,7 @@
 //! harness every front end (the CLI, tests, scripts, a binding) calls.
 //!
 //! This crate is the game's side of the line the engine does not cross:
-//! - [`MallocEnv`]: the mallocGame as a [`muzero::env::Environment`].
+//! - [`MallocEnv`]: the mallocGame as a [`muzero::Environment`].
 //! - [`train`]: the training driver (self-play and learner side by side, evaluation
 //!   against xla, checkpoints, resume, interrupts).
 //! - [`Agent`]: a trained agent loaded from a run folder.
@@ -15,4 +15,4 @@ pub mod train;
 
 pub use agent::{Agent, AgentError};
 pub use env::MallocEnv;
-pub use evaluate::{evaluate_case, Case, EvalError, Row, Solver, SolverContext};
+pub use evaluate::{evaluate_case, Case, EvalError, EvalProgress, Row, Solver, SolverContext};

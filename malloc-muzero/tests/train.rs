@@ -4,12 +4,12 @@
 //! kill can leave resume; a file-loaded program resumes from the run folder alone; a
 //! damaged checkpoint is refused.
 
-use accel_sim::{Buffer, BufferKind, Hardware, Op, Program};
+use accel_sim::Hardware;
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameOptions, GameSetup};
 use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
-use muzero::network::NetworkConfig;
-use muzero::search::SearchConfig;
+use muzero::NetworkConfig;
+use muzero::SearchConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -17,35 +17,7 @@ use std::sync::Arc;
 /// x -> op0 -> a -> op1 -> b -> op2 -> y, with a weight read by op0 and op2: a game of 5
 /// turns small enough to solve by enumerating every action sequence.
 fn tiny() -> Arc<GameSetup> {
-    let buf = |n: &str, s, k| Buffer {
-        name: n.into(),
-        size: s,
-        kind: k,
-    };
-    let op = |n: &str, r: &[usize], w: &[usize]| Op {
-        name: n.into(),
-        kind: "t".into(),
-        flops: 1e6,
-        reads: r.to_vec(),
-        writes: w.to_vec(),
-    };
-    let p = Program::new(
-        "tiny",
-        "",
-        vec![
-            buf("x", 1 << 20, BufferKind::Input),
-            buf("w", 2 << 20, BufferKind::Weight),
-            buf("a", 1 << 20, BufferKind::Activation),
-            buf("b", 1 << 20, BufferKind::Activation),
-            buf("y", 1 << 20, BufferKind::Output),
-        ],
-        vec![
-            op("op0", &[0, 1], &[2]),
-            op("op1", &[2], &[3]),
-            op("op2", &[3, 1], &[4]),
-        ],
-    )
-    .unwrap();
+    let p = accel_sim::fixtures::three_ops("tiny", 1 << 20, 1e6);
     let hw = Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap();
     let options = GameOptions {
         slots: 2,
@@ -126,8 +98,8 @@ fn a_tiny_run_finds_the_optimum_within_a_minute() {
         println!("seed {seed}: {s:?} in {:.1} s", t0.elapsed().as_secs_f64());
         assert!(t0.elapsed().as_secs_f64() < 60.0);
         assert!(
-            (s.best_return - best).abs() < 1e-9,
-            "seed {seed}: best found {} vs optimum {best}",
+            (s.best_return.unwrap() - best).abs() < 1e-9,
+            "seed {seed}: best found {:?} vs optimum {best}",
             s.best_return
         );
         if seed == 0 {
@@ -225,7 +197,7 @@ fn resume_continues_the_step_counter_and_the_metrics() {
     assert_eq!(second.train_steps, 80);
     assert!(second.iterations > first.iterations);
     assert!(second.positions > first.positions);
-    assert!(second.best_return >= first.best_return);
+    assert!(second.best_return.unwrap() >= first.best_return.unwrap());
     let after = lines(&dir);
     assert_eq!(after[..before.len()], before[..]);
     assert_iterations_once_each(&dir, second.iterations);
@@ -265,12 +237,12 @@ fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
     )
     .unwrap();
     assert_eq!(latest["iteration"], 3, "the interrupted iteration is saved");
-    assert_eq!(saved_best_return(&dir), s.best_return);
+    assert_eq!(Some(saved_best_return(&dir)), s.best_return);
     let mut t = Trainer::resume(&dir, None).unwrap();
     assert_eq!(t.iterations(), 4);
-    assert_eq!(t.best_return(), s.best_return);
+    assert_eq!(Some(t.best_return()), s.best_return);
     let end = run_to(&mut t, 60);
-    assert!(end.best_return >= s.best_return);
+    assert!(end.best_return.unwrap() >= s.best_return.unwrap());
     assert_iterations_once_each(&dir, end.iterations);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -308,7 +280,7 @@ fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
     t.step_iteration(&limits).unwrap();
     assert!(saved_best_return(&dir) >= best);
     let end = run_to(&mut t, 60);
-    assert!(end.best_return >= best);
+    assert!(end.best_return.unwrap() >= best);
     assert_iterations_once_each(&dir, end.iterations);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -373,7 +345,7 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     refused(&other);
     std::fs::remove_file(dir.join("checkpoints/latest.json")).unwrap();
     refused(&other);
-    assert_eq!(saved_best_return(&dir), end.best_return);
+    assert_eq!(Some(saved_best_return(&dir)), end.best_return);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -543,12 +515,12 @@ fn impossible_configs_name_the_field() {
 /// what noise-free self-play stored, after those targets were wiped.
 #[test]
 fn reanalyse_restores_the_search_targets_of_a_stored_game() {
-    use muzero::network::MuZeroNet;
-    use muzero::replay::{ReplayBuffer, ReplayConfig};
+    use muzero::MuZeroNet;
+    use muzero::{ReplayBuffer, ReplayConfig};
     let setup = tiny();
     let c = config(&setup);
     let net_config = c.network_for(&setup).unwrap();
-    let net = MuZeroNet::new(&net_config, 5, &muzero::network::device()).unwrap();
+    let net = MuZeroNet::new(&net_config, 5, &muzero::device()).unwrap();
     let search = c.search.deterministic();
     let played = train::play_games(&net, &setup, 1, &search, 0.0, 7)
         .unwrap()
@@ -608,5 +580,65 @@ fn a_run_with_reanalyse_records_it_per_iteration() {
         "nothing stored before the first iteration's games"
     );
     assert!(counts[1..].iter().all(|&n| n >= 1), "{counts:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_checkpoint_refuses_what_it_cannot_play_and_warns_on_what_differs() {
+    use malloc_muzero::{Agent, AgentError};
+    // Trained on nnp-i-like's two fast levels: its network's actions cover both.
+    let p = Arc::new(accel_sim::fixtures::three_ops("tiny", 1 << 20, 1e6));
+    let nnp = Hardware::nnp_i_like();
+    let options = GameOptions {
+        slots: 2,
+        fast_levels: 2,
+        ..GameOptions::default()
+    };
+    let setup = GameSetup::new(Arc::clone(&p), nnp.clone(), options).unwrap();
+    let dir = temp("agent-compat");
+    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    run_to(&mut t, 2);
+    let agent = Agent::load(&dir, None).unwrap();
+    // The same case: plays, no warning.
+    assert!(agent.warnings(&p, &nnp).is_empty());
+    agent.play(&p, &nnp).unwrap().validate(&p, &nnp).unwrap();
+    // One fast level: the run's rules do not fit, refused with the reason.
+    let tpu = Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap();
+    let e = agent.play(&p, &tpu).unwrap_err();
+    assert!(matches!(e, AgentError::Incompatible { .. }), "{e}");
+    assert!(e.to_string().contains("cannot play"), "{e}");
+    // Another program on other capacities: played zero-shot, with a warning for each.
+    let other = bench_workloads::load("diamond").unwrap();
+    let bigger = nnp.clone().with_capacity(1, 8 << 20).unwrap();
+    let w = agent.warnings(&other, &bigger);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].contains("zero-shot") && w[1].contains("hardware"),
+        "{w:?}"
+    );
+    agent
+        .play(&other, &bigger)
+        .unwrap()
+        .validate(&other, &bigger)
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
+    let setup = tiny();
+    let dir = temp("stopped-early");
+    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let limits = Limits {
+        minutes: None,
+        steps: Some(100),
+    };
+    // The stop flag is up before the first iteration: no game is played.
+    let s = t.run(&limits, &AtomicBool::new(true), &mut |_| {}).unwrap();
+    assert!(s.interrupted);
+    assert_eq!(s.best_latency_s, None);
+    let text = std::fs::read_to_string(dir.join("best").join("summary.json")).unwrap();
+    let back: TrainSummary = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.best_return, None);
     let _ = std::fs::remove_dir_all(&dir);
 }

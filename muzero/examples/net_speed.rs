@@ -10,10 +10,10 @@
 //! `CANDLE_NUM_THREADS` says otherwise.
 
 use candle_core::Device;
-use muzero::batch::TrainingBatch;
-use muzero::model::Model;
-use muzero::network::{LossWeights, MuZeroNet, NetworkConfig};
-use muzero::optim::{OptimConfig, Optimizer};
+use muzero::Model;
+use muzero::TrainingBatch;
+use muzero::{LossWeights, MuZeroNet, NetworkConfig};
+use muzero::{OptimConfig, Optimizer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ fn rate(budget: Duration, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    muzero::network::keep_candle_elementwise_single_threaded();
+    muzero::keep_candle_elementwise_single_threaded();
     let secs: f64 = match std::env::args().nth(1) {
         Some(s) => s
             .parse()

@@ -8,9 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use muzero::model::{Model, ModelError, ModelOutput};
-use muzero::search::{GumbelConfig, SearchConfig, Searcher};
 use muzero::toy::RandomModel;
+use muzero::{GumbelConfig, SearchConfig, Searcher};
+use muzero::{Model, ModelError, ModelOutput};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

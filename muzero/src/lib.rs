@@ -3,24 +3,41 @@
 //! [`env::Environment`] and the search calls a [`model::Model`]; the mallocGame's adapter
 //! and training driver live in the `malloc-muzero` crate.
 //!
-//! - [`env`]: the [`env::Environment`] trait a game implements.
-//! - [`model`]: the [`model::Model`] trait the search calls in batches.
-//! - [`batch`]: [`batch::TrainingBatch`], what replay samples and the learner consumes.
-//! - [`search`]: batched MuZero pUCT and Gumbel MuZero search over a [`model::Model`].
-//! - [`network`]: the candle networks (representation, dynamics, prediction) and the loss.
-//! - [`support`]: categorical value/reward supports with the h(x) transform.
-//! - [`optim`]: AdamW with warm-up, decay and global-norm clipping; resumable state.
-//! - [`replay`]: game histories, prioritized replay, n-step targets, reanalyse.
-//! - `toy` (feature `toy`): toy games and an exact model, test doubles for the engine's tests.
+//! The modules are private; the types below are the engine's API:
+//! - a game: [`Environment`] (and [`EnvError`]);
+//! - the model the search calls in batches: [`Model`], [`ModelOutput`], [`ModelError`];
+//! - the search: [`Searcher`] (batched MuZero pUCT and Gumbel MuZero), [`SearchConfig`],
+//!   [`GumbelConfig`], [`SearchOutput`], [`search`];
+//! - the networks (candle): [`MuZeroNet`], [`NetworkConfig`], [`LossWeights`], [`device`];
+//! - learning: [`ReplayBuffer`] (prioritized, n-step targets, reanalyse), [`GameHistory`],
+//!   [`TrainingBatch`], [`Optimizer`] (AdamW with warm-up, decay, clipping; resumable);
+//! - [`Support`]: categorical value/reward supports with the h(x) transform;
+//! - `toy` (feature `toy`): toy games and an exact model, test doubles for the engine's
+//!   tests and benches, not API.
 
-pub mod batch;
+mod batch;
 mod cpu_infer;
-pub mod env;
-pub mod model;
-pub mod network;
-pub mod optim;
-pub mod replay;
-pub mod search;
-pub mod support;
+mod env;
+mod model;
+mod network;
+mod optim;
+mod replay;
+mod search;
+mod support;
 #[cfg(any(test, feature = "toy"))]
 pub mod toy;
+
+pub use batch::TrainingBatch;
+pub use env::{EnvError, Environment};
+pub use model::{Model, ModelError, ModelOutput};
+pub use network::{
+    device, keep_candle_elementwise_single_threaded, LossOutput, LossParts, LossWeights, MuZeroNet,
+    NetError, NetworkConfig, MAX_PARAMETERS, MAX_WIDTH,
+};
+pub use optim::{Decay, OptimConfig, OptimError, Optimizer, StepStats};
+pub use replay::{GameHistory, ReplayBuffer, ReplayConfig, ReplayError};
+pub use search::{
+    search, select_by_visits, GumbelConfig, SearchConfig, SearchError, SearchOutput, Searcher,
+    MAX_SIMULATIONS,
+};
+pub use support::Support;

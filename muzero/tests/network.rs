@@ -3,11 +3,11 @@
 //! exactly.
 
 use candle_core::Device;
-use muzero::batch::TrainingBatch;
-use muzero::model::Model;
-use muzero::network::{LossWeights, MuZeroNet, NetworkConfig};
-use muzero::optim::{OptimConfig, Optimizer};
-use muzero::support::Support;
+use muzero::Model;
+use muzero::Support;
+use muzero::TrainingBatch;
+use muzero::{LossWeights, MuZeroNet, NetworkConfig};
+use muzero::{OptimConfig, Optimizer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! Replay buffer: hand-computed targets and priorities, batch layout and masks, sampling
 //! frequencies, importance weights, eviction, snapshots and determinism.
 
-use muzero::replay::{GameHistory, ReplayBuffer, ReplayConfig, ReplayError};
+use muzero::{GameHistory, ReplayBuffer, ReplayConfig, ReplayError};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

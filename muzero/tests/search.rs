@@ -3,10 +3,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use muzero::env::Environment;
-use muzero::model::{Model, ModelError, ModelOutput};
-use muzero::search::{search, GumbelConfig, SearchConfig, SearchOutput, Searcher};
 use muzero::toy::{ChainGame, DelayedGame, ExactModel, RandomModel};
+use muzero::Environment;
+use muzero::{search, GumbelConfig, SearchConfig, SearchOutput, Searcher};
+use muzero::{Model, ModelError, ModelOutput};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

@@ -32,7 +32,7 @@ impl Chunk {
 pub type ChunkId = usize;
 
 pub use crate::occupancy::Candidate;
-use crate::occupancy::{align_up, fitting_gaps};
+use crate::occupancy::{align_up, fitting_gaps, with_scratch};
 
 /// How big the gap above the highest overlapping chunk counts in a best-fit choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -200,9 +200,10 @@ impl ChunkHeap {
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
     /// lowest; the last one ends at the capacity (it may be empty).
     fn for_each_gap(&self, start: OpId, end: OpId, f: impl FnMut(u64, u64, bool)) {
-        let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.index.busy(start, end, &mut busy);
-        crate::occupancy::for_each_gap(&mut busy, self.capacity, f);
+        with_scratch(|busy| {
+            self.index.busy(start, end, busy);
+            crate::occupancy::for_each_gap(busy, self.capacity, f);
+        });
     }
 
     /// The canonical candidate offsets for a chunk of `size` bytes over ops
@@ -215,9 +216,10 @@ impl ChunkHeap {
         if start > end || end >= self.horizon() {
             return;
         }
-        let mut busy: Vec<(u64, u64)> = Vec::new();
-        self.index.busy(start, end, &mut busy);
-        fitting_gaps(&mut busy, size, self.alignment, self.capacity, out);
+        with_scratch(|busy| {
+            self.index.busy(start, end, busy);
+            fitting_gaps(busy, size, self.alignment, self.capacity, out);
+        });
     }
 
     /// The offset a chunk of `size` bytes over ops `start..=end` gets: `preferred` if the

@@ -254,13 +254,11 @@ impl Solver for Xla {
 /// memory-bound first, then larger, then longer-lived. `latest_use` of a buffer with no use
 /// is its live-range end.
 pub fn xla_order(program: &Program, cost: &CostModel, level: usize) -> Vec<BufferId> {
-    let n = program.buffers().len();
-    let mb: Vec<f64> = (0..n).map(|b| cost.memory_boundedness(b, level)).collect();
-    let mut order: Vec<BufferId> = (0..n).collect();
     let key = |b: BufferId| {
         let (s, e) = program.live_range(b);
         let latest = program.uses(b).last().copied().unwrap_or(e);
         (
+            cost.memory_boundedness(b, level),
             std::cmp::Reverse(program.buffer(b).size),
             std::cmp::Reverse(e - s),
             latest,
@@ -268,8 +266,14 @@ pub fn xla_order(program: &Program, cost: &CostModel, level: usize) -> Vec<Buffe
             b,
         )
     };
-    order.sort_by(|&x, &y| mb[y].total_cmp(&mb[x]).then_with(|| key(x).cmp(&key(y))));
-    order
+    // Keys computed once (not per comparison); the id makes the order total, so any sort
+    // gives the same one.
+    let mut keyed: Vec<_> = (0..program.buffers().len()).map(key).collect();
+    keyed.sort_unstable_by(|x, y| {
+        y.0.total_cmp(&x.0)
+            .then_with(|| (x.1, x.2, x.3, x.4, x.5).cmp(&(y.1, y.2, y.3, y.4, y.5)))
+    });
+    keyed.into_iter().map(|k| k.5).collect()
 }
 
 /// Per-op times a pass plans with: the op's memory time under the mapping so far, its

@@ -7,18 +7,20 @@
 //! are disjoint in address and best fit packs them tightly), so the index keeps unions:
 //! - a rect overlapping `s..=e` is either live at `s` or starts in `s+1..=e`;
 //! - the rects live at `s` come from a stabbing query: each rect is listed at the
-//!   `O(log T)` nodes of a segment tree over time that tile its interval; they are
-//!   disjoint in address, so there are at most capacity / smallest size of them;
+//!   `O(log T)` nodes of a segment tree over time that tile its interval (with the union
+//!   of each node's list); they are disjoint in address, so there are at most capacity /
+//!   smallest size of them;
 //! - the rects starting in `s+1..=e` are covered by `O(log T)` nodes of the same tree,
 //!   each of which keeps the merged union of the address ranges of the rects starting in
 //!   its time range.
 //!
-//! Nodes are shared through `Arc`s and copied only when written while shared
-//! (`Arc::make_mut`): an index owned once is updated in place, and a clone costs one
-//! pointer, after which each insert copies only the `O(log T)` nodes on its paths. That
-//! is what lets a beam search keep many games cheaply.
+//! The tree is a flat array (node `i` has children `2i` and `2i + 1`; op `t`'s leaf is
+//! `leaves + t`): a query walks indices, not pointers. Nodes spanning fewer than
+//! `2^LOW` ops keep no union of starts: a query reads their few leaves' lists instead,
+//! which spares an insert most of its small allocations.
 
-use std::sync::Arc;
+/// Nodes spanning fewer than `2^LOW` ops keep no union of the rects starting there.
+const LOW: u32 = 4;
 
 /// A rect: bytes `[offset, top)` held over ops `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,13 +43,13 @@ type Union = Vec<(u64, u64)>;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Node {
-    kids: [Option<Arc<Node>>; 2],
     /// The rects whose interval covers this node's time range but not its parent's.
     cover: Vec<Entry>,
-    /// The union of the rects starting in this node's time range.
+    /// The union of `cover`: what a query needs of it, in fewer pieces, sorted.
+    cover_union: Union,
+    /// The union of the rects starting in this node's time range (empty below the
+    /// nodes that keep one: see [`LOW`]).
     union: Union,
-    /// At a leaf: the rects starting at its op, by id.
-    starts: Vec<Entry>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,24 +58,24 @@ pub(crate) struct TimeIndex {
     horizon: usize,
     /// The tree's time range is `0..leaves`, a power of two `>= horizon`.
     leaves: usize,
-    root: Option<Arc<Node>>,
+    /// `2 * leaves` nodes; node 0 is unused.
+    nodes: Vec<Node>,
+    /// Per op: the rects starting there, by id.
+    starts: Vec<Vec<Entry>>,
     free_ids: Vec<usize>,
     next_id: usize,
     live: usize,
 }
 
-/// The halves of a node's time range `l..=r`.
-fn halves(l: usize, r: usize) -> [(usize, usize); 2] {
-    let mid = l + (r - l) / 2;
-    [(l, mid), (mid + 1, r)]
-}
-
 impl TimeIndex {
     /// An empty index over ops `0..horizon`.
     pub fn new(horizon: usize) -> TimeIndex {
+        let leaves = horizon.max(1).next_power_of_two();
         TimeIndex {
             horizon,
-            leaves: horizon.max(1).next_power_of_two(),
+            leaves,
+            nodes: vec![Node::default(); 2 * leaves],
+            starts: vec![Vec::new(); leaves],
             ..TimeIndex::default()
         }
     }
@@ -86,10 +88,33 @@ impl TimeIndex {
     }
     /// The highest top of any rect (0 when empty): the end of the root's union.
     pub fn peak(&self) -> u64 {
-        self.root
-            .as_ref()
-            .and_then(|n| n.union.last())
-            .map_or(0, |p| p.1)
+        if self.keeps_union(1) {
+            return self.nodes[1].union.last().map_or(0, |p| p.1);
+        }
+        let tops = self.starts.iter().flatten().map(|e| e.rect.top);
+        tops.max().unwrap_or(0)
+    }
+
+    /// Whether node `n` keeps the union of the rects starting in its range.
+    fn keeps_union(&self, n: usize) -> bool {
+        n < 2 * (self.leaves >> LOW)
+    }
+
+    /// The ops node `n` spans.
+    fn span(&self, n: usize) -> std::ops::Range<usize> {
+        let depth = n.ilog2();
+        let size = self.leaves >> depth;
+        let first = (n - (1 << depth)) * size;
+        first..first + size
+    }
+
+    /// The union of the rects starting in node `n`'s span, from the leaves' lists.
+    fn union_from_starts(&self, n: usize) -> Union {
+        let mut u = Union::new();
+        for e in self.starts[self.span(n)].iter().flatten() {
+            union_insert(&mut u, e.rect.offset, e.rect.top);
+        }
+        u
     }
 
     /// The same index over at least `horizon` ops; rects keep their ids.
@@ -100,8 +125,7 @@ impl TimeIndex {
             live: self.live,
             ..TimeIndex::new(horizon.max(self.horizon))
         };
-        let mut entries = Vec::with_capacity(self.live);
-        self.starting_in(0, self.leaves, |id, &rect| entries.push(Entry { id, rect }));
+        let mut entries: Vec<Entry> = self.starts.iter().flatten().copied().collect();
         entries.sort_unstable_by_key(|e| e.id);
         for e in entries {
             g.link(&e);
@@ -123,18 +147,56 @@ impl TimeIndex {
     }
 
     fn link(&mut self, e: &Entry) {
-        let root = self.root.get_or_insert_with(Default::default);
-        insert_at(root, 0, self.leaves - 1, e, true);
+        let Rect {
+            start,
+            end,
+            offset,
+            top,
+        } = e.rect;
+        let nodes = &mut self.nodes;
+        for_each_tile(self.leaves, start, end, |n| {
+            nodes[n].cover.push(*e);
+            union_insert(&mut nodes[n].cover_union, offset, top);
+        });
+        let list = &mut self.starts[start];
+        let at = list.partition_point(|x| x.id < e.id);
+        list.insert(at, *e);
+        let mut n = start + self.leaves;
+        while n >= 1 {
+            if self.keeps_union(n) {
+                union_insert(&mut self.nodes[n].union, offset, top);
+            }
+            n >>= 1;
+        }
     }
 
-    /// Removes rect `id`, which must be `rect`; the unions on its start's path are
-    /// rebuilt from their children.
+    /// Removes rect `id`, which must be `rect`; the unions it was part of are rebuilt.
     pub fn remove(&mut self, id: usize, rect: Rect) {
-        if let Some(root) = self.root.as_mut() {
-            remove_at(root, 0, self.leaves - 1, &Entry { id, rect }, true);
-            self.free_ids.push(id);
-            self.live -= 1;
+        let nodes = &mut self.nodes;
+        for_each_tile(self.leaves, rect.start, rect.end, |n| {
+            let node = &mut nodes[n];
+            if let Some(i) = node.cover.iter().position(|x| x.id == id) {
+                node.cover.swap_remove(i);
+            }
+            node.cover_union.clear();
+            for x in &node.cover {
+                union_insert(&mut node.cover_union, x.rect.offset, x.rect.top);
+            }
+        });
+        self.starts[rect.start].retain(|x| x.id != id);
+        let mut n = rect.start + self.leaves;
+        while n >= 1 && !self.keeps_union(n) {
+            n >>= 1;
         }
+        if n >= 1 {
+            self.nodes[n].union = self.union_from_starts(n);
+        }
+        while n > 1 {
+            n >>= 1;
+            self.nodes[n].union = union_of(&self.nodes[2 * n].union, &self.nodes[2 * n + 1].union);
+        }
+        self.free_ids.push(id);
+        self.live -= 1;
     }
 
     /// Calls `f(id, rect)` for every rect live at op `t`, from the leaf's list up to the
@@ -143,169 +205,125 @@ impl TimeIndex {
         if t >= self.horizon {
             return;
         }
-        let mut path: Vec<&Node> = Vec::with_capacity(64);
-        let (mut l, mut r) = (0, self.leaves - 1);
-        let mut node = self.root.as_deref();
-        while let Some(n) = node {
-            path.push(n);
-            if l == r {
-                break;
-            }
-            let k = usize::from(t > l + (r - l) / 2);
-            (l, r) = halves(l, r)[k];
-            node = n.kids[k].as_deref();
-        }
-        for n in path.iter().rev() {
-            for e in &n.cover {
+        let mut n = t + self.leaves;
+        while n >= 1 {
+            for e in &self.nodes[n].cover {
                 f(e.id, &e.rect);
             }
+            n >>= 1;
         }
     }
 
     /// Calls `f(id, rect)` for every rect starting in ops `lo..=hi`, by start then id.
+    /// Skips the subtrees where nothing starts: `O(log T)` per op with a start.
     pub fn starting_in(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &Rect)) {
-        if let Some(root) = self.root.as_deref() {
-            starts_in(root, 0, self.leaves - 1, lo, hi, &mut f);
+        let hi = hi.min(self.leaves.saturating_sub(1));
+        if lo <= hi && !self.nodes.is_empty() {
+            self.starts_below(1, 0, self.leaves - 1, lo, hi, &mut f);
         }
     }
 
-    /// Calls `f` on the nodes whose time ranges tile `lo..=hi` (those that exist).
-    fn for_each_tile(&self, lo: usize, hi: usize, mut f: impl FnMut(&Node)) {
-        if let Some(root) = self.root.as_deref() {
-            tiles(root, 0, self.leaves - 1, lo, hi, &mut f);
+    fn starts_below(
+        &self,
+        n: usize,
+        l: usize,
+        r: usize,
+        lo: usize,
+        hi: usize,
+        f: &mut impl FnMut(usize, &Rect),
+    ) {
+        if hi < l || r < lo || (self.keeps_union(n) && self.nodes[n].union.is_empty()) {
+            return;
+        }
+        if l == r {
+            for e in &self.starts[l] {
+                f(e.id, &e.rect);
+            }
+            return;
+        }
+        let mid = l + (r - l) / 2;
+        self.starts_below(2 * n, l, mid, lo, hi, f);
+        self.starts_below(2 * n + 1, mid + 1, r, lo, hi, f);
+    }
+
+    /// Calls `f` on address ranges (sorted, disjoint lists) whose union is the union of
+    /// the rects overlapping ops `s..=e` in time: the rects live at `s`, then the unions
+    /// tiling `s+1..=e`; stops early when `f` returns false.
+    fn walk(&self, s: usize, e: usize, mut f: impl FnMut(&[(u64, u64)]) -> bool) {
+        if s > e || s >= self.horizon {
+            return;
+        }
+        let e = e.min(self.horizon - 1);
+        let mut n = s + self.leaves;
+        while n >= 1 {
+            let u = &self.nodes[n].cover_union;
+            if !u.is_empty() && !f(u) {
+                return;
+            }
+            n >>= 1;
+        }
+        if e > s {
+            let mut go = true;
+            for_each_tile(self.leaves, s + 1, e, |n| {
+                if !go {
+                    return;
+                }
+                if self.keeps_union(n) {
+                    let u = &self.nodes[n].union;
+                    if !u.is_empty() {
+                        go = f(u);
+                    }
+                    return;
+                }
+                for x in self.starts[self.span(n)].iter().flatten() {
+                    if go {
+                        go = f(&[(x.rect.offset, x.rect.top)]);
+                    }
+                }
+            });
         }
     }
 
     /// Appends to `out` address ranges whose union is exactly the union of the rects
     /// overlapping ops `s..=e` in time (unsorted, possibly overlapping each other).
-    /// `O(log T + k + u)` for `k` rects live at `s` and `u` pieces in the unions used.
+    /// `O(log T + p)` for the `p` pieces of the unions used.
     pub fn busy(&self, s: usize, e: usize, out: &mut Vec<(u64, u64)>) {
-        if s > e || s >= self.horizon {
-            return;
-        }
-        let e = e.min(self.horizon - 1);
-        self.stab(s, |_, r| out.push((r.offset, r.top)));
-        if e > s {
-            self.for_each_tile(s + 1, e, |n| out.extend_from_slice(&n.union));
-        }
+        self.walk(s, e, |pieces| {
+            out.extend_from_slice(pieces);
+            true
+        });
     }
 
     /// Whether no rect overlapping ops `s..=e` in time meets bytes `[lo, hi)`.
     pub fn is_free(&self, s: usize, e: usize, lo: u64, hi: u64) -> bool {
-        if s > e || s >= self.horizon {
-            return true;
-        }
-        let e = e.min(self.horizon - 1);
         let mut free = true;
-        self.stab(s, |_, r| free &= !(r.offset < hi && lo < r.top));
-        if free && e > s {
-            self.for_each_tile(s + 1, e, |n| free &= !meets(&n.union, lo, hi));
-        }
+        self.walk(s, e, |pieces| {
+            free = !meets(pieces, lo, hi);
+            free
+        });
         free
     }
 }
 
-/// Enters `e` below `node` (time range `l..=r`): in the unions on its start's path, in
-/// the cover lists of the nodes tiling its interval (`may_cover`: no ancestor took it).
-fn insert_at(node: &mut Arc<Node>, l: usize, r: usize, e: &Entry, may_cover: bool) {
-    let n = Arc::make_mut(node);
-    let Rect { start, end, .. } = e.rect;
-    let has_start = l <= start && start <= r;
-    if has_start {
-        union_insert(&mut n.union, e.rect.offset, e.rect.top);
-    }
-    let covered = may_cover && start <= l && r <= end;
-    if covered {
-        n.cover.push(*e);
-    }
-    if l == r {
-        if has_start {
-            let i = n.starts.partition_point(|x| x.id < e.id);
-            n.starts.insert(i, *e);
+/// The nodes whose time ranges tile ops `lo..=hi`, in a tree of `leaves` leaves.
+fn for_each_tile(leaves: usize, lo: usize, hi: usize, mut f: impl FnMut(usize)) {
+    let (mut l, mut r) = (lo + leaves, hi + 1 + leaves);
+    while l < r {
+        if l & 1 == 1 {
+            f(l);
+            l += 1;
         }
-        return;
-    }
-    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
-        let holds_start = cl <= start && start <= cr;
-        let to_cover = may_cover && !covered && start <= cr && cl <= end;
-        if holds_start || to_cover {
-            let kid = n.kids[k].get_or_insert_with(Default::default);
-            insert_at(kid, cl, cr, e, may_cover && !covered);
+        if r & 1 == 1 {
+            r -= 1;
+            f(r);
         }
-    }
-}
-
-/// Undoes [`insert_at`].
-fn remove_at(node: &mut Arc<Node>, l: usize, r: usize, e: &Entry, may_cover: bool) {
-    let n = Arc::make_mut(node);
-    let Rect { start, end, .. } = e.rect;
-    let has_start = l <= start && start <= r;
-    let covered = may_cover && start <= l && r <= end;
-    if covered {
-        if let Some(i) = n.cover.iter().position(|x| x.id == e.id) {
-            n.cover.swap_remove(i);
-        }
-    }
-    if l == r {
-        if has_start {
-            n.starts.retain(|x| x.id != e.id);
-            n.union.clear();
-            for x in &n.starts {
-                union_insert(&mut n.union, x.rect.offset, x.rect.top);
-            }
-        }
-        return;
-    }
-    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
-        let holds_start = cl <= start && start <= cr;
-        let to_cover = may_cover && !covered && start <= cr && cl <= end;
-        if holds_start || to_cover {
-            if let Some(kid) = n.kids[k].as_mut() {
-                remove_at(kid, cl, cr, e, may_cover && !covered);
-            }
-        }
-    }
-    if has_start {
-        let empty = Union::new();
-        let union = |k: usize| n.kids[k].as_deref().map_or(&empty, |x| &x.union);
-        n.union = union_of(union(0), union(1));
-    }
-}
-
-fn starts_in(n: &Node, l: usize, r: usize, lo: usize, hi: usize, f: &mut impl FnMut(usize, &Rect)) {
-    if hi < l || r < lo || lo > hi {
-        return;
-    }
-    if l == r {
-        for e in &n.starts {
-            f(e.id, &e.rect);
-        }
-        return;
-    }
-    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
-        if let Some(kid) = n.kids[k].as_deref() {
-            starts_in(kid, cl, cr, lo, hi, f);
-        }
-    }
-}
-
-fn tiles(n: &Node, l: usize, r: usize, lo: usize, hi: usize, f: &mut impl FnMut(&Node)) {
-    if hi < l || r < lo || lo > hi {
-        return;
-    }
-    if lo <= l && r <= hi {
-        f(n);
-        return;
-    }
-    for (k, (cl, cr)) in halves(l, r).into_iter().enumerate() {
-        if let Some(kid) = n.kids[k].as_deref() {
-            tiles(kid, cl, cr, lo, hi, f);
-        }
+        l >>= 1;
+        r >>= 1;
     }
 }
 
 /// Whether a piece of `u` meets `[lo, hi)` (shares at least one byte).
-fn meets(u: &Union, lo: u64, hi: u64) -> bool {
+fn meets(u: &[(u64, u64)], lo: u64, hi: u64) -> bool {
     let i = u.partition_point(|p| p.1 <= lo);
     u.get(i).is_some_and(|p| p.0 < hi)
 }
@@ -326,7 +344,7 @@ fn union_insert(u: &mut Union, lo: u64, hi: u64) {
 }
 
 /// The union of two unions.
-fn union_of(a: &Union, b: &Union) -> Union {
+fn union_of(a: &[(u64, u64)], b: &[(u64, u64)]) -> Union {
     let mut out: Union = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() || j < b.len() {
@@ -442,8 +460,8 @@ mod tests {
         assert_eq!(u, vec![(0, 100)]);
         let (a, b) = (vec![(0, 5), (9, 10)], vec![(5, 6), (20, 30)]);
         assert_eq!(union_of(&a, &b), vec![(0, 6), (9, 10), (20, 30)]);
-        assert!(meets(&vec![(10, 20)], 19, 25));
-        assert!(!meets(&vec![(10, 20)], 20, 25));
-        assert!(!meets(&vec![(10, 20)], 0, 10));
+        assert!(meets(&[(10, 20)], 19, 25));
+        assert!(!meets(&[(10, 20)], 20, 25));
+        assert!(!meets(&[(10, 20)], 0, 10));
     }
 }

@@ -13,7 +13,6 @@
 
 pub mod beam;
 pub mod greedy;
-mod pvec;
 pub mod random;
 pub mod xla;
 
@@ -31,12 +30,30 @@ pub trait Player: Send + Sync {
     fn name(&self) -> String;
     /// Plays a fresh episode of `setup` to its end; deterministic given `seed`.
     fn play(&self, setup: &Arc<GameSetup>, seed: u64) -> Game;
+
+    /// [`Player::play`], telling `progress` now and then how many turns are played out of
+    /// how many: on a program of 100k buffers a beam takes seconds, and a caller may want
+    /// to show it. The default reports only the end.
+    fn play_with_progress(
+        &self,
+        setup: &Arc<GameSetup>,
+        seed: u64,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Game {
+        let g = self.play(setup, seed);
+        progress(g.turn(), g.length());
+        g
+    }
 }
+
+/// How many turns a player plays between two progress reports.
+pub const PROGRESS_EVERY: usize = 4096;
 
 /// The players [`player`] knows, without parameters.
 pub const PLAYER_NAMES: &[&str] = &["random", "xla", "greedy", "beam"];
 
-/// The widest beam a name may ask for: each of the W states keeps a game, and a careless
+/// The widest beam a name may ask for: the beam's work and memory grow with W (each state
+/// keeps its own placements and the candidates are W times the actions), and a careless
 /// `beam:99999999999` must be an unknown name, not an allocation that aborts the process.
 pub const MAX_BEAM_WIDTH: usize = 4096;
 

@@ -42,7 +42,7 @@ use accel_sim::{Allocation, Arrival, BufferId, CostModel, OpId, Program};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// XLA's asynchronous-copy budget ([`crate::baselines::copy_budget::PrefetchBudget`], the one
+/// XLA's asynchronous-copy budget ([`crate::baselines::copy_budget::CopyBudget`], the one
 /// the `xla` baseline uses), charged with the prefetches of game allocations.
 #[derive(Clone, Debug)]
 pub struct PrefetchBudget {

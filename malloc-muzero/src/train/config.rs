@@ -2,10 +2,10 @@
 
 use super::TrainError;
 use malloc_game::{observation, GameSetup};
-use muzero::network::{LossWeights, NetworkConfig};
-use muzero::optim::OptimConfig;
-use muzero::replay::ReplayConfig;
-use muzero::search::{GumbelConfig, SearchConfig};
+use muzero::OptimConfig;
+use muzero::ReplayConfig;
+use muzero::{GumbelConfig, SearchConfig};
+use muzero::{LossWeights, NetworkConfig};
 use serde::{Deserialize, Serialize};
 
 /// Everything that shapes a training run. Loads from JSON (`--config FILE`); every field

@@ -8,11 +8,11 @@ pub enum TrainError {
     #[error("train config: {0}")]
     Config(String),
     #[error(transparent)]
-    Net(#[from] muzero::network::NetError),
+    Net(#[from] muzero::NetError),
     #[error(transparent)]
-    Optim(#[from] muzero::optim::OptimError),
+    Optim(#[from] muzero::OptimError),
     #[error(transparent)]
-    Replay(#[from] muzero::replay::ReplayError),
+    Replay(#[from] muzero::ReplayError),
     #[error(transparent)]
     Bin(#[from] binio::BinError),
     /// A move the game refused during self-play or evaluation.
@@ -30,7 +30,7 @@ pub enum TrainError {
         source: Box<malloc_game::record::ReplayError>,
     },
     #[error("search: {0}")]
-    Search(#[source] muzero::model::ModelError),
+    Search(#[source] muzero::ModelError),
     /// A stored game whose actions no longer replay (reanalyse rebuilds the legal masks).
     #[error("reanalyse of game {game}, turn {turn}: {source}")]
     Reanalyse {

@@ -3,9 +3,9 @@
 use super::{TrainConfig, TrainError};
 use malloc_game::record::SearchStats;
 use malloc_game::{observation, Game, GameSetup};
-use muzero::network::MuZeroNet;
-use muzero::replay::{GameHistory, ReplayBuffer};
-use muzero::search::{SearchConfig, Searcher};
+use muzero::MuZeroNet;
+use muzero::{GameHistory, ReplayBuffer};
+use muzero::{SearchConfig, Searcher};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;

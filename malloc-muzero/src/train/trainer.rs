@@ -7,10 +7,10 @@ use super::selfplay::{play_games, play_greedy, reanalyse_round, seed_for, xla_la
 use super::{Limits, TrainConfig, TrainError};
 use malloc_game::record::GameRecord;
 use malloc_game::GameSetup;
-use muzero::network::{device, LossParts, MuZeroNet};
-use muzero::optim::{Optimizer, StepStats};
-use muzero::replay::ReplayBuffer;
-use muzero::search::SearchConfig;
+use muzero::ReplayBuffer;
+use muzero::SearchConfig;
+use muzero::{device, LossParts, MuZeroNet};
+use muzero::{Optimizer, StepStats};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -30,9 +30,10 @@ pub struct TrainSummary {
     pub xla_latency_s: f64,
     pub all_slow_latency_s: f64,
     /// The fastest mapping found in training (self-play or evaluation games), in any
-    /// session of the run.
-    pub best_latency_s: f64,
-    pub best_return: f64,
+    /// session of the run; `None` when no game has finished yet (a session interrupted
+    /// in its first iteration).
+    pub best_latency_s: Option<f64>,
+    pub best_return: Option<f64>,
     /// The last evaluation game (no noise).
     pub eval_latency_s: Option<f64>,
     /// The session ended because its stop flag was raised, not at its limits.
@@ -388,8 +389,8 @@ impl Trainer {
             elapsed_s: self.elapsed_s(),
             xla_latency_s: self.run.xla,
             all_slow_latency_s: self.run.all_slow,
-            best_latency_s: self.best.latency,
-            best_return: self.best.ret,
+            best_latency_s: Some(self.best.latency).filter(|l| l.is_finite()),
+            best_return: Some(self.best.ret).filter(|r| r.is_finite()),
             eval_latency_s: self.last_eval,
             interrupted,
         }

@@ -1,0 +1,207 @@
+//! The fast players and baselines give what the plain algorithms give: a beam search over
+//! whole cloned games, the greedy player's own rule replayed turn by turn, and the heap's
+//! queries against brute force, on programs large and varied enough that beam lines part
+//! and meet again, multi-level hardware included.
+
+use accel_sim::{Hardware, Program};
+use bench_workloads::synthetic::{large_random, random_dag};
+use malloc_game::baselines::heap::{ChunkHeap, TopGap};
+use malloc_game::players::{greedy_action, BeamPlayer, GreedyPlayer, Player};
+use malloc_game::{Game, GameOptions, GameSetup};
+use std::sync::Arc;
+
+const MIB: u64 = 1 << 20;
+
+fn setup(program: Program, hw: Hardware) -> Arc<GameSetup> {
+    let options = GameOptions {
+        fast_levels: hw.levels.len() - 1,
+        ..GameOptions::default()
+    };
+    GameSetup::new(Arc::new(program), hw, options).unwrap()
+}
+
+fn cases() -> Vec<(String, Arc<GameSetup>)> {
+    let tpu = |cap| Hardware::tpu_v4i_like().with_capacity(1, cap).unwrap();
+    let nnp = Hardware::nnp_i_like().with_capacity(2, 2 * MIB).unwrap();
+    let mut v = Vec::new();
+    for seed in 0..3 {
+        v.push((
+            format!("random-dag {seed}"),
+            setup(random_dag(60, seed), tpu(MIB)),
+        ));
+        v.push((
+            format!("large-random 300 {seed}"),
+            setup(large_random(300, seed), tpu(8 * MIB)),
+        ));
+    }
+    v.push(("large-random nnp".into(), setup(large_random(300, 7), nnp)));
+    v
+}
+
+/// A child in the reference beam.
+#[derive(Clone, Copy)]
+struct Child {
+    score: f64,
+    delta: f64,
+    parent: usize,
+    action: usize,
+}
+
+/// The beam search of `malloc_game::players::beam`'s documentation, over whole games:
+/// every legal action of every game is a child, the greedy line is always kept, one child
+/// per (parent, score), and the games are cloned.
+fn reference_beam(setup: &Arc<GameSetup>, width: usize) -> Game {
+    let mut beam = vec![setup.start()];
+    while !beam[0].is_terminal() {
+        let mut children = Vec::new();
+        for (parent, g) in beam.iter().enumerate() {
+            let base = g.proxy_latency();
+            let child = |action, delta| Child {
+                score: base + delta,
+                delta,
+                parent,
+                action,
+            };
+            children.push(Child {
+                score: base,
+                ..child(0, 0.0)
+            });
+            g.for_each_legal(|a, alloc, _| children.push(child(a, g.cost_delta(&alloc))));
+        }
+        let mut greedy = children[0];
+        for c in children.iter().take_while(|c| c.parent == 0) {
+            if c.delta < greedy.delta {
+                greedy = *c;
+            }
+        }
+        children.sort_by(|a, b| {
+            (a.score.total_cmp(&b.score))
+                .then(a.parent.cmp(&b.parent))
+                .then(a.action.cmp(&b.action))
+        });
+        let mut kept = vec![greedy];
+        let mut prev: Option<Child> = None;
+        for c in &children {
+            if kept.len() == width {
+                break;
+            }
+            let twin = prev.is_some_and(|p| p.parent == c.parent && p.score == c.score);
+            prev = Some(*c);
+            let is_greedy = c.parent == 0 && c.action == greedy.action;
+            if !twin && !is_greedy {
+                kept.push(*c);
+            }
+        }
+        beam = kept
+            .iter()
+            .map(|c| {
+                let mut g = beam[c.parent].clone();
+                g.apply_action(c.action).unwrap();
+                g
+            })
+            .collect();
+    }
+    let mut best = 0;
+    for (i, g) in beam.iter().enumerate() {
+        if g.total_return() > beam[best].total_return() {
+            best = i;
+        }
+    }
+    beam.swap_remove(best)
+}
+
+fn assert_same(what: &str, got: &Game, want: &Game) {
+    assert_eq!(got.actions(), want.actions(), "{what}: actions");
+    assert_eq!(got.rewards(), want.rewards(), "{what}: rewards");
+    assert_eq!(got.mapping(), want.mapping(), "{what}: mapping");
+    assert_eq!(got.proxy_latency(), want.proxy_latency(), "{what}: proxy");
+    assert_eq!(got.final_latency(), want.final_latency(), "{what}: latency");
+    assert_eq!(got.total_return(), want.total_return(), "{what}: return");
+}
+
+#[test]
+fn beam_equals_the_beam_of_whole_games() {
+    for (name, s) in cases() {
+        for width in [1, 2, 3, 8] {
+            let got = BeamPlayer::new(width).play(&s, 0);
+            let want = reference_beam(&s, width);
+            assert_same(&format!("{name} beam:{width}"), &got, &want);
+        }
+    }
+}
+
+#[test]
+fn players_report_progress_to_the_end() {
+    let s = setup(large_random(300, 1), Hardware::tpu_v4i_like());
+    for p in [&GreedyPlayer as &dyn Player, &BeamPlayer::new(4)] {
+        let mut seen = Vec::new();
+        let g = p.play_with_progress(&s, 0, &mut |done, of| seen.push((done, of)));
+        assert_eq!(seen.last(), Some(&(g.length(), g.length())), "{}", p.name());
+        assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+}
+
+#[test]
+fn greedy_player_equals_its_rule_replayed() {
+    for (name, s) in cases() {
+        let got = GreedyPlayer.play(&s, 0);
+        let mut want = s.start();
+        while !want.is_terminal() {
+            let a = greedy_action(&want);
+            want.apply_action(a).unwrap();
+        }
+        assert_same(&name, &got, &want);
+    }
+}
+
+#[test]
+fn heap_best_fit_matches_brute_force_over_long_intervals() {
+    // Long chunks from op 0 (weights resident over their live range) among short ones:
+    // the case the union index exists for.
+    let mut x: u64 = 7;
+    let mut next = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let (t, capacity, alignment) = (300, 1 << 16, 64);
+    let mut heap = ChunkHeap::new(capacity, alignment, t).unwrap();
+    let mut chunks: Vec<(usize, usize, u64, u64)> = Vec::new();
+    for i in 0..2000 {
+        let (s, e) = if i % 5 == 0 {
+            (0, next(t as u64) as usize)
+        } else {
+            let s = next(t as u64) as usize;
+            (s, (s + next(6) as usize).min(t - 1))
+        };
+        let size = 1 + next(3000);
+        let got = heap.best_fit(s, e, size, None, TopGap::Capacity);
+        // Brute force: the gaps between the chunks overlapping s..=e, best fit first.
+        let mut busy: Vec<(u64, u64)> = chunks
+            .iter()
+            .filter(|c| c.0 <= e && s <= c.1)
+            .map(|c| (c.2, c.2 + c.3))
+            .collect();
+        busy.sort_unstable();
+        let (mut reach, mut best): (u64, Option<(u64, u64)>) = (0, None);
+        for (lo, hi) in busy.into_iter().chain([(capacity, capacity)]) {
+            let o = reach.div_ceil(alignment) * alignment;
+            if lo > reach && o < lo && lo - o >= size && best.is_none_or(|b| (lo - o, o) < b) {
+                best = Some((lo - o, o));
+            }
+            reach = reach.max(hi);
+        }
+        assert_eq!(got, best.map(|b| b.1), "chunk {i}: {s}..={e}, {size} bytes");
+        if let Some(o) = got {
+            heap.commit(malloc_game::baselines::heap::Chunk {
+                start: s,
+                end: e,
+                offset: o,
+                size,
+            })
+            .unwrap();
+            chunks.push((s, e, o, size));
+        }
+    }
+}
