@@ -1,19 +1,8 @@
 //! End-to-end tests of the `mallocmuzero` binary: output shapes, bad input, and a saved
 //! game replayed from disk.
 
-use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mallocmuzero"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::run;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = run(args);

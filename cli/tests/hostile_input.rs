@@ -2,19 +2,9 @@
 //! panic, a hang, a wrong number, or status 0 for an invalid mapping.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mallocmuzero"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::run;
 
 /// Status 2 and one `error:` line that contains each of `says`.
 fn refused(args: &[&str], says: &[&str]) {
