@@ -150,7 +150,7 @@ pub fn single_case(args: &CaseArgs) -> Result<Case> {
 }
 
 fn print_table(rows: &[Row]) {
-    use accel_sim::hardware::format_size;
+    use accel_sim::format_size;
     println!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
         "workload",

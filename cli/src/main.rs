@@ -121,15 +121,15 @@ fn workloads(json: bool) -> Result<()> {
             r["ops"].as_u64().unwrap_or_default(),
             r["buffers"].as_u64().unwrap_or_default(),
             r["gflops"].as_f64().unwrap_or_default(),
-            accel_sim::hardware::format_size(r["weight_bytes"].as_u64().unwrap_or_default()),
-            accel_sim::hardware::format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
+            accel_sim::format_size(r["weight_bytes"].as_u64().unwrap_or_default()),
+            accel_sim::format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
         );
     }
     Ok(())
 }
 
 fn hardware(json: bool) -> Result<()> {
-    let all: Vec<_> = accel_sim::hardware::PRESETS
+    let all: Vec<_> = accel_sim::PRESETS
         .iter()
         .map(|n| accel_sim::Hardware::preset(n).map(|h| h.to_file()))
         .collect::<Result<_, _>>()?;
@@ -145,10 +145,8 @@ fn hardware(json: bool) -> Result<()> {
         for (i, l) in h.levels.iter().enumerate() {
             let cap = match &l.capacity {
                 None => "unbounded".to_string(),
-                Some(accel_sim::hardware::ByteSize::Bytes(b)) => {
-                    accel_sim::hardware::format_size(*b)
-                }
-                Some(accel_sim::hardware::ByteSize::Text(t)) => t.clone(),
+                Some(accel_sim::ByteSize::Bytes(b)) => accel_sim::format_size(*b),
+                Some(accel_sim::ByteSize::Text(t)) => t.clone(),
             };
             println!(
                 "  level {i} {:<6} {:>10}  read {:>7} GB/s  write {:>7} GB/s  align {} B",
@@ -160,7 +158,7 @@ fn hardware(json: bool) -> Result<()> {
 }
 
 fn suite(json: bool) -> Result<()> {
-    use accel_sim::hardware::format_size;
+    use accel_sim::format_size;
     let mut rows = Vec::new();
     for case in bench_workloads::suite::cases() {
         let p = bench_workloads::load(case.workload)?;

@@ -8,7 +8,7 @@
 
 use crate::game::{Game, GameError, GameSetup};
 use crate::options::GameOptions;
-use accel_sim::hardware::HardwareFile;
+use accel_sim::HardwareFile;
 use accel_sim::{HardwareError, Program};
 use binio::BinError;
 use serde::{Deserialize, Serialize};
@@ -455,7 +455,7 @@ impl GameRecord {
 /// as bincode can read back. JSON gets the file form itself (a saved game's `hardware` reads
 /// like a hardware file); binary formats get a plain mirror of it.
 mod hardware_serde {
-    use accel_sim::hardware::{ByteSize, DmaFile, HardwareFile, LevelFile};
+    use accel_sim::{ByteSize, DmaFile, HardwareFile, LevelFile};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     #[derive(Serialize, Deserialize)]
@@ -626,7 +626,7 @@ mod tests {
     #[test]
     fn binary_and_json_keep_the_hardware() {
         let mut r = GameRecord::from_game(&played(program(1e6)), "test", 7, None).unwrap();
-        r.hardware.levels[1].capacity = Some(accel_sim::hardware::ByteSize::Text("3MiB".into()));
+        r.hardware.levels[1].capacity = Some(accel_sim::ByteSize::Text("3MiB".into()));
         let b = binio::to_bytes("r", GAME_MAGIC, GAME_FORMAT_VERSION, &r).unwrap();
         let back: GameRecord = binio::from_bytes("r", &b, GAME_MAGIC, GAME_FORMAT_VERSION).unwrap();
         assert_eq!(back.to_json(), r.to_json());

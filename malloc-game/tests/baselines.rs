@@ -6,7 +6,7 @@ use malloc_game::baselines::heap::{pack_decreasing_size, TopGap};
 use malloc_game::baselines::{
     bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, SOLVER_NAMES,
 };
-use malloc_game::picker::PickerConfig;
+use malloc_game::PickerConfig;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
@@ -257,7 +257,7 @@ fn the_traced_models_solve_fast_and_validly() {
     assert!(!bench_workloads::json::EMBEDDED.is_empty());
     for (name, _) in bench_workloads::json::EMBEDDED {
         let p = bench_workloads::load(name).unwrap();
-        for preset in accel_sim::hardware::PRESETS {
+        for preset in accel_sim::PRESETS {
             let hw = Hardware::preset(preset).unwrap();
             let f = hw.fastest();
             let hw = hw.with_capacity(f, 4 << 20).unwrap();

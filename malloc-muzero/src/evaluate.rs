@@ -6,7 +6,7 @@
 //! validates and simulates each, and returns one [`Row`] per solver.
 
 use crate::agent::{Agent, AgentError};
-use accel_sim::mapping::MappingFile;
+use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
 use malloc_game::players::Player;

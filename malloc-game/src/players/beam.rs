@@ -40,7 +40,7 @@ use super::{Player, PROGRESS_EVERY};
 use crate::game::{Game, GameSetup, Plan};
 use crate::occupancy::index::{Rect, TimeIndex};
 use crate::occupancy::{fitting_gaps, Candidate};
-use accel_sim::cost::MemTimes;
+use accel_sim::MemTimes;
 use accel_sim::{Allocation, BufferId, CostModel, OpId, Simulator};
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 use super::run_dir::write_json;
 use super::selfplay::PlayedGame;
 use super::TrainError;
-use accel_sim::mapping::MappingFile;
+use accel_sim::MappingFile;
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameSetup};
 use std::path::{Path, PathBuf};

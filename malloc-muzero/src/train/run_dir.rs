@@ -24,7 +24,7 @@ pub struct RunInfo {
     #[serde(default)]
     pub workload_path: Option<String>,
     pub program_hash: u64,
-    pub hardware: accel_sim::hardware::HardwareFile,
+    pub hardware: accel_sim::HardwareFile,
     pub options: malloc_game::GameOptions,
     pub network: NetworkConfig,
     pub config: TrainConfig,
