@@ -185,7 +185,7 @@ pub struct ReplayArgs {
 
 fn load_record(path: &Path) -> Result<GameRecord> {
     if path.extension().is_some_and(|e| e == "json") {
-        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+        let text = accel_sim::read_text(path)?;
         return Ok(GameRecord::from_json(&text, &path.display().to_string())?);
     }
     Ok(GameRecord::load(path)?)

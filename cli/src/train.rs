@@ -111,7 +111,7 @@ fn limits(args: &TrainArgs) -> Result<Limits> {
 }
 
 fn read_config(path: &Path) -> Result<TrainConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let text = accel_sim::read_text(path)?;
     serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 

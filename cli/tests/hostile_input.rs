@@ -216,6 +216,27 @@ fn an_endless_file_is_refused_at_the_size_cap() {
     let h = dir.join("zero.toml");
     std::os::unix::fs::symlink("/dev/zero", &h).unwrap();
     refused(&["evaluate", "--hw", s(&h)], &["zero.toml", "limit"]);
+    let m = dir.join("zero-mapping.json");
+    std::os::unix::fs::symlink("/dev/zero", &m).unwrap();
+    refused(
+        &["evaluate", "--workload", "diamond", "--mapping", s(&m)],
+        &["zero-mapping.json", "limit"],
+    );
+    let c = dir.join("zero-config.json");
+    std::os::unix::fs::symlink("/dev/zero", &c).unwrap();
+    let out = dir.join("run");
+    refused(
+        &[
+            "train",
+            "--workload",
+            "diamond",
+            "--config",
+            s(&c),
+            "--out",
+            s(&out),
+        ],
+        &["zero-config.json", "limit"],
+    );
     let g = dir.join("zero.game");
     std::os::unix::fs::symlink("/dev/zero", &g).unwrap();
     refused(&["replay", s(&g)], &["zero.game"]);

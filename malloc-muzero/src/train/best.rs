@@ -82,7 +82,7 @@ impl Best {
 
     /// The return `found.json` names, if it is readable.
     fn recorded_return(&self) -> Option<f64> {
-        let text = std::fs::read_to_string(self.dir.join("found.json")).ok()?;
+        let text = accel_sim::read_text(&self.dir.join("found.json")).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         v["return"].as_f64()
     }

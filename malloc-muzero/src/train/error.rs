@@ -49,6 +49,8 @@ pub enum TrainError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    File(#[from] accel_sim::TextFileError),
     #[error("{path}: {source}")]
     Json {
         path: String,

@@ -132,7 +132,7 @@ pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Tra
 }
 
 pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, TrainError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = accel_sim::read_text(path)?;
     serde_json::from_str(&text).map_err(json_error(path))
 }
 
