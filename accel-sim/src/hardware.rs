@@ -344,27 +344,14 @@ impl HardwareFile {
                 ),
             ));
         }
-        if !(self.peak_tflops.is_finite() && self.peak_tflops > 0.0) {
-            return Err(err(
-                "peak_tflops".into(),
-                format!("must be > 0, got {}", self.peak_tflops),
-            ));
-        }
-        if !(self.op_overhead_us.is_finite() && self.op_overhead_us >= 0.0) {
-            return Err(err(
-                "op_overhead_us".into(),
-                format!("must be >= 0, got {}", self.op_overhead_us),
-            ));
-        }
+        // Physical ranges, wide enough for any real chip: past them every latency would be
+        // astronomically large or small, and sums of them could overflow to infinity.
+        in_range("peak_tflops", self.peak_tflops, 1e-6, 1e9).map_err(|m| err(m.0, m.1))?;
+        in_range("op_overhead_us", self.op_overhead_us, 0.0, 1e9).map_err(|m| err(m.0, m.1))?;
         if self.dma.engines == 0 {
             return Err(err("dma.engines".into(), "must be >= 1".into()));
         }
-        if !(self.dma.setup_us.is_finite() && self.dma.setup_us >= 0.0) {
-            return Err(err(
-                "dma.setup_us".into(),
-                format!("must be >= 0, got {}", self.dma.setup_us),
-            ));
-        }
+        in_range("dma.setup_us", self.dma.setup_us, 0.0, 1e9).map_err(|m| err(m.0, m.1))?;
         let mut levels = Vec::new();
         for (i, l) in self.levels.into_iter().enumerate() {
             let f = |name: &str| format!("levels[{i}].{name}");
@@ -372,9 +359,7 @@ impl HardwareFile {
                 ("read_gb_per_s", l.read_gb_per_s),
                 ("write_gb_per_s", l.write_gb_per_s),
             ] {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(err(f(name), format!("must be > 0, got {v}")));
-                }
+                in_range(&f(name), v, 1e-6, 1e9).map_err(|m| err(m.0, m.1))?;
             }
             if l.alignment == 0 || !l.alignment.is_power_of_two() {
                 return Err(err(
@@ -413,6 +398,18 @@ impl HardwareFile {
                 setup_s: self.dma.setup_us * 1e-6,
             },
         })
+    }
+}
+
+/// `v` within `[lo, hi]` (and finite), else the field and a message.
+fn in_range(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), (String, String)> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err((
+            field.to_string(),
+            format!("must be in [{lo:e}, {hi:e}], got {v}"),
+        ))
     }
 }
 
@@ -567,6 +564,30 @@ mod tests {
             }
         }
         assert!(Hardware::preset("tpu-v5").is_err());
+    }
+
+    #[test]
+    fn values_past_physical_ranges_are_refused() {
+        // Once accepted: a 1e-300 GB/s level made every latency ~1e300 s, and sums of such
+        // overflow to infinity.
+        let file = |peak: f64, bw: f64| {
+            let text = format!(
+                r#"{{"name":"x","peak_tflops":{peak},"levels":[
+                {{"name":"slow","read_gb_per_s":{bw},"write_gb_per_s":1}},
+                {{"name":"fast","capacity":"1MiB","read_gb_per_s":1,"write_gb_per_s":1}}]}}"#
+            );
+            serde_json::from_str::<HardwareFile>(&text)
+                .unwrap()
+                .into_hardware("hw.json: ")
+        };
+        let e = file(1.0, 1e-300).unwrap_err().to_string();
+        assert!(
+            e.contains("levels[0].read_gb_per_s") && e.contains("1e-6"),
+            "{e}"
+        );
+        let e = file(1e-300, 1.0).unwrap_err().to_string();
+        assert!(e.contains("peak_tflops"), "{e}");
+        assert!(file(1e-6, 1e9).is_ok());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub use mapping::{
     Allocation, Arrival, BufferPlacement, Mapping, MappingError, MappingFile, MappingStats,
     NamedPlacement, MAPPING_FORMAT, MAPPING_VERSION,
 };
-pub use program::{Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES};
+pub use program::{
+    Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES, MAX_FLOPS_PER_OP,
+};
 pub use sim::{Bound, OpTiming, SimReport, Simulator};
 pub use textfile::{read_text, read_text_capped, TextFileError, MAX_TEXT_BYTES};

@@ -84,6 +84,9 @@ pub struct Op {
 /// every size converts to `f64` exactly, so the cost model and the simulator agree.
 pub const MAX_BYTES: u64 = 1 << 53;
 
+/// The most FLOPs one op may have.
+pub const MAX_FLOPS_PER_OP: f64 = 1e24;
+
 /// A problem found while building a [`Program`]. Each names the buffer or op involved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProgramError {
@@ -115,7 +118,7 @@ pub enum ProgramError {
         buffer: BufferId,
         count: usize,
     },
-    #[error("op {op} (`{op_name}`): flops must be finite and >= 0, got {flops}")]
+    #[error("op {op} (`{op_name}`): flops must be in [0, 1e24], got {flops}")]
     BadFlops {
         op: OpId,
         op_name: String,
@@ -222,7 +225,9 @@ impl Program {
         let mut def: Vec<Option<OpId>> = vec![None; n];
         let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
         for (t, op) in ops.iter().enumerate() {
-            if !(op.flops.is_finite() && op.flops >= 0.0) {
+            // 1e24 FLOPs is a million times the largest op of any model here: past it, sums
+            // of op times could overflow to infinity.
+            if !(op.flops.is_finite() && (0.0..=MAX_FLOPS_PER_OP).contains(&op.flops)) {
                 return Err(ProgramError::BadFlops {
                     op: t,
                     op_name: op.name.clone(),
@@ -569,6 +574,8 @@ mod tests {
         assert!(e.to_string().contains("buffer 7"));
         let e = Program::new("p", "", bufs(), vec![op("o", -1.0, &[0], &[1])]).unwrap_err();
         assert!(e.to_string().contains("flops"));
+        let e = Program::new("p", "", bufs(), vec![op("o", 1e308, &[0], &[1])]).unwrap_err();
+        assert!(e.to_string().contains("flops must be in [0, 1e24]"), "{e}");
         assert_eq!(
             Program::new("p", "", bufs(), vec![]).unwrap_err(),
             ProgramError::NoOps

@@ -477,6 +477,13 @@ fn impossible_configs_name_the_field() {
     c.batch_size = 1 << 40;
     assert!(c.check().unwrap_err().to_string().contains("batch_size"));
     let mut c = config(&setup);
+    c.train_steps_per_position = 1e300;
+    assert!(c
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("train_steps_per_position"));
+    let mut c = config(&setup);
     c.games_per_iteration = usize::MAX;
     assert!(c
         .check()

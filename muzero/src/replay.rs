@@ -316,11 +316,17 @@ impl ReplayConfig {
                 reason,
             })
         };
-        if self.capacity_positions == 0 {
-            return bad("capacity_positions", "0".into(), "must be at least 1");
+        // Upper bounds too: the sum tree is allocated for the whole capacity up front, and
+        // a careless `1e15` must be an error, not an allocation that aborts the process.
+        if !(1..=MAX_CAPACITY_POSITIONS).contains(&self.capacity_positions) {
+            return bad(
+                "capacity_positions",
+                self.capacity_positions.to_string(),
+                "must be in 1..=2^28",
+            );
         }
-        if self.unroll == 0 {
-            return bad("unroll", "0".into(), "must be at least 1 (K)");
+        if !(1..=1024).contains(&self.unroll) {
+            return bad("unroll", self.unroll.to_string(), "must be in 1..=1024 (K)");
         }
         if self.td_steps == 0 {
             return bad("td_steps", "0".into(), "must be at least 1 (n)");
@@ -344,6 +350,9 @@ impl ReplayConfig {
         Ok(())
     }
 }
+
+/// The most positions a replay buffer may be configured to hold.
+pub const MAX_CAPACITY_POSITIONS: usize = 1 << 28;
 
 /// A binary sum tree over `size` leaves (a power of two): each inner node holds the sum of
 /// its children, so the root is the total and a prefix-sum search is one descent.

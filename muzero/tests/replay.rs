@@ -528,3 +528,27 @@ fn sample_speed() {
         push_s * 1e6
     );
 }
+
+#[test]
+fn careless_capacities_are_errors_not_aborts() {
+    for (field, c) in [
+        (
+            "capacity_positions",
+            ReplayConfig {
+                capacity_positions: 1 << 50,
+                ..ReplayConfig::default()
+            },
+        ),
+        (
+            "unroll",
+            ReplayConfig {
+                unroll: usize::MAX,
+                ..ReplayConfig::default()
+            },
+        ),
+    ] {
+        let e = c.check().unwrap_err().to_string();
+        assert!(e.contains(field), "{e}");
+        assert!(ReplayBuffer::new(c, 4, 3).is_err());
+    }
+}

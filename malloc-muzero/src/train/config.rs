@@ -107,10 +107,12 @@ impl TrainConfig {
                 return bad(format!("{field}: must be in 1..={max}, got {v}"));
             }
         }
-        if !(self.train_steps_per_position.is_finite() && self.train_steps_per_position >= 0.0) {
+        // An iteration learns up to this ratio before it can stop: an absurd ratio would
+        // make one iteration (and so Ctrl-C) last for ever.
+        let ratio = self.train_steps_per_position;
+        if !(ratio.is_finite() && (0.0..=1000.0).contains(&ratio)) {
             return bad(format!(
-                "train_steps_per_position: must be >= 0, got {}",
-                self.train_steps_per_position
+                "train_steps_per_position: must be in [0, 1000], got {ratio}"
             ));
         }
         if !(0.0..=1.0).contains(&self.explore_epsilon) {
