@@ -390,7 +390,7 @@ fn bad_input_is_an_error_naming_the_field() {
             unroll: 0,
             ..base.clone()
         }),
-        "replay config: unroll = 0: must be at least 1 (K)"
+        "replay config: unroll = 0: must be in 1..=1024 (K)"
     );
     assert!(msg(ReplayConfig {
         capacity_positions: 0,
