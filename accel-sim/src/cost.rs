@@ -16,7 +16,7 @@
 
 use crate::hardware::Hardware;
 use crate::mapping::{Allocation, Arrival, BufferPlacement, Mapping};
-use crate::program::{BufferId, OpId, Program};
+use crate::program::{BufferId, OpId, Program, UseLists};
 
 /// Per-(program, hardware) constants of the cost model.
 #[derive(Clone, Debug)]
@@ -31,10 +31,7 @@ pub struct CostModel {
     copy_bw: Vec<f64>,
     size: Vec<f64>,
     def: Vec<Option<OpId>>,
-    /// The ops reading buffer `b` are `uses[use_start[b]..use_start[b + 1]]`, in order
-    /// (flat: one vector per buffer made building a model slow on large programs).
-    use_start: Vec<usize>,
-    uses: Vec<OpId>,
+    uses: UseLists,
 }
 
 impl CostModel {
@@ -73,21 +70,13 @@ impl CostModel {
                 .collect(),
             size: program.buffers().iter().map(|b| b.size as f64).collect(),
             def: (0..n).map(|b| program.def(b)).collect(),
-            use_start: std::iter::once(0)
-                .chain((0..n).scan(0, |at, b| {
-                    *at += program.uses(b).len();
-                    Some(*at)
-                }))
-                .collect(),
-            uses: (0..n)
-                .flat_map(|b| program.uses(b).iter().copied())
-                .collect(),
+            uses: UseLists::new(program),
         }
     }
 
     /// The ops that read buffer `b`, in order.
     fn uses_of(&self, b: BufferId) -> &[OpId] {
-        &self.uses[self.use_start[b]..self.use_start[b + 1]]
+        self.uses.of(b)
     }
 
     /// Number of ops.
@@ -300,21 +289,21 @@ impl MemTimes for Vec<f64> {
 
 /// The level of each op of an ascending sequence in one placement's allocations: a
 /// cursor over a valid placement (sorted by start, disjoint holds), a scan otherwise.
-struct Levels<'a> {
+pub(crate) struct Levels<'a> {
     allocations: &'a [Allocation],
     next: usize,
     sorted: bool,
 }
 
 impl<'a> Levels<'a> {
-    fn new(allocations: &'a [Allocation]) -> Levels<'a> {
+    pub(crate) fn new(allocations: &'a [Allocation]) -> Levels<'a> {
         Levels {
             allocations,
             next: 0,
             sorted: allocations.windows(2).all(|w| w[0].end < w[1].start),
         }
     }
-    fn at(&mut self, t: OpId) -> usize {
+    pub(crate) fn at(&mut self, t: OpId) -> usize {
         if !self.sorted {
             return read_level(self.allocations, t);
         }

@@ -266,14 +266,9 @@ impl Mapping {
             }
             // Every use outside the allocations reads level 0, which must hold the data.
             // The allocations are sorted and disjoint by now: one cursor walks them.
-            let mut k = 0;
+            let mut levels = crate::cost::Levels::new(&placement.allocations);
             for &u in uses {
-                let allocs = &placement.allocations;
-                while allocs.get(k).is_some_and(|a| a.end < u) {
-                    k += 1;
-                }
-                let in_fast = allocs.get(k).is_some_and(|a| a.start <= u);
-                if !in_fast && !level0_valid_at(placement, def, u) {
+                if levels.at(u) == 0 && !level0_valid_at(placement, def, u) {
                     return Err(MappingError::Bad {
                         buffer: buf.name.clone(),
                         index: 0,

@@ -177,6 +177,34 @@ pub struct Program {
     live: Vec<(OpId, OpId)>,
 }
 
+/// Every buffer's uses in one flat vector: the cost model and the simulator each keep a
+/// copy, and one vector per buffer made building them slow on large programs.
+#[derive(Clone, Debug)]
+pub(crate) struct UseLists {
+    /// The ops reading buffer `b` are `ops[start[b]..start[b + 1]]`, in order.
+    start: Vec<usize>,
+    ops: Vec<OpId>,
+}
+
+impl UseLists {
+    pub(crate) fn new(program: &Program) -> UseLists {
+        let n = program.buffers().len();
+        let mut start = Vec::with_capacity(n + 1);
+        let mut ops = Vec::new();
+        for b in 0..n {
+            start.push(ops.len());
+            ops.extend_from_slice(program.uses(b));
+        }
+        start.push(ops.len());
+        UseLists { start, ops }
+    }
+
+    /// The ops that read buffer `b`, in order.
+    pub(crate) fn of(&self, b: BufferId) -> &[OpId] {
+        &self.ops[self.start[b]..self.start[b + 1]]
+    }
+}
+
 /// Sizes are positive and add up to at most [`MAX_BYTES`]; names are unique.
 fn check_buffers(buffers: &[Buffer]) -> Result<(), ProgramError> {
     let mut total: u64 = 0;

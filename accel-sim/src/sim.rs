@@ -17,7 +17,7 @@
 
 use crate::hardware::Hardware;
 use crate::mapping::{Allocation, Arrival, Mapping};
-use crate::program::{BufferId, OpId, Program};
+use crate::program::{BufferId, OpId, Program, UseLists};
 use std::collections::VecDeque;
 
 /// Why an op took the time it took.
@@ -83,10 +83,7 @@ pub struct Simulator {
     size: Vec<f64>,
     /// Per op: its memory time with every access in level 0.
     all_slow_mem: Vec<f64>,
-    /// The ops reading buffer `b` are `uses[use_start[b]..use_start[b + 1]]`, in order
-    /// (flat: one vector per buffer made building a simulator slow on large programs).
-    use_start: Vec<usize>,
-    uses: Vec<OpId>,
+    uses: UseLists,
     // scratch
     mem: Vec<f64>,
     level0: Vec<f64>,
@@ -114,14 +111,6 @@ impl Simulator {
                 r * inv_read[0] + w * inv_write[0]
             })
             .collect();
-        let n = program.buffers().len();
-        let mut use_start = Vec::with_capacity(n + 1);
-        let mut uses = Vec::new();
-        for b in 0..n {
-            use_start.push(uses.len());
-            uses.extend_from_slice(program.uses(b));
-        }
-        use_start.push(uses.len());
         Simulator {
             compute: program
                 .ops()
@@ -137,8 +126,7 @@ impl Simulator {
             inv_write,
             size,
             all_slow_mem,
-            use_start,
-            uses,
+            uses: UseLists::new(program),
             mem: vec![0.0; t_count],
             level0: vec![0.0; t_count],
             issue_before: Vec::new(),
@@ -147,11 +135,6 @@ impl Simulator {
             copies: Vec::new(),
             is_eviction: Vec::new(),
         }
-    }
-
-    /// The ops that read buffer `b`, in order.
-    fn uses_of(&self, b: usize) -> &[OpId] {
-        &self.uses[self.use_start[b]..self.use_start[b + 1]]
     }
 
     /// Per-op memory times, level-0 traffic and the copies of the placements.
@@ -183,7 +166,7 @@ impl Simulator {
                         let id = self.new_copy(b, lvl, false);
                         self.issue_before.push((a.start, id));
                         // Needed by the first use it serves; later uses come later.
-                        let uses = self.uses_of(b);
+                        let uses = self.uses.of(b);
                         if let Some(&u) = uses.get(uses.partition_point(|&u| u < a.start)) {
                             self.need.push((u, id));
                         }
@@ -191,11 +174,10 @@ impl Simulator {
                 }
                 // The uses the hold serves, found by binary search: a buffer with many
                 // uses and many allocations made a scan per allocation quadratic.
-                let (lo, hi) = (self.use_start[b], self.use_start[b + 1]);
-                let uses = &self.uses[lo..hi];
-                let first = lo + uses.partition_point(|&u| u < a.start);
-                let last = (lo + uses.partition_point(|&u| u <= a.end)).max(first);
-                for &u in &self.uses[first..last] {
+                let uses = self.uses.of(b);
+                let first = uses.partition_point(|&u| u < a.start);
+                let last = uses.partition_point(|&u| u <= a.end).max(first);
+                for &u in &uses[first..last] {
                     self.mem[u] += size * (self.inv_read[lvl] - self.inv_read[0]);
                     self.level0[u] -= size * self.inv_read[0];
                 }
