@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 fn greedy_action(game: &Game) -> usize {
     let mut best = (0usize, 0.0f64);
-    game.for_each_legal(|action, alloc, _gap| {
-        let delta = game.cost_delta(&alloc);
+    game.for_each_legal(|action, _alloc, _gap| {
+        let delta = game.cost_delta(action);
         if delta < best.1 {
             best = (action, delta);
         }

@@ -1,24 +1,26 @@
-//! The mallocGame (rules: docs/mallocgame.md; changes from the first design are noted here).
+//! The mallocGame, rules v2 (docs/mallocgame.md; what changed from v1 and why is listed
+//! there).
 //!
-//! One turn per buffer, in the presentation order. Action 0 leaves the buffer in level 0;
-//! every other action is a (level, mode, slot) triple that places the buffer's one fast
-//! allocation at the slot-th best-fit canonical offset. Every finished game is a valid
-//! mapping, and the undiscounted return is `(S0 - S) / S0`: the fraction of the all-slow
-//! simulated latency that the mapping saves.
-//!
-//! Changes from the first design of the rules, and why (docs/mallocgame.md lists them all):
-//! - A `resident` *output* is held from its definition to its last use (not to the program
-//!   end), with its eviction issued right after the definition: holding it to the end
-//!   would only waste the level, since level 0 receives it anyway.
-//! - The picker's `latest` start falls back to its earliest start when no start hides
-//!   `min_overlap` of the copy (XLA would refuse the prefetch; the game lets the player try
-//!   and the simulator judge).
+//! The game walks XLA's memory-space assignment (baselines/xla.rs) and stops wherever XLA
+//! makes a choice: one pass per fast level, fastest first; in each pass the buffers in
+//! XLA's order; for each buffer one turn per use still read from level 0. A turn says what
+//! happens at that use: it reads level 0 (action 0), the chunk held so far stays through
+//! it (`keep`), the defining op writes the buffer into the level (`define`), or a copy
+//! brings it in (`prefetch`, `prefetch-late`), each of the last three at one of K offset
+//! slots. What XLA does without choosing (ending a chunk, evicting a buffer the fast
+//! level alone holds, the program end of an output, a pass's op times and copy budget) the
+//! game does the same way between turns. So the XLA mapping is one trajectory of the game
+//! ([`GameSetup::trajectory_of`]), every finished game is a valid mapping, and the
+//! undiscounted return is `(S0 - S) / S0`.
 
-use crate::occupancy::{Candidate, Chunk, Occupancy};
+use crate::baselines::heap::{Candidate, ChunkHeap};
+use crate::baselines::xla::{
+    pass_levels, xla_order, Budgets, Cursor, Open, Pass, PassState, Timing, Txn, XlaOptions,
+    XlaPassStats,
+};
 use crate::options::{GameOptions, Mode, Order};
-use crate::picker::PickerConfig;
 use accel_sim::{
-    Allocation, Arrival, BufferId, BufferKind, CostModel, CostTally, Hardware, Mapping, OpId,
+    Allocation, Arrival, BufferId, CostModel, CostState, CostTally, Hardware, Mapping, OpId,
     Program, Simulator,
 };
 use std::sync::Arc;
@@ -38,13 +40,16 @@ pub enum GameError {
     },
 }
 
-/// A placement plan for one (buffer, level, mode): the interval, without the offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Plan {
-    pub start: OpId,
-    pub end: OpId,
-    arrival: Arrival,
-    eviction: Option<OpId>,
+/// Where a mapping leaves the game's trajectories ([`GameSetup::trajectory_of`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("not a trajectory of the game: turn {turn}, buffer `{buffer}`, use at op {op}: {reason}")]
+pub struct Inexpressible {
+    pub turn: usize,
+    pub buffer: String,
+    pub op: OpId,
+    pub reason: String,
+    /// The actions up to that turn, each reproducing the mapping.
+    pub actions: Vec<usize>,
 }
 
 /// Everything about a game that does not change while it is played: shared by every
@@ -55,16 +60,20 @@ pub struct GameSetup {
     hw: Hardware,
     options: GameOptions,
     cost: CostModel,
-    /// Hardware level of each level index, fastest first.
+    /// The XLA rules the game walks: XLA's defaults over the game's fast levels.
+    xla: XlaOptions,
+    /// Hardware level of each pass, fastest first.
     levels: Vec<usize>,
-    order: Vec<BufferId>,
-    /// `plans[b][li * modes + mi]`; `None` when the mode does not apply or twins a
-    /// lower-numbered one.
-    plans: Vec<Vec<Option<Plan>>>,
+    /// The buffers of each pass in the order they take their turns.
+    orders: Vec<Vec<BufferId>>,
+    /// The all-level-0 op times, which the first pass plans with.
+    default_timing: Arc<Timing>,
     /// Simulated latency of the all-level-0 mapping.
     s0: f64,
     /// Memory-boundedness of each buffer in the fastest level (observation feature).
     boundedness: Vec<f64>,
+    /// The most turns a game can take.
+    max_turns: usize,
 }
 
 impl GameSetup {
@@ -77,40 +86,44 @@ impl GameSetup {
             .check(hw.levels.len() - 1)
             .map_err(GameError::Options)?;
         let cost = CostModel::new(&program, &hw);
-        let levels: Vec<usize> = (0..options.fast_levels).map(|i| hw.fastest() - i).collect();
-        let n = program.buffers().len();
+        let xla = XlaOptions {
+            max_levels: Some(options.fast_levels),
+            ..XlaOptions::default()
+        };
         let fastest = hw.fastest();
+        let levels = pass_levels(&xla, fastest);
+        let n = program.buffers().len();
         let boundedness: Vec<f64> = (0..n)
             .map(|b| cost.memory_boundedness(b, fastest))
             .collect();
-        let order = match options.order {
-            Order::Xla => crate::baselines::xla::xla_order(&program, &cost, fastest),
-            Order::ByStart => {
-                let mut ids: Vec<BufferId> = (0..n).collect();
-                ids.sort_by_key(|&b| (program.live_range(b).0, b));
-                ids
-            }
-            Order::BySize => {
-                let mut ids: Vec<BufferId> = (0..n).collect();
-                ids.sort_by_key(|&b| (std::cmp::Reverse(program.buffer(b).size), b));
-                ids
-            }
-        };
-        let picker = PickerConfig::default();
-        let plans = (0..n)
-            .map(|b| {
-                let mut row = Vec::with_capacity(levels.len() * options.modes.len());
-                for &level in &levels {
-                    let first = row.len();
-                    for &mode in &options.modes {
-                        let p = plan(&program, &hw, &cost, &picker, b, level, mode);
-                        let twin = row[first..].contains(&p);
-                        row.push(if twin { None } else { p });
-                    }
+        let orders: Vec<Vec<BufferId>> = levels
+            .iter()
+            .map(|&level| match options.order {
+                Order::Xla => xla_order(&program, &cost, level),
+                Order::ByStart => {
+                    let mut ids: Vec<BufferId> = (0..n).collect();
+                    ids.sort_by_key(|&b| (program.live_range(b).0, b));
+                    ids
                 }
-                row
+                Order::BySize => {
+                    let mut ids: Vec<BufferId> = (0..n).collect();
+                    ids.sort_by_key(|&b| (std::cmp::Reverse(program.buffer(b).size), b));
+                    ids
+                }
             })
             .collect();
+        let max_turns = levels
+            .iter()
+            .map(|&level| {
+                let cap = hw.levels[level].capacity;
+                (0..n)
+                    .filter(|&b| program.buffer(b).size <= cap)
+                    .map(|b| program.uses(b).len())
+                    .sum::<usize>()
+            })
+            .sum();
+        let default_mem: Vec<f64> = (0..program.len()).map(|t| cost.default_mem_s(t)).collect();
+        let default_timing = Arc::new(Timing::new(&cost, default_mem));
         let s0 = Simulator::new(&program, &hw)
             .run(&Mapping::all_slow(&program), false)
             .latency_s;
@@ -119,11 +132,13 @@ impl GameSetup {
             hw,
             options,
             cost,
+            xla,
             levels,
-            order,
-            plans,
+            orders,
+            default_timing,
             s0,
             boundedness,
+            max_turns,
         }))
     }
 
@@ -142,11 +157,15 @@ impl GameSetup {
     pub fn cost_model(&self) -> &CostModel {
         &self.cost
     }
-    /// The buffers in the order they take their turns.
-    pub fn order(&self) -> &[BufferId] {
-        &self.order
+    /// The buffers of pass `pass` (0 = fastest level) in the order they take their turns.
+    pub fn order(&self, pass: usize) -> &[BufferId] {
+        self.orders.get(pass).map_or(&[], |o| o)
     }
-    /// The hardware level of level index `li` (0 = fastest).
+    /// Number of passes (fast levels filled).
+    pub fn passes(&self) -> usize {
+        self.levels.len()
+    }
+    /// The hardware level of pass `li` (0 = fastest).
     pub fn level(&self, li: usize) -> usize {
         self.levels[li]
     }
@@ -161,142 +180,162 @@ impl GameSetup {
     pub fn action_count(&self) -> usize {
         self.options.action_count()
     }
+    /// The rules of the XLA passes the game walks: XLA's defaults over its fast levels.
+    pub fn xla_options(&self) -> &XlaOptions {
+        &self.xla
+    }
+    /// The most turns a game can take: every use of every buffer that fits, per pass.
+    pub fn max_turns(&self) -> usize {
+        self.max_turns
+    }
 
-    /// A new episode.
+    /// A new episode, at its first turn (or finished, if the game has no choice to make).
     pub fn start(self: &Arc<Self>) -> Game {
-        let tally = CostTally::new(&self.cost);
-        Game {
+        let timing = Arc::clone(&self.default_timing);
+        let mut g = Game {
             setup: Arc::clone(self),
             turn: 0,
-            placements: vec![None; self.program.buffers().len()],
-            occupancy: vec![Occupancy::new(self.program.len()); self.levels.len()],
-            tally,
-            rewards: Vec::with_capacity(self.order.len()),
-            actions: Vec::with_capacity(self.order.len()),
+            allocs: vec![Vec::new(); self.program.buffers().len()],
+            pass: 0,
+            states: Vec::new(),
+            budgets: Budgets::new(&self.xla, &timing),
+            pos: 0,
+            cursor: None,
+            shown: Vec::new(),
+            menu: Vec::new(),
+            closed: None,
+            tally: CostTally::new(&self.cost),
+            rewards: Vec::new(),
+            actions: Vec::new(),
             final_latency: None,
-        }
-    }
-
-    /// The plan of mode index `mi` in level index `li` for buffer `b`; `None` when the
-    /// mode does not apply or twins a lower-numbered one.
-    pub(crate) fn plan(&self, b: BufferId, li: usize, mi: usize) -> Option<Plan> {
-        self.plans[b][li * self.options.modes.len() + mi]
-    }
-
-    /// The allocation `plan` makes in level index `li` at `offset`.
-    pub(crate) fn allocation(&self, li: usize, plan: &Plan, offset: u64) -> Allocation {
-        Allocation {
-            level: self.levels[li],
-            offset,
-            start: plan.start,
-            end: plan.end,
-            arrival: plan.arrival,
-            eviction: plan.eviction,
-        }
+        };
+        g.start_pass();
+        let before = g.tally.latency();
+        g.settle();
+        // Nothing before the first choice can change the cost model: no chunk is open.
+        debug_assert_eq!(before, g.tally.latency());
+        g
     }
 
     /// The simulated latency `S` of a finished game's mapping and what its last turn adds
     /// to the reward, given the cost model's latency `proxy` of that mapping.
-    pub(crate) fn finish(&self, proxy: f64, mapping: &Mapping) -> (f64, f64) {
+    fn finish(&self, proxy: f64, mapping: &Mapping) -> (f64, f64) {
         let s = Simulator::new(&self.program, &self.hw)
             .run(mapping, false)
             .latency_s;
-        (s, self.last_reward(proxy, s))
-    }
-
-    /// What the last turn adds to the reward of a game whose mapping has the cost-model
-    /// latency `proxy` and the simulated latency `s`.
-    pub(crate) fn last_reward(&self, proxy: f64, s: f64) -> f64 {
         let p0 = self.cost.all_slow_latency();
-        (proxy - s) / self.s0 - (p0 - self.s0) / self.s0
+        (s, (proxy - s) / self.s0 - (p0 - self.s0) / self.s0)
     }
 
-    /// A short human name of an action: `level 1 CMEM prefetch slot 0`.
+    /// A short human name of an action: `prefetch slot 0`, `keep`; `level 0` for action 0.
     pub fn action_name(&self, action: usize) -> String {
         match self.options.decode(action) {
             None if action == 0 => "level 0".into(),
             None => format!("invalid action {action}"),
-            Some((li, mi, k)) => {
-                let level = self.levels[li];
-                format!(
-                    "{} {} slot {k}",
-                    self.hw.levels[level].name,
-                    self.options.modes[mi].as_str()
-                )
-            }
-        }
-    }
-}
-
-/// The interval a mode gives buffer `b` in `level` (docs/mallocgame.md, "One turn").
-fn plan(
-    program: &Program,
-    hw: &Hardware,
-    cost: &CostModel,
-    picker: &PickerConfig,
-    b: BufferId,
-    level: usize,
-    mode: Mode,
-) -> Option<Plan> {
-    let uses = program.uses(b);
-    let def = program.def(b);
-    let (_, live_end) = program.live_range(b);
-    let available = def.map_or(0, |d| d + 1);
-    let last_use = uses.last().copied();
-    let prefetch = |lo: OpId, u: OpId, late: bool| {
-        let w = picker.window(cost, hw, b, level, lo, u);
-        Plan {
-            start: if late { w.latest } else { w.preferred },
-            end: live_end.min(last_use.unwrap_or(u)),
-            arrival: Arrival::Prefetch,
-            eviction: None,
-        }
-    };
-    match mode {
-        Mode::Resident => Some(match def {
-            None => Plan {
-                start: 0,
-                end: live_end,
-                arrival: Arrival::Prefetch,
-                eviction: None,
+            Some((mi, k)) => match self.options.modes[mi] {
+                Mode::Keep => "keep".into(),
+                m => format!("{} slot {k}", m.as_str()),
             },
-            Some(d) => {
-                let output = program.buffer(b).kind == BufferKind::Output;
-                Plan {
-                    start: d,
-                    end: if output {
-                        last_use.unwrap_or(d).max(d)
-                    } else {
-                        live_end
-                    },
-                    arrival: Arrival::Defined,
-                    eviction: output.then_some(d),
-                }
-            }
-        }),
-        Mode::Prefetch | Mode::PrefetchLate => {
-            let u = *uses.iter().find(|&&u| u >= available)?;
-            Some(prefetch(available, u, mode == Mode::PrefetchLate))
         }
-        Mode::PrefetchLast => {
-            let u = *uses.last()?;
-            let lo = match uses.len() {
-                1 => available,
-                n => available.max(uses[n - 2] + 1),
+    }
+
+    /// The game's actions that rebuild `mapping`, as a finished game: at each turn the
+    /// move whose chunk is the one `mapping` gives the buffer at that use (action 0 where
+    /// it gives none in the pass's level). The error names the first use where no legal
+    /// move matches, or the first buffer whose finished allocations differ (an eviction
+    /// held longer or shorter than the game's rule, a level the game does not fill).
+    pub fn trajectory_of(self: &Arc<Self>, mapping: &Mapping) -> Result<Game, Inexpressible> {
+        let mut g = self.start();
+        while let Some((b, u)) = g.pending() {
+            let level = self.levels[g.pass];
+            let want = mapping
+                .buffers
+                .get(b)
+                .and_then(|p| {
+                    p.allocations
+                        .iter()
+                        .find(|a| a.level == level && a.start <= u && u <= a.end)
+                })
+                .copied();
+            let action = match want {
+                None => 0,
+                Some(w) => g
+                    .menu
+                    .iter()
+                    .find(|m| {
+                        let a = &m.allocation;
+                        (a.start, a.offset, a.arrival) == (w.start, w.offset, w.arrival)
+                    })
+                    .map(|m| m.action)
+                    .ok_or_else(|| Inexpressible {
+                        turn: g.turn,
+                        buffer: self.program.buffer(b).name.clone(),
+                        op: u,
+                        reason: format!(
+                            "no legal move gives the chunk {:?} from op {} at offset {} in level {level}",
+                            w.arrival, w.start, w.offset
+                        ),
+                        actions: g.actions.clone(),
+                    })?,
             };
-            (lo <= u).then(|| prefetch(lo, u, false))
+            // The action came from the legal menu.
+            let _ = g.apply_action(action);
         }
+        let got = g.mapping();
+        for (b, p) in mapping.buffers.iter().enumerate() {
+            let want: Vec<&Allocation> = p
+                .allocations
+                .iter()
+                .filter(|a| self.levels.contains(&a.level))
+                .collect();
+            let have: Vec<&Allocation> = got.buffers[b].allocations.iter().collect();
+            if want != have {
+                return Err(Inexpressible {
+                    turn: g.turn,
+                    buffer: self.program.buffer(b).name.clone(),
+                    op: want.first().or(have.first()).map_or(0, |a| a.start),
+                    reason: format!("the game ends with {have:?}, the mapping has {want:?}"),
+                    actions: g.actions.clone(),
+                });
+            }
+        }
+        Ok(g)
     }
 }
 
-/// One episode of the mallocGame. Cloning copies the placements, the occupancy index and
-/// the cost tally, `O(buffers + ops)`; the setup is shared.
+/// A legal move other than action 0: the chunk it opens or extends, held through the
+/// pending use, and the free gap that chunk sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Move {
+    action: usize,
+    mode: Mode,
+    allocation: Allocation,
+    gap: u64,
+}
+
+/// One episode of the mallocGame. Cloning copies the allocations, the heaps, the copy
+/// budgets and the cost tally, `O(buffers + ops + chunks + copies)`; the setup is shared.
 #[derive(Clone, Debug)]
 pub struct Game {
     setup: Arc<GameSetup>,
     turn: usize,
-    placements: Vec<Option<Allocation>>,
-    occupancy: Vec<Occupancy>,
+    /// Each buffer's allocations from its finished turns, sorted by start.
+    allocs: Vec<Vec<Allocation>>,
+    /// The pass under way (`setup.levels.len()` once all are done).
+    pass: usize,
+    /// The passes started so far; the last is the one under way.
+    states: Vec<PassState>,
+    budgets: Budgets,
+    /// The next buffer of the pass's order.
+    pos: usize,
+    /// The buffer whose uses are being decided.
+    cursor: Option<Cursor>,
+    /// That buffer's allocations as the cost tally holds them.
+    shown: Vec<Allocation>,
+    /// The legal moves of the pending use, in action order.
+    menu: Vec<Move>,
+    /// The open chunk as it would be closed before the pending use (evicted if need be).
+    closed: Option<Allocation>,
     tally: CostTally,
     rewards: Vec<f64>,
     actions: Vec<usize>,
@@ -320,19 +359,40 @@ impl Game {
         self.setup.action_count()
     }
     pub fn is_terminal(&self) -> bool {
-        self.turn >= self.setup.order.len()
+        self.final_latency.is_some()
     }
     /// Turns played so far.
     pub fn turn(&self) -> usize {
         self.turn
     }
-    /// Turns in a whole game (one per buffer).
+    /// The most turns the whole game can take ([`GameSetup::max_turns`]); a game ends
+    /// sooner when uses are served by a faster level or have only action 0 on offer.
     pub fn length(&self) -> usize {
-        self.setup.order.len()
+        if self.is_terminal() {
+            self.turn
+        } else {
+            self.setup.max_turns.max(self.turn + 1)
+        }
     }
     /// The buffer whose turn it is.
     pub fn current_buffer(&self) -> Option<BufferId> {
-        self.setup.order.get(self.turn).copied()
+        self.pending().map(|(b, _)| b)
+    }
+    /// The buffer whose turn it is and the use the turn decides.
+    pub fn pending(&self) -> Option<(BufferId, OpId)> {
+        if self.is_terminal() {
+            return None;
+        }
+        let c = self.cursor.as_ref()?;
+        c.pending().map(|(u, _)| (c.b, u))
+    }
+    /// The pass under way (0 = the fastest level); [`GameSetup::passes`] once over.
+    pub fn pass(&self) -> usize {
+        self.pass
+    }
+    /// What XLA's passes did so far in this game, one entry per pass started.
+    pub fn pass_stats(&self) -> Vec<XlaPassStats> {
+        self.states.iter().map(|s| s.stats.clone()).collect()
     }
     /// The rewards of the turns played so far.
     pub fn rewards(&self) -> &[f64] {
@@ -354,13 +414,36 @@ impl Game {
     pub fn final_latency(&self) -> Option<f64> {
         self.final_latency
     }
-    /// The fast allocation each buffer got so far.
-    pub fn placement(&self, b: BufferId) -> Option<&Allocation> {
-        self.placements[b].as_ref()
+    /// The allocations of buffer `b` from its finished turns.
+    pub fn allocations(&self, b: BufferId) -> &[Allocation] {
+        &self.allocs[b]
     }
-    /// The occupancy of level index `li` (0 = fastest).
-    pub fn occupancy(&self, li: usize) -> &Occupancy {
-        &self.occupancy[li]
+    /// The chunks placed so far in the level of pass `li` (`None` before it starts).
+    pub fn heap(&self, li: usize) -> Option<&ChunkHeap> {
+        self.states
+            .iter()
+            .find(|s| s.level == self.setup.levels[li])
+            .map(|s| &s.heap)
+    }
+    /// The chunk the current buffer holds in the pass's level (through its last use
+    /// decided so far), and whether its defining op wrote it there.
+    pub fn open_chunk(&self) -> Option<(Allocation, bool)> {
+        let c = self.cursor.as_ref()?;
+        let level = self.states.last()?.level;
+        let a = c.open_allocation(level)?;
+        Some((a, a.arrival == Arrival::Defined))
+    }
+    /// The current buffer's uses decided so far in this pass, and in all.
+    pub fn uses_decided(&self) -> (usize, usize) {
+        self.cursor.as_ref().map_or((0, 0), |c| c.progress())
+    }
+    /// The position in the pass's order of the buffer after the current one.
+    pub fn next_in_order(&self) -> usize {
+        self.pos
+    }
+    /// The op that starts the current segment: the previous use (or the definition).
+    pub fn segment_start(&self) -> Option<OpId> {
+        self.cursor.as_ref().map(|c| c.p)
     }
 
     /// The observation vector (see [`crate::observation`]); its length depends only on
@@ -371,105 +454,27 @@ impl Game {
         out
     }
 
-    /// The mapping built so far (buffers without a turn yet are in level 0).
+    /// The mapping built so far (uses not decided yet read level 0).
     pub fn mapping(&self) -> Mapping {
         let mut m = Mapping::all_slow(&self.setup.program);
-        for (b, p) in self.placements.iter().enumerate() {
-            if let Some(a) = p {
-                m.buffers[b].allocations.push(*a);
-            }
+        for (b, a) in self.allocs.iter().enumerate() {
+            m.buffers[b].allocations.clone_from(a);
+        }
+        if let Some(c) = &self.cursor {
+            m.buffers[c.b].allocations.clone_from(&self.shown);
         }
         m
     }
 
-    /// A finished game rebuilt from its turns (each turn's action and the allocation it
-    /// made) and rewards, as [`Game::apply_action`] would have left it, without searching
-    /// for offsets again. The caller vouches that the turns are legal.
-    pub(crate) fn from_turns(
-        setup: &Arc<GameSetup>,
-        turns: &[(usize, Option<Allocation>)],
-        rewards: Vec<f64>,
-        final_latency: Option<f64>,
-    ) -> Game {
-        let mut g = setup.start();
-        for (&(action, allocation), &b) in turns.iter().zip(&setup.order) {
-            if let Some(a) = allocation {
-                g.place(b, a);
-            }
-            g.actions.push(action);
-        }
-        g.turn = turns.len();
-        g.rewards = rewards;
-        g.final_latency = final_latency;
-        g
-    }
-
-    /// Enters buffer `b`'s allocation in the occupancy, the cost tally and the placements.
-    fn place(&mut self, b: BufferId, a: Allocation) {
-        let setup = Arc::clone(&self.setup);
-        let li = setup.levels.iter().position(|&l| l == a.level).unwrap_or(0);
-        self.occupancy[li].insert(Chunk {
-            start: a.start,
-            end: a.end,
-            offset: a.offset,
-            // Within the capacity: the offset came from a gap that holds the buffer.
-            top: a.offset.saturating_add(setup.program.buffer(b).size),
-        });
-        self.tally
-            .apply(&setup.cost, b, &[], std::slice::from_ref(&a));
-        self.placements[b] = Some(a);
-    }
-
-    fn candidates(
-        &self,
-        b: BufferId,
-        li: usize,
-        plan: &Plan,
-        max: usize,
-        out: &mut Vec<Candidate>,
-    ) {
-        let setup = &*self.setup;
-        let level = &setup.hw.levels[setup.levels[li]];
-        self.occupancy[li].candidates(
-            plan.start,
-            plan.end,
-            setup.program.buffer(b).size,
-            level,
-            max,
-            out,
-        );
-    }
-
-    /// Calls `f(action, allocation, gap)` for every legal action but 0, in action order;
-    /// `gap` is the size of the free gap the allocation starts.
+    /// Calls `f(action, allocation, gap)` for every legal action but 0, in action order:
+    /// the chunk the action opens or extends, held through the pending use, and the size
+    /// of the free gap it sits in.
     pub fn for_each_legal(&self, mut f: impl FnMut(usize, Allocation, u64)) {
-        let Some(b) = self.current_buffer() else {
+        if self.is_terminal() {
             return;
-        };
-        let setup = &*self.setup;
-        let modes = setup.options.modes.len();
-        let mut out = Vec::with_capacity(setup.options.slots);
-        for li in 0..setup.levels.len() {
-            for mi in 0..modes {
-                let Some(plan) = setup.plans[b][li * modes + mi] else {
-                    continue;
-                };
-                self.candidates(b, li, &plan, setup.options.slots, &mut out);
-                for (k, c) in out.iter().enumerate() {
-                    f(
-                        setup.options.encode(li, mi, k),
-                        Allocation {
-                            level: setup.levels[li],
-                            offset: c.offset,
-                            start: plan.start,
-                            end: plan.end,
-                            arrival: plan.arrival,
-                            eviction: plan.eviction,
-                        },
-                        c.gap,
-                    );
-                }
-            }
+        }
+        for m in &self.menu {
+            f(m.action, m.allocation, m.gap);
         }
     }
 
@@ -479,8 +484,9 @@ impl Game {
         if self.is_terminal() {
             return Vec::new();
         }
-        let mut v = vec![0];
-        self.for_each_legal(|a, _, _| v.push(a));
+        let mut v = Vec::with_capacity(self.menu.len() + 1);
+        v.push(0);
+        v.extend(self.menu.iter().map(|m| m.action));
         v
     }
 
@@ -491,154 +497,415 @@ impl Game {
             return;
         }
         mask[0] = true;
-        self.for_each_legal(|a, _, _| mask[a] = true);
-    }
-
-    /// The allocation a legal non-zero action makes, or the reason it is illegal.
-    pub fn allocation_for(&self, action: usize) -> Result<Option<Allocation>, GameError> {
-        let b = self.current_buffer().ok_or(GameError::Terminal)?;
-        let setup = &*self.setup;
-        if action == 0 {
-            return Ok(None);
-        }
-        let illegal = |reason: String| GameError::Illegal {
-            action,
-            buffer: setup.program.buffer(b).name.clone(),
-            reason,
-        };
-        let (li, mi, k) = setup
-            .options
-            .decode(action)
-            .ok_or_else(|| illegal(format!("actions are 0..{}", setup.action_count())))?;
-        let plan = setup.plans[b][li * setup.options.modes.len() + mi].ok_or_else(|| {
-            illegal(format!(
-                "mode `{}` does not apply to this buffer (or gives the same placement as a lower-numbered action)",
-                setup.options.modes[mi].as_str()
-            ))
-        })?;
-        let mut out = Vec::with_capacity(k + 1);
-        self.candidates(b, li, &plan, k + 1, &mut out);
-        let c = out
-            .get(k)
-            .ok_or_else(|| illegal(format!("slot {k}: only {} offsets fit", out.len())))?;
-        Ok(Some(Allocation {
-            level: setup.levels[li],
-            offset: c.offset,
-            start: plan.start,
-            end: plan.end,
-            arrival: plan.arrival,
-            eviction: plan.eviction,
-        }))
-    }
-
-    /// The cost model's latency change if the current buffer took `allocation`.
-    pub fn cost_delta(&self, allocation: &Allocation) -> f64 {
-        match self.current_buffer() {
-            Some(b) => self
-                .tally
-                .delta(&self.setup.cost, b, &[], std::slice::from_ref(allocation)),
-            None => 0.0,
+        for m in &self.menu {
+            mask[m.action] = true;
         }
     }
 
-    /// Plays `action` for the current buffer; returns its reward.
+    /// Whether `action` is legal now.
+    pub fn is_legal(&self, action: usize) -> bool {
+        !self.is_terminal() && (action == 0 || self.menu.iter().any(|m| m.action == action))
+    }
+
+    /// The current buffer's allocations after `action` (legal) at the pending use.
+    fn after(&self, action: usize) -> Vec<Allocation> {
+        let mut v = self.shown.clone();
+        let mv = self.menu.iter().find(|m| m.action == action);
+        if let Some(c) = &self.cursor {
+            if c.open.is_some() {
+                let i = v.iter().position(|a| {
+                    a.level == self.states.last().map_or(0, |s| s.level)
+                        && c.open.is_some_and(|o| o.start == a.start)
+                });
+                match mv {
+                    Some(m) if m.mode == Mode::Keep => {
+                        if let Some(i) = i {
+                            v[i] = m.allocation;
+                        }
+                        return v;
+                    }
+                    _ => {
+                        if let (Some(i), Some(closed)) = (i, self.closed) {
+                            v[i] = closed;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(m) = mv {
+            v.push(m.allocation);
+            v.sort_by_key(|a| a.start);
+        }
+        v
+    }
+
+    /// The cost model's latency change if `action` (legal) were played now, counting
+    /// only this turn's move (not what the game does before the next turn).
+    pub fn cost_delta(&self, action: usize) -> f64 {
+        match &self.cursor {
+            Some(c) if !self.is_terminal() && self.is_legal(action) => {
+                let new = self.after(action);
+                self.tally.delta(&self.setup.cost, c.b, &self.shown, &new)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Plays `action` for the pending use; returns its reward.
     pub fn apply_action(&mut self, action: usize) -> Result<f64, GameError> {
-        let allocation = self.allocation_for(action)?;
-        self.apply_legal(action, allocation)
-    }
-
-    /// Plays `action`, which makes `allocation`: what [`Game::for_each_legal`] offered
-    /// for it on this very state (a player that has it saves searching the offset again).
-    pub(crate) fn apply_legal(
-        &mut self,
-        action: usize,
-        allocation: Option<Allocation>,
-    ) -> Result<f64, GameError> {
-        let b = self.current_buffer().ok_or(GameError::Terminal)?;
-        let setup = Arc::clone(&self.setup);
-        let before = self.tally.latency();
-        if let Some(a) = allocation {
-            self.place(b, a);
-        }
-        let mut reward = (before - self.tally.latency()) / setup.s0;
-        self.turn += 1;
         if self.is_terminal() {
-            let (s, last) = setup.finish(self.tally.latency(), &self.mapping());
-            self.final_latency = Some(s);
+            return Err(GameError::Terminal);
+        }
+        let mv = if action == 0 {
+            None
+        } else {
+            match self.menu.iter().find(|m| m.action == action) {
+                Some(m) => Some(*m),
+                None => return Err(self.illegal(action)),
+            }
+        };
+        let before = self.tally.latency();
+        self.play(mv);
+        self.turn += 1;
+        self.actions.push(action);
+        let last = self.settle();
+        let mut reward = (before - self.tally.latency()) / self.setup.s0;
+        if let Some(last) = last {
             reward += last;
         }
         self.rewards.push(reward);
-        self.actions.push(action);
         Ok(reward)
+    }
+
+    fn illegal(&self, action: usize) -> GameError {
+        let setup = &*self.setup;
+        let b = self.current_buffer().unwrap_or(0);
+        let reason = match setup.options.decode(action) {
+            None => format!("actions are 0..{}", setup.action_count()),
+            Some((mi, k)) => format!(
+                "{} slot {k} is not on offer at this use (the mode does not apply, no offset fits, the copy budget is full, or it repeats a lower-numbered action)",
+                setup.options.modes[mi].as_str()
+            ),
+        };
+        GameError::Illegal {
+            action,
+            buffer: setup.program.buffer(b).name.clone(),
+            reason,
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn small() -> Arc<Program> {
-        Arc::new(accel_sim::fixtures::three_ops("small", 1 << 20, 1e6))
+/// The game's walk through XLA's passes between turns.
+impl Game {
+    /// Runs `f` with the pass under way (its heap and op times) and the copy budgets.
+    fn with_pass<R>(
+        &mut self,
+        f: impl FnOnce(&mut Pass<'_>, &mut Option<Cursor>, &mut Budgets) -> R,
+    ) -> Option<R> {
+        let setup = Arc::clone(&self.setup);
+        let st = self.states.last_mut()?;
+        let mut pass = Pass {
+            program: &setup.program,
+            cost: &setup.cost,
+            opts: &setup.xla,
+            st,
+        };
+        Some(f(&mut pass, &mut self.cursor, &mut self.budgets))
     }
 
-    fn hw() -> Hardware {
-        Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap()
+    /// Makes the move (`None`: action 0) at the pending use.
+    fn play(&mut self, mv: Option<Move>) {
+        self.with_pass(|pass, cursor, budgets| {
+            let Some(c) = cursor.as_mut() else {
+                return;
+            };
+            let Some((u, _)) = c.pending() else {
+                return;
+            };
+            let mut txn = Txn::none();
+            // Every move was checked when the menu was made: none of these can fail
+            // (evictions are made even over budget, as XLA does on its last try).
+            let done = match mv {
+                None => pass.close_open(c, u, budgets, &mut txn),
+                Some(m) => match m.mode {
+                    Mode::Keep => pass.keep(c, &mut txn),
+                    Mode::Define => pass.define(c, m.allocation.offset, &mut txn),
+                    Mode::Prefetch | Mode::PrefetchLate => pass
+                        .close_open(c, u, budgets, &mut txn)
+                        .and_then(|_| {
+                            let a = m.allocation;
+                            pass.prefetch_at(c, a.start, a.offset, budgets, &mut txn)
+                        }),
+                },
+            };
+            debug_assert!(done.is_some(), "a move from the menu failed: {mv:?}");
+            pass.end_use(c);
+        });
+        self.sync_tally();
     }
 
-    #[test]
-    fn every_action_sequence_ends_valid_with_the_right_return() {
-        // Play every legal action at every turn through a small tree (depth-first over a
-        // few branches), checking the invariants at each leaf.
-        let g = Game::new(small(), hw(), GameOptions::default()).unwrap();
-        let mut stack = vec![g];
-        let mut leaves = 0;
-        while let Some(g) = stack.pop() {
-            if g.is_terminal() {
-                let m = g.mapping();
-                m.validate(g.setup().program(), g.setup().hardware())
-                    .unwrap();
-                let s0 = g.setup().all_slow_latency();
-                let s = g.final_latency().unwrap();
-                assert!((g.total_return() - (s0 - s) / s0).abs() < 1e-12);
-                leaves += 1;
+    /// Brings the cost tally up to the current buffer's allocations.
+    fn sync_tally(&mut self) {
+        let Some(c) = &self.cursor else {
+            return;
+        };
+        let level = self.states.last().map_or(0, |s| s.level);
+        let mut now = self.allocs[c.b].clone();
+        now.extend_from_slice(&c.out);
+        now.extend(c.open_allocation(level));
+        now.sort_by_key(|a| a.start);
+        if now != self.shown {
+            self.tally.apply(&self.setup.cost, c.b, &self.shown, &now);
+            self.shown = now;
+        }
+    }
+
+    /// Starts pass `self.pass` (skipping levels the heap cannot model): its heap, and
+    /// after the first pass the op times under the mapping so far, with the copies made
+    /// replayed into budgets over those times, as the baseline's cascade does.
+    fn start_pass(&mut self) {
+        let setup = Arc::clone(&self.setup);
+        while let Some(&level) = setup.levels.get(self.pass) {
+            let Ok(heap) = ChunkHeap::for_level(&setup.hw, level, setup.program.len()) else {
+                self.pass += 1;
+                continue;
+            };
+            let timing = if self.states.is_empty() {
+                Arc::clone(&setup.default_timing)
+            } else {
+                let mapping = self.mapping();
+                let state = CostState::from_mapping(&setup.cost, &mapping);
+                let mem = (0..setup.program.len()).map(|t| state.mem_s(t)).collect();
+                let timing = Arc::new(Timing::new(&setup.cost, mem));
+                let budgets = std::mem::replace(
+                    &mut self.budgets,
+                    Budgets::new(&setup.xla, &setup.default_timing),
+                );
+                self.budgets = budgets.replayed(&setup.xla, &timing);
+                timing
+            };
+            self.states.push(PassState {
+                level,
+                max_copy: setup.xla.picker.max_copy_s(&setup.hw, level),
+                heap,
+                timing,
+                stats: XlaPassStats {
+                    level,
+                    ..Default::default()
+                },
+            });
+            self.pos = 0;
+            return;
+        }
+    }
+
+    /// Goes on from the last move to the next use with a choice: the items that need
+    /// none, uses where only action 0 is on offer, buffers, passes. Returns the last
+    /// turn's extra reward if the game ends here.
+    fn settle(&mut self) -> Option<f64> {
+        let setup = Arc::clone(&self.setup);
+        loop {
+            if self.cursor.is_some() {
+                self.with_pass(|pass, cursor, budgets| {
+                    if let Some(c) = cursor.as_mut() {
+                        let _ = pass.advance(c, budgets, &mut Txn::none());
+                    }
+                });
+                self.sync_tally();
+                if self.cursor.as_ref().is_some_and(|c| c.pending().is_some()) {
+                    self.make_menu();
+                    if !self.menu.is_empty() {
+                        return None;
+                    }
+                    self.play(None);
+                    continue;
+                }
+                // The buffer is done in this pass.
+                let done = self.with_pass(|pass, cursor, _| cursor.take().map(|c| (c.b, c.stats.clone(), pass.finish(c))));
+                if let Some(Some((b, stats, out))) = done {
+                    if let Some(st) = self.states.last_mut() {
+                        st.stats.defined += stats.defined;
+                        st.stats.prefetches += stats.prefetches;
+                        st.stats.evictions += stats.evictions;
+                        st.stats.evictions_over_budget += stats.evictions_over_budget;
+                    }
+                    self.allocs[b].extend(out);
+                    self.allocs[b].sort_by_key(|a| a.start);
+                    debug_assert_eq!(self.allocs[b], self.shown);
+                }
+                self.shown.clear();
                 continue;
             }
-            for a in g.legal_actions() {
-                let mut c = g.clone();
-                c.apply_action(a).unwrap();
-                stack.push(c);
+            if self.pass < setup.levels.len() && !self.states.is_empty() {
+                if let Some(&b) = setup.orders[self.pass].get(self.pos) {
+                    self.pos += 1;
+                    let prior = std::mem::take(&mut self.allocs[b]);
+                    let cursor = self.with_pass(|pass, _, _| pass.begin(b, &prior)).flatten();
+                    self.allocs[b] = prior;
+                    if let Some(c) = cursor {
+                        self.shown = self.allocs[b].clone();
+                        self.cursor = Some(c);
+                    }
+                    continue;
+                }
+                self.pass += 1;
+                self.start_pass();
+                continue;
+            }
+            // Every pass is done.
+            self.pass = setup.levels.len();
+            self.menu.clear();
+            let (s, last) = setup.finish(self.tally.latency(), &self.mapping());
+            self.final_latency = Some(s);
+            return Some(last);
+        }
+    }
+
+    /// The legal moves of the pending use (docs/mallocgame.md, "One turn").
+    fn make_menu(&mut self) {
+        let setup = Arc::clone(&self.setup);
+        let options = &setup.options;
+        let (menu, closed) = self
+            .with_pass(|pass, cursor, budgets| {
+                let c = cursor.as_ref()?;
+                Some(menu_of(pass, c, budgets, options))
+            })
+            .flatten()
+            .unwrap_or_default();
+        self.menu = menu;
+        self.closed = closed;
+    }
+}
+
+/// The moves on offer at the pending use of `c`, and its open chunk as it would be closed
+/// before that use.
+fn menu_of(
+    pass: &Pass<'_>,
+    c: &Cursor,
+    budgets: &Budgets,
+    options: &GameOptions,
+) -> (Vec<Move>, Option<Allocation>) {
+    let mut menu = Vec::new();
+    let Some((u, ends)) = c.pending() else {
+        return (menu, None);
+    };
+    let b = c.b;
+    let level = pass.st.level;
+    let size = pass.program.buffer(b).size;
+    // Ending the open chunk before `u`: a buffer only this level holds is evicted, and
+    // level 0 has the data from the op after the eviction's hold.
+    let closed = c.open.map(|o| close_before(pass, c, &o, u));
+    let level0_from = match (c.open, closed) {
+        (Some(o), Some(a)) if o.arrival == Arrival::Defined && c.level0_from.is_none() => {
+            Some(a.end + 1)
+        }
+        _ => c.level0_from,
+    };
+    let lo = level0_from.map(|v| v.max(c.seg_lo));
+    let search = lo.and_then(|lo| pass.prefetch_search(b, lo, ends, budgets));
+    let copy = pass.cost.copy_s(b, level);
+    let mut cands = Vec::new();
+    for (mi, &mode) in options.modes.iter().enumerate() {
+        let slots = |start: OpId, first: Option<u64>, cands: &mut Vec<Candidate>, menu: &mut Vec<Move>, arrival| {
+            let Some(first) = first else { return };
+            pass.st.heap.candidates(start, u, size, cands);
+            let gap_of = |o: u64| {
+                cands
+                    .iter()
+                    .find(|c| c.offset <= o && o < c.offset + c.gap)
+                    .map_or(size, |c| c.offset + c.gap - o)
+            };
+            let mut offsets = vec![(first, gap_of(first))];
+            offsets.extend(
+                cands
+                    .iter()
+                    .filter(|c| c.offset != first)
+                    .map(|c| (c.offset, c.gap)),
+            );
+            for (k, &(offset, gap)) in offsets.iter().take(options.slots).enumerate() {
+                menu.push(Move {
+                    action: options.encode(mi, k),
+                    mode,
+                    allocation: Allocation {
+                        level,
+                        offset,
+                        start,
+                        end: u,
+                        arrival,
+                        eviction: None,
+                    },
+                    gap,
+                });
+            }
+        };
+        match mode {
+            Mode::Keep => {
+                if let Some(o) = c.open {
+                    if pass.st.heap.fits(o.end + 1, u, o.offset, size) {
+                        pass.st.heap.candidates(o.start, u, 1, &mut cands);
+                        let gap = cands
+                            .iter()
+                            .find(|c| c.offset <= o.offset && o.offset < c.offset + c.gap)
+                            .map_or(size, |c| c.offset + c.gap - o.offset);
+                        menu.push(Move {
+                            action: options.encode(mi, 0),
+                            mode,
+                            allocation: Allocation {
+                                level,
+                                offset: o.offset,
+                                start: o.start,
+                                end: u,
+                                arrival: o.arrival,
+                                eviction: None,
+                            },
+                            gap,
+                        });
+                    }
+                }
+            }
+            Mode::Define => {
+                if c.open.is_none() && c.can_define {
+                    let first = pass.best_chunk(c.p, ends, size);
+                    slots(c.p, first, &mut cands, &mut menu, Arrival::Defined);
+                }
+            }
+            Mode::Prefetch => {
+                if let Some((s, off)) = search {
+                    slots(s, Some(off), &mut cands, &mut menu, Arrival::Prefetch);
+                }
+            }
+            Mode::PrefetchLate => {
+                let Some(lo) = lo else { continue };
+                let Some(w) = pass.window(b, lo, u) else {
+                    continue;
+                };
+                let s = w.latest;
+                // The search's start is `prefetch`'s: the same start here is its twin.
+                let twin = options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
+                if !twin && budgets.prefetch_fits(s, u, copy) {
+                    let first = pass.best_chunk(s, ends, size);
+                    slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);
+                }
             }
         }
-        assert!(leaves >= 50, "{leaves}");
     }
+    (menu, closed)
+}
 
-    #[test]
-    fn illegal_actions_are_errors() {
-        let mut g = Game::new(small(), hw(), GameOptions::default()).unwrap();
-        let legal = g.legal_actions();
-        let illegal = (0..g.action_count()).find(|a| !legal.contains(a)).unwrap();
-        assert!(matches!(
-            g.apply_action(illegal),
-            Err(GameError::Illegal { .. })
-        ));
-        assert!(g.apply_action(999).is_err());
-        while !g.is_terminal() {
-            g.apply_action(0).unwrap();
-        }
-        assert_eq!(g.apply_action(0), Err(GameError::Terminal));
-        assert!(g.total_return().abs() < 1e-12);
+/// The open chunk `o` of `c` as closing it before op `next` leaves it: a buffer only the
+/// level holds is evicted right after its definition and held until XLA's eviction end.
+fn close_before(pass: &Pass<'_>, c: &Cursor, o: &Open, next: OpId) -> Allocation {
+    let mut a = Allocation {
+        level: pass.st.level,
+        offset: o.offset,
+        start: o.start,
+        end: o.end,
+        arrival: o.arrival,
+        eviction: None,
+    };
+    if o.arrival == Arrival::Defined && c.level0_from.is_none() {
+        a.end = pass.eviction_end(c.b, o, next);
+        a.eviction = Some(o.start);
     }
-
-    #[test]
-    fn twins_are_illegal() {
-        // `a` has one use, so prefetch-last would repeat prefetch.
-        let g = Game::new(small(), hw(), GameOptions::default()).unwrap();
-        let setup = g.setup();
-        let a = 2;
-        let modes = setup.options().modes.len();
-        let pos = |m: Mode| setup.options().modes.iter().position(|&x| x == m).unwrap();
-        assert!(setup.plans[a][pos(Mode::Prefetch)].is_some());
-        assert!(setup.plans[a][pos(Mode::PrefetchLast)].is_none());
-        assert_eq!(setup.plans[a].len(), modes);
-    }
+    a
 }

@@ -6,6 +6,8 @@
 //!   its capacity below its highest allocation;
 //! - the current buffer (`BUFFER_FEATURES`): log size, size/capacity, live range
 //!   (start, end, length)/T, uses, memory-boundedness, kind (one-hot), present flag;
+//! - the current use (`SEGMENT_FEATURES`): pass, the use and the segment it closes, the
+//!   chunk held so far, how many of the buffer's uses are decided;
 //! - per fast level, an occupancy grid over the buffer's live range
 //!   (`grid_time x grid_offset` cells, each the fraction occupied);
 //! - per action (`ACTION_FEATURES` each): legal flag, offset/capacity, gap slack/capacity,
@@ -18,6 +20,8 @@ use accel_sim::BufferId;
 
 /// Features describing one buffer.
 pub const BUFFER_FEATURES: usize = 12;
+/// Features describing the use a turn decides.
+pub const SEGMENT_FEATURES: usize = 7;
 /// Features describing one action.
 pub const ACTION_FEATURES: usize = 5;
 
@@ -26,6 +30,7 @@ pub fn observation_len(options: &GameOptions) -> usize {
     let l = options.fast_levels;
     3 + l
         + BUFFER_FEATURES
+        + SEGMENT_FEATURES
         + l * options.grid_time * options.grid_offset
         + options.action_count() * ACTION_FEATURES
         + options.lookahead * BUFFER_FEATURES
@@ -50,12 +55,19 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         out[i] = v;
         i += 1;
     };
-    put(out, game.turn() as f32 / game.length().max(1) as f32);
+    // Progress: turns so far over the most a game can take, 1 at the end.
+    let progress = if game.is_terminal() {
+        1.0
+    } else {
+        (game.turn() as f32 / setup.max_turns().max(1) as f32).min(1.0)
+    };
+    put(out, progress);
     put(out, (game.proxy_latency() / s0) as f32);
     put(out, (setup.cost_model().all_slow_latency() / s0) as f32);
     for li in 0..options.fast_levels {
         let cap = hw.levels[setup.level(li)].capacity as f32;
-        put(out, game.occupancy(li).peak_top() as f32 / cap);
+        let peak = game.heap(li).map_or(0, |h| h.peak_address());
+        put(out, peak as f32 / cap);
     }
     let current = game.current_buffer();
     let mut at = i;
@@ -63,6 +75,8 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         buffer_features(game, b, &mut out[at..at + BUFFER_FEATURES]);
     }
     at += BUFFER_FEATURES;
+    segment_features(game, &mut out[at..at + SEGMENT_FEATURES]);
+    at += SEGMENT_FEATURES;
     // Occupancy grids over the current buffer's live range.
     for li in 0..options.fast_levels {
         let cells = options.grid_time * options.grid_offset;
@@ -77,20 +91,23 @@ pub fn encode(game: &Game, out: &mut [f32]) {
     let a0 = at;
     if current.is_some() {
         out[a0] = 1.0;
+        let size = program.buffer(current.unwrap_or(0)).size as f64;
         game.for_each_legal(|a, alloc, gap| {
             let cap = hw.levels[alloc.level].capacity as f64;
-            let size = program.buffer(current.unwrap_or(0)).size as f64;
             let f = &mut out[a0 + a * ACTION_FEATURES..a0 + (a + 1) * ACTION_FEATURES];
             f[0] = 1.0;
             f[1] = (alloc.offset as f64 / cap) as f32;
             f[2] = ((gap as f64 - size).max(0.0) / cap) as f32;
             f[3] = (alloc.end + 1 - alloc.start) as f32 / t_count;
-            f[4] = (-game.cost_delta(&alloc) / s0 * 10.0) as f32;
+            f[4] = (-game.cost_delta(a) / s0 * 10.0) as f32;
         });
     }
     at = a0 + options.action_count() * ACTION_FEATURES;
+    // The next buffers of the pass under way (whose turns come after this buffer's).
+    let order = setup.order(game.pass());
+    let next = game.next_in_order();
     for k in 0..options.lookahead {
-        if let Some(&b) = setup.order().get(game.turn() + 1 + k) {
+        if let Some(&b) = order.get(next + k) {
             buffer_features(game, b, &mut out[at..at + BUFFER_FEATURES]);
         }
         at += BUFFER_FEATURES;
@@ -124,17 +141,38 @@ fn buffer_features(game: &Game, b: BufferId, f: &mut [f32]) {
     f[11] = 1.0;
 }
 
+fn segment_features(game: &Game, f: &mut [f32]) {
+    let Some((_, u)) = game.pending() else {
+        return;
+    };
+    let setup = game.setup();
+    let t = setup.program().len() as f32;
+    f[0] = game.pass() as f32 / setup.passes().max(1) as f32;
+    f[1] = u as f32 / t;
+    f[2] = game.segment_start().map_or(0.0, |p| (u - p.min(u)) as f32 / t);
+    if let Some((a, defined)) = game.open_chunk() {
+        f[3] = 1.0;
+        f[4] = if defined { 1.0 } else { 0.0 };
+        f[5] = (a.end + 1 - a.start) as f32 / t;
+    }
+    let (done, all) = game.uses_decided();
+    f[6] = done as f32 / all.max(1) as f32;
+}
+
 fn grid(game: &Game, li: usize, s: usize, e: usize, cap: f64, o: &GameOptions, out: &mut [f32]) {
     let (gt, go) = (o.grid_time, o.grid_offset);
     let span = (e + 1 - s) as f64;
     let tbin = span / gt as f64;
     let obin = cap / go as f64;
-    game.occupancy(li).for_each_overlapping(s, e, |c| {
+    let Some(heap) = game.heap(li) else {
+        return;
+    };
+    heap.for_each_overlapping(s, e, |c| {
         // The chunk's rectangle in grid units, clipped to the live range.
         let t0 = (c.start.max(s) - s) as f64 / tbin;
         let t1 = (c.end.min(e) + 1 - s) as f64 / tbin;
         let o0 = c.offset as f64 / obin;
-        let o1 = (c.top as f64 / obin).min(go as f64);
+        let o1 = (c.top() as f64 / obin).min(go as f64);
         for ti in (t0.floor() as usize)..(t1.ceil() as usize).min(gt) {
             let tw = (t1.min(ti as f64 + 1.0) - t0.max(ti as f64)).max(0.0);
             for oi in (o0.floor() as usize)..(o1.ceil() as usize).min(go) {
@@ -198,7 +236,7 @@ mod tests {
             encode(&g, &mut obs);
             assert!(obs.iter().all(|x| x.is_finite()));
             // The grid cells are fractions.
-            let grid0 = 4 + BUFFER_FEATURES;
+            let grid0 = 4 + BUFFER_FEATURES + SEGMENT_FEATURES;
             assert!(obs[grid0..grid0 + 64]
                 .iter()
                 .all(|&x| (0.0..=1.0 + 1e-5).contains(&x)));

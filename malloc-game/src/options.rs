@@ -2,35 +2,42 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How a buffer gets into a fast level and for how long (docs/mallocgame.md, "One turn").
+/// What a turn does with the pending use of the current buffer (docs/mallocgame.md,
+/// "One turn"). Action 0, the use reads level 0, is not a mode: it is always on offer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Over its whole live range: written there by its defining op; a weight or input is
-    /// copied in at the program start; an output is evicted right after its definition.
-    Resident,
-    /// Defined in level 0, copied in before its first use after its definition at the
-    /// picker's preferred start; held from the copy start to its last use.
+    /// The chunk the buffer holds in the level stays through this use, at the same
+    /// offset, with no copy. One action (there is no offset to choose).
+    Keep,
+    /// The defining op writes the buffer into the level, held through this use (its
+    /// first). Offered on the first use of a buffer that has a defining op.
+    Define,
+    /// The chunk held so far (if any) ends, evicted if level 0 lacks the data, and a copy
+    /// from level 0 brings the buffer in for this use, starting where XLA's picker
+    /// search starts it (the preferred start, else the nearest one with a chunk and room
+    /// in the copy budget).
     Prefetch,
     /// As `Prefetch`, at the picker's latest start: a shorter hold, more risk of a stall.
     PrefetchLate,
-    /// Copied in only for its last use, at the picker's preferred start.
-    PrefetchLast,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [
-        Mode::Resident,
-        Mode::Prefetch,
-        Mode::PrefetchLate,
-        Mode::PrefetchLast,
-    ];
+    pub const ALL: [Mode; 4] = [Mode::Keep, Mode::Define, Mode::Prefetch, Mode::PrefetchLate];
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Resident => "resident",
+            Mode::Keep => "keep",
+            Mode::Define => "define",
             Mode::Prefetch => "prefetch",
             Mode::PrefetchLate => "prefetch-late",
-            Mode::PrefetchLast => "prefetch-last",
+        }
+    }
+    /// How many actions the mode has: one per offset slot, but `keep` has no offset to
+    /// choose.
+    pub fn slots(self, k: usize) -> usize {
+        match self {
+            Mode::Keep => 1,
+            _ => k,
         }
     }
 }
@@ -75,9 +82,10 @@ pub const MAX_SLOTS: usize = 1024;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GameOptions {
-    /// How many of the hardware's fastest levels the player may use (fastest first).
+    /// How many of the hardware's fastest levels the game fills, one pass each, fastest
+    /// first.
     pub fast_levels: usize,
-    /// K: offset candidates per (level, mode).
+    /// K: offset candidates per mode that chooses an offset.
     pub slots: usize,
     pub modes: Vec<Mode>,
     pub order: Order,
@@ -104,24 +112,31 @@ impl Default for GameOptions {
 }
 
 impl GameOptions {
-    /// Number of discrete actions: action 0 plus one per (level, mode, slot).
+    /// Number of discrete actions: action 0 plus one per (mode, slot).
     pub fn action_count(&self) -> usize {
-        1 + self.fast_levels * self.modes.len() * self.slots
+        1 + self.modes.iter().map(|m| m.slots(self.slots)).sum::<usize>()
     }
 
-    /// The (level index, mode index, slot) of a non-zero action.
-    pub fn decode(&self, action: usize) -> Option<(usize, usize, usize)> {
-        if action == 0 || action >= self.action_count() {
-            return None;
+    /// The (mode index, slot) of a non-zero action.
+    pub fn decode(&self, action: usize) -> Option<(usize, usize)> {
+        let mut first = 1;
+        for (mi, m) in self.modes.iter().enumerate() {
+            let n = m.slots(self.slots);
+            if (first..first + n).contains(&action) {
+                return Some((mi, action - first));
+            }
+            first += n;
         }
-        let i = action - 1;
-        let k = i % self.slots;
-        let lm = i / self.slots;
-        Some((lm / self.modes.len(), lm % self.modes.len(), k))
+        None
     }
 
-    pub fn encode(&self, level_index: usize, mode_index: usize, slot: usize) -> usize {
-        1 + (level_index * self.modes.len() + mode_index) * self.slots + slot
+    /// The action of slot `slot` of mode index `mode_index` (slot 0 for `keep`).
+    pub fn encode(&self, mode_index: usize, slot: usize) -> usize {
+        1 + self.modes[..mode_index]
+            .iter()
+            .map(|m| m.slots(self.slots))
+            .sum::<usize>()
+            + slot
     }
 
     /// Checks the options against themselves and the number of fast levels on offer.
@@ -159,25 +174,21 @@ mod tests {
 
     #[test]
     fn actions_encode_densely() {
-        let o = GameOptions {
-            fast_levels: 2,
-            ..GameOptions::default()
-        };
-        assert_eq!(o.action_count(), 33);
-        let mut seen = [false; 33];
-        for l in 0..2 {
-            for m in 0..4 {
-                for k in 0..4 {
-                    let a = o.encode(l, m, k);
-                    assert_eq!(o.decode(a), Some((l, m, k)));
-                    assert!(!seen[a]);
-                    seen[a] = true;
-                }
+        let o = GameOptions::default();
+        // 0, keep, then 4 slots each of define, prefetch, prefetch-late.
+        assert_eq!(o.action_count(), 14);
+        let mut seen = [false; 14];
+        for (mi, m) in o.modes.iter().enumerate() {
+            for k in 0..m.slots(o.slots) {
+                let a = o.encode(mi, k);
+                assert_eq!(o.decode(a), Some((mi, k)));
+                assert!(!seen[a]);
+                seen[a] = true;
             }
         }
         assert!(seen[1..].iter().all(|&s| s));
         assert_eq!(o.decode(0), None);
-        assert_eq!(o.decode(33), None);
+        assert_eq!(o.decode(14), None);
     }
 
     #[test]
@@ -193,7 +204,7 @@ mod tests {
         };
         assert!(o.check(1).unwrap_err().starts_with("fast_levels"));
         let o = GameOptions {
-            modes: vec![Mode::Resident, Mode::Resident],
+            modes: vec![Mode::Keep, Mode::Keep],
             ..GameOptions::default()
         };
         assert!(o.check(1).unwrap_err().contains("twice"));

@@ -16,8 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The format version of saved games (binary header and the `format_version` field).
-// 2: binio files carry a checksum.
-pub const GAME_FORMAT_VERSION: u32 = 2;
+// 2: binio files carry a checksum. 3: rules v2 (a turn per use, docs/mallocgame.md).
+pub const GAME_FORMAT_VERSION: u32 = 3;
+/// The last format version whose games were played under rules v1 (one turn per buffer).
+pub const LAST_RULES_V1_VERSION: u32 = 2;
 /// The magic of a saved-game file.
 pub const GAME_MAGIC: &[u8; 8] = b"MMZGAME\0";
 
@@ -94,6 +96,8 @@ pub enum RecordError {
     Bin(#[from] BinError),
     #[error("{origin}: not a saved game: {msg}")]
     Json { origin: String, msg: String },
+    #[error("{origin}: saved by rules v1 (saved-game format version {found}): this build plays rules v2, where a turn decides one use of a buffer (docs/mallocgame.md); replay it with a build from before rules v2, or play the game again")]
+    RulesV1 { origin: String, found: u32 },
     #[error("{origin}: saved-game format version {found}, this build reads {expected}")]
     Version {
         origin: String,
@@ -119,12 +123,8 @@ pub enum ReplayError {
         saved: u64,
         given: u64,
     },
-    #[error("saved game of `{workload}` has {actions} actions, but the program has {buffers} buffers (one turn each)")]
-    Length {
-        workload: String,
-        actions: usize,
-        buffers: usize,
-    },
+    #[error("saved game of `{workload}` ends after {actions} actions, but the game is not over")]
+    Length { workload: String, actions: usize },
     #[error("saved game of `{workload}` has {rewards} rewards for {actions} actions")]
     Rewards {
         workload: String,
@@ -244,6 +244,12 @@ impl GameRecord {
 
     /// Checks what can be checked without the program: the version and the lengths.
     fn check(&self, origin: &str) -> Result<(), RecordError> {
+        if (1..=LAST_RULES_V1_VERSION).contains(&self.format_version) {
+            return Err(RecordError::RulesV1 {
+                origin: origin.to_string(),
+                found: self.format_version,
+            });
+        }
         if self.format_version != GAME_FORMAT_VERSION {
             return Err(RecordError::Version {
                 origin: origin.to_string(),
@@ -317,7 +323,16 @@ impl GameRecord {
 
     /// Reads a file written by [`GameRecord::save`].
     pub fn load(path: &Path) -> Result<GameRecord, RecordError> {
-        let record: GameRecord = binio::read(path, GAME_MAGIC, GAME_FORMAT_VERSION)?;
+        let record: GameRecord =
+            binio::read(path, GAME_MAGIC, GAME_FORMAT_VERSION).map_err(|e| match e {
+                BinError::Version { found, .. } if (1..=LAST_RULES_V1_VERSION).contains(&found) => {
+                    RecordError::RulesV1 {
+                        origin: path.display().to_string(),
+                        found,
+                    }
+                }
+                e => RecordError::Bin(e),
+            })?;
         record.check(&path.display().to_string())?;
         Ok(record)
     }
@@ -332,6 +347,18 @@ impl GameRecord {
 
     /// Parses [`GameRecord::to_json`]'s form; `origin` (a file name) is what errors name.
     pub fn from_json(text: &str, origin: &str) -> Result<GameRecord, RecordError> {
+        // A game saved under rules v1 has fields this build no longer reads (its modes):
+        // name the rules, not the first field that fails.
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+            if let Some(found) = v.get("format_version").and_then(|f| f.as_u64()) {
+                if (1..=u64::from(LAST_RULES_V1_VERSION)).contains(&found) {
+                    return Err(RecordError::RulesV1 {
+                        origin: origin.to_string(),
+                        found: found as u32,
+                    });
+                }
+            }
+        }
         let record: GameRecord = serde_json::from_str(text).map_err(|e| RecordError::Json {
             origin: origin.to_string(),
             msg: e.to_string(),
@@ -356,14 +383,6 @@ impl GameRecord {
                 workload: workload(),
                 saved: self.program_hash,
                 given: hash,
-            });
-        }
-        let buffers = program.buffers().len();
-        if self.actions.len() != buffers {
-            return Err(ReplayError::Length {
-                workload: workload(),
-                actions: self.actions.len(),
-                buffers,
             });
         }
         if self.rewards.len() != self.actions.len() {
@@ -399,8 +418,7 @@ impl GameRecord {
         for (turn, (&action, &saved)) in self.actions.iter().zip(&self.rewards).enumerate() {
             let buffer = match game.current_buffer() {
                 Some(b) => setup.program().buffer(b).name.clone(),
-                // Unreachable while the game has one turn per buffer (checked above), but a
-                // game that ends early must not index past it.
+                // The game ended before the saved actions did.
                 None => {
                     return Err(ReplayError::Illegal {
                         workload: workload(),
@@ -436,6 +454,12 @@ impl GameRecord {
                 action_name,
                 reward: replayed,
                 proxy_latency_s: game.proxy_latency(),
+            });
+        }
+        if !game.is_terminal() {
+            return Err(ReplayError::Length {
+                workload: workload(),
+                actions: self.actions.len(),
             });
         }
         let replayed = game.final_latency().unwrap_or(f64::NAN);
@@ -588,9 +612,14 @@ mod tests {
                     buf("x", 1 << 20, BufferKind::Input),
                     buf("w", 2 << 20, BufferKind::Weight),
                     buf("a", 1 << 20, BufferKind::Activation),
+                    buf("b", 1 << 20, BufferKind::Activation),
                     buf("y", 1 << 20, BufferKind::Output),
                 ],
-                vec![op("op0", &[0, 1], &[2]), op("op1", &[2, 1], &[3])],
+                vec![
+                    op("op0", &[0], &[2]),
+                    op("op1", &[2, 1], &[3]),
+                    op("op2", &[3, 1], &[4]),
+                ],
             )
             .unwrap(),
         )
@@ -645,7 +674,7 @@ mod tests {
         g.apply_action(0).unwrap();
         let e = GameRecord::from_game(&g, "test", 0, None).unwrap_err();
         assert!(
-            matches!(e, RecordError::NotTerminal { turn: 1, length: 4 }),
+            matches!(e, RecordError::NotTerminal { turn: 1, .. }),
             "{e}"
         );
     }
@@ -661,13 +690,16 @@ mod tests {
             };
             g.length()
         ];
+        let n = g.length();
+        assert!(n >= 2, "{n}");
         assert!(GameRecord::from_game(&g, "mz", 0, Some(ok.clone())).is_ok());
         let e = GameRecord::from_game(&g, "mz", 0, Some(ok[1..].to_vec())).unwrap_err();
-        assert!(e.to_string().contains("3 entries for 4 turns"), "{e}");
+        let want = format!("{} entries for {n} turns", n - 1);
+        assert!(e.to_string().contains(&want), "{e}");
         let mut short = ok;
-        short[2].visits.pop();
+        short[1].visits.pop();
         let e = GameRecord::from_game(&g, "mz", 0, Some(short)).unwrap_err();
-        assert!(e.to_string().contains("turn 2:"), "{e}");
+        assert!(e.to_string().contains("turn 1:"), "{e}");
     }
 
     #[test]
@@ -675,7 +707,7 @@ mod tests {
         let g = played(program(1e6));
         let r = GameRecord::from_game(&g, "test", 0, None).unwrap();
         let ok = r.replay(program(1e6)).unwrap();
-        assert_eq!(ok.turns.len(), 4);
+        assert_eq!(ok.turns.len(), g.length());
         assert_eq!(ok.game.final_latency(), g.final_latency());
         let e = r.replay(program(2e6)).unwrap_err();
         assert!(matches!(e, ReplayError::ProgramHash { .. }), "{e}");
@@ -700,11 +732,7 @@ mod tests {
         bad.actions.pop();
         bad.rewards.pop();
         let e = bad.replay(program(1e6)).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("3 actions, but the program has 4 buffers"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("but the game is not over"), "{e}");
     }
 
     #[test]

@@ -59,7 +59,8 @@ fn players() -> Vec<Box<dyn Player>> {
 /// The game is over, its mapping is valid, and its return is the simulated saving.
 fn check(what: &str, setup: &GameSetup, game: &Game) {
     assert!(game.is_terminal(), "{what}: not finished");
-    assert_eq!(game.actions().len(), setup.order().len(), "{what}");
+    assert_eq!(game.actions().len(), game.turn(), "{what}");
+    assert!(game.turn() <= setup.max_turns(), "{what}");
     let mapping = game.mapping();
     if let Err(e) = mapping.validate(setup.program(), setup.hardware()) {
         panic!("{what}: invalid mapping: {e}");
@@ -119,10 +120,11 @@ fn greedy_beats_random_on_average() {
 }
 
 #[test]
-fn beam_is_never_worse_than_greedy() {
-    // The beam keeps the greedy line (see players/beam.rs), so this holds on every
-    // program, not only on average.
+fn beam_is_never_worse_than_greedy_or_xla() {
+    // The beam keeps the greedy line and the xla line (see players/beam.rs), so this
+    // holds on every program, not only on average.
     let greedy = player("greedy").unwrap();
+    let xla = player("xla").unwrap();
     let mut cases: Vec<(String, Arc<GameSetup>)> = suite_like()
         .into_iter()
         .map(|(n, s)| (n.to_string(), s))
@@ -131,18 +133,18 @@ fn beam_is_never_worse_than_greedy() {
     let mut gains = 0;
     for (name, s) in &cases {
         let g = greedy.play(s, 0).total_return();
-        let b = player("beam:1").unwrap().play(s, 0).total_return();
-        assert_eq!(b, g, "beam:1 is greedy on {name}");
-        for w in [2, 8, 16] {
+        let x = xla.play(s, 0).total_return();
+        for w in [1, 2, 8, 16] {
             let b = player(&format!("beam:{w}"))
                 .unwrap()
                 .play(s, 0)
                 .total_return();
             assert!(b >= g, "beam:{w} {b} < greedy {g} on {name}");
-            gains += usize::from(b > g + 1e-9);
+            assert!(b >= x, "beam:{w} {b} < xla {x} on {name}");
+            gains += usize::from(b > g.max(x) + 1e-9);
         }
     }
-    // And the search is worth something: it finds better games than greedy somewhere.
+    // And the search is worth something: it finds better games than both somewhere.
     assert!(gains > 0);
 }
 
@@ -161,73 +163,20 @@ fn players_are_deterministic_given_the_seed() {
     assert!((1..5).any(|seed| random.play(&s, seed).actions() != first.actions()));
 }
 
-/// The xla player against the standalone `xla` solver, both scored by the simulator.
-///
-/// They agree exactly where XLA gives every buffer at most one allocation. They differ
-/// where it does not: the solver can split a buffer into segments (no-copy up to one use,
-/// an eviction, a prefetch again for a later use), try every prefetch start around the
-/// picker's preferred one when the copy budget or the heap refuses it, and hold an
-/// evicted buffer only until its copy is done; the game has one allocation per buffer
-/// and only the preferred and latest starts, so the player leaves some of those buffers
-/// in level 0. The differences measured when this test was written: 0 on chain, diamond,
-/// bert-base-s128, gpt2-small-s128 and vgg16, -0.003 on resnet50, and on random DAGs
-/// -0.010 on average (from -0.029 to +0.013).
+/// The xla player's game ends with the standalone xla solver's mapping, allocation for
+/// allocation, on random DAGs on one and on two fast levels.
 #[test]
-fn xla_player_tracks_the_standalone_xla_solver() {
+fn xla_player_is_the_standalone_xla_solver() {
     let xla_solver = solver("xla").expect("the xla baseline exists");
     let xla_player = player("xla").unwrap();
-    let diff = |s: &Arc<GameSetup>| {
-        let (p, hw) = (s.program(), s.hardware());
-        let mapping = xla_solver.solve(p, hw);
-        let s0 = s.all_slow_latency();
-        let solver_return = (s0 - Simulator::new(p, hw).run(&mapping, false).latency_s) / s0;
-        xla_player.play(s, 0).total_return() - solver_return
-    };
-    let load = |name| bench_workloads::load(name).unwrap();
-    let traced = [
-        ("resnet50", setup(load("resnet50"), tpu(16 * MIB))),
-        ("vgg16", setup(load("vgg16"), tpu(32 * MIB))),
-        (
-            "bert-base-s128",
-            setup(load("bert-base-s128"), tpu(16 * MIB)),
-        ),
-        (
-            "gpt2-small-s128",
-            setup(load("gpt2-small-s128"), tpu(16 * MIB)),
-        ),
-        (
-            "chain",
-            setup(bench_workloads::synthetic::chain(12), tpu(16 * MIB)),
-        ),
-        (
-            "diamond",
-            setup(bench_workloads::synthetic::diamond(), tpu(16 * MIB)),
-        ),
-    ];
-    for (name, s) in &traced {
-        let d = diff(s);
-        assert!(d.abs() <= 0.005, "{name}: player - solver = {d}");
-    }
-    let mut total = 0.0;
-    let mut n = 0;
+    let nnp = |cap| Hardware::nnp_i_like().with_capacity(2, cap).unwrap();
     for seed in 0..10 {
-        for capacity in [512 << 10, 2 * MIB] {
-            let s = setup(
-                bench_workloads::synthetic::random_dag(60, seed),
-                tpu(capacity),
-            );
-            let d = diff(&s);
-            assert!(
-                d.abs() <= 0.04,
-                "random_dag seed {seed} at {capacity} B: player - solver = {d}"
-            );
-            total += d.abs();
-            n += 1;
+        for hw in [tpu(512 << 10), tpu(2 * MIB), nnp(MIB)] {
+            let s = setup(bench_workloads::synthetic::random_dag(60, seed), hw);
+            let game = xla_player.play(&s, 0);
+            let want = xla_solver.solve(s.program(), s.hardware());
+            assert!(game.mapping() == want, "random_dag seed {seed} on {}", s.hardware().name);
+            check("xla", &s, &game);
         }
     }
-    assert!(
-        total / n as f64 <= 0.02,
-        "mean |player - solver| = {}",
-        total / n as f64
-    );
 }

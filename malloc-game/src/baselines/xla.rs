@@ -63,7 +63,7 @@
 use super::copy_budget::CopyBudget;
 use super::heap::{Chunk, ChunkHeap, ChunkId, TopGap};
 use super::Solver;
-use crate::picker::{first_true, PickerConfig};
+use crate::picker::{first_true, PickerConfig, PrefetchWindow};
 use accel_sim::{
     Allocation, Arrival, BufferId, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
     Mapping, OpId, Program,
@@ -104,6 +104,9 @@ pub struct XlaOptions {
     pub top_gap: TopGap,
     /// Run again for each slower fast level over the uses left in level 0.
     pub cascade: bool,
+    /// At most this many fast levels, fastest first (`None`: every one the cascade
+    /// reaches): the xla mapping a game over fewer levels can hold.
+    pub max_levels: Option<usize>,
     /// Which op times a cascade pass after the first plans with.
     pub cascade_timing: CascadeTiming,
 }
@@ -129,6 +132,7 @@ impl Default for XlaOptions {
             eviction_over_budget: EvictionOverBudget::Free,
             top_gap: TopGap::Capacity,
             cascade: true,
+            max_levels: None,
             cascade_timing: CascadeTiming::Current,
         }
     }
@@ -177,11 +181,7 @@ impl Xla {
         let default_mem: Vec<f64> = (0..t_count).map(|t| cost.default_mem_s(t)).collect();
         let mut budgets = Budgets::new(&self.options, &Timing::new(&cost, default_mem.clone()));
         let fastest = hw.fastest();
-        let levels: Vec<usize> = if self.options.cascade {
-            (1..=fastest).rev().collect()
-        } else {
-            vec![fastest]
-        };
+        let levels = pass_levels(&self.options, fastest);
         let mut passes = Vec::new();
         for level in levels {
             // A level the heap cannot model (zero capacity, bad alignment in a hand-built
@@ -206,18 +206,21 @@ impl Xla {
                     budgets = budgets.replayed(&self.options, &timing);
                     timing
                 };
-            let mut pass = Pass {
-                program,
-                cost: &cost,
+            let mut state = PassState {
                 level,
-                opts: &self.options,
                 max_copy: self.options.picker.max_copy_s(hw, level),
                 heap,
-                timing,
+                timing: std::sync::Arc::new(timing),
                 stats: XlaPassStats {
                     level,
                     ..Default::default()
                 },
+            };
+            let mut pass = Pass {
+                program,
+                cost: &cost,
+                opts: &self.options,
+                st: &mut state,
             };
             for b in xla_order(program, &cost, level) {
                 let new = pass.place(b, &allocs[b], &mut budgets);
@@ -226,7 +229,7 @@ impl Xla {
                     allocs[b].sort_by_key(|a| a.start);
                 }
             }
-            passes.push(pass.stats);
+            passes.push(state.stats);
         }
         XlaSolution {
             mapping: Mapping {
@@ -276,17 +279,26 @@ pub fn xla_order(program: &Program, cost: &CostModel, level: usize) -> Vec<Buffe
     keyed.into_iter().map(|k| k.5).collect()
 }
 
+/// The hardware levels the passes fill, in order: the fastest first, then (with the
+/// cascade) each slower fast level, at most `max_levels` of them.
+pub(crate) fn pass_levels(options: &XlaOptions, fastest: usize) -> Vec<usize> {
+    let count = if options.cascade { fastest } else { 1 };
+    let count = options.max_levels.map_or(count, |m| count.min(m));
+    (1..=fastest).rev().take(count).collect()
+}
+
 /// Per-op times a pass plans with: the op's memory time under the mapping so far, its
 /// elapsed time `max(compute, mem)` and their prefix sums.
-struct Timing {
-    mem: Vec<f64>,
-    elapsed: Vec<f64>,
+#[derive(Debug)]
+pub(crate) struct Timing {
+    pub mem: Vec<f64>,
+    pub elapsed: Vec<f64>,
     /// `cum[t]` = elapsed time of ops `0..t`.
     cum: Vec<f64>,
 }
 
 impl Timing {
-    fn new(cost: &CostModel, mem: Vec<f64>) -> Timing {
+    pub(crate) fn new(cost: &CostModel, mem: Vec<f64>) -> Timing {
         let elapsed: Vec<f64> = mem
             .iter()
             .enumerate()
@@ -300,7 +312,7 @@ impl Timing {
         Timing { mem, elapsed, cum }
     }
     /// Elapsed time of ops `s..e` (half-open).
-    fn span(&self, s: OpId, e: OpId) -> f64 {
+    pub(crate) fn span(&self, s: OpId, e: OpId) -> f64 {
         if e <= s {
             0.0
         } else {
@@ -312,7 +324,8 @@ impl Timing {
 /// A copy the budgets carry: (eviction?, first op, end op (exclusive), seconds).
 type LoggedCopy = (bool, OpId, OpId, f64);
 
-struct Budgets {
+#[derive(Clone, Debug)]
+pub(crate) struct Budgets {
     prefetch: CopyBudget,
     /// `None`: evictions share the prefetch budget.
     eviction: Option<CopyBudget>,
@@ -322,7 +335,7 @@ struct Budgets {
 }
 
 impl Budgets {
-    fn new(opts: &XlaOptions, timing: &Timing) -> Budgets {
+    pub(crate) fn new(opts: &XlaOptions, timing: &Timing) -> Budgets {
         Budgets {
             prefetch: CopyBudget::new(&timing.elapsed),
             eviction: opts
@@ -335,7 +348,7 @@ impl Budgets {
 
     /// Budgets over `timing` already carrying the logged copies, in FIFO order, each
     /// charged what its window still has.
-    fn replayed(self, opts: &XlaOptions, timing: &Timing) -> Budgets {
+    pub(crate) fn replayed(self, opts: &XlaOptions, timing: &Timing) -> Budgets {
         let mut fresh = Budgets::new(opts, timing);
         let mut log = self.log;
         log.sort_by_key(|c| (c.1, c.2));
@@ -350,13 +363,23 @@ impl Budgets {
     }
 }
 
-/// What a buffer's turn has changed so far, to undo it on failure.
+/// What a buffer's turn has changed so far, to undo it on failure. A game never undoes
+/// (its evictions are never refused), so it records nothing (`record` false): the budgets'
+/// journals would otherwise grow for the whole episode.
 #[derive(Default)]
-struct Txn {
+pub(crate) struct Txn {
+    record: bool,
     chunks: Vec<ChunkId>,
     /// Once a copy was tried: the budgets record their changes, and the log's length
     /// before the turn.
     budget: Option<usize>,
+}
+
+impl Txn {
+    /// A transaction that records nothing.
+    pub(crate) fn none() -> Txn {
+        Txn::default()
+    }
 }
 
 impl Budgets {
@@ -366,11 +389,16 @@ impl Budgets {
             f(e);
         }
     }
+
+    /// Whether a prefetch of `amount` seconds beside ops `lo..hi` fits, changing nothing.
+    pub(crate) fn prefetch_fits(&self, lo: OpId, hi: OpId, amount: f64) -> bool {
+        !self.enabled || self.prefetch.fits(lo, hi, amount)
+    }
 }
 
 /// A buffer's next event in time.
 #[derive(Clone, Copy, Debug)]
-enum Item {
+pub(crate) enum Item {
     /// A use still read from level 0.
     Use(OpId),
     /// An allocation made by an earlier (faster) pass.
@@ -380,29 +408,91 @@ enum Item {
 }
 
 /// The allocation being built in this pass.
-#[derive(Clone, Copy, Debug)]
-struct Open {
-    arrival: Arrival,
-    start: OpId,
-    end: OpId,
-    offset: u64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Open {
+    pub arrival: Arrival,
+    pub start: OpId,
+    pub end: OpId,
+    pub offset: u64,
 }
 
-struct Pass<'a> {
-    program: &'a Program,
-    cost: &'a CostModel,
-    level: usize,
-    opts: &'a XlaOptions,
-    max_copy: f64,
-    heap: ChunkHeap,
-    timing: Timing,
-    stats: XlaPassStats,
+/// One pass's own state: its level, the heap of that level, the op times it plans with
+/// and what it did. Shared through [`Pass`] by the baseline and by the game.
+#[derive(Clone, Debug)]
+pub(crate) struct PassState {
+    pub level: usize,
+    pub max_copy: f64,
+    pub heap: ChunkHeap,
+    pub timing: std::sync::Arc<Timing>,
+    pub stats: XlaPassStats,
+}
+
+/// Where one buffer stands in one pass: its events, what it holds and what it has closed.
+/// The baseline walks it in one go; the game stops at each use for a decision.
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    pub b: BufferId,
+    items: Vec<(OpId, Item)>,
+    reach: Vec<usize>,
+    /// The next item to process.
+    next: usize,
+    /// The allocations this pass has closed.
+    pub out: Vec<Allocation>,
+    /// From which op level 0 holds the data (None: only the fast level has it).
+    pub level0_from: Option<OpId>,
+    /// The earliest start of a prefetch for the next segment: after the previous use
+    /// (XLA's `inclusive_start_time`) and after any earlier allocation of the buffer.
+    pub seg_lo: OpId,
+    /// The start of the current segment: the definition, then the previous use.
+    pub p: OpId,
+    /// Only the first segment may write the buffer into the level, and only if no
+    /// earlier pass did and it has a defining op.
+    pub can_define: bool,
+    pub open: Option<Open>,
+    pub stats: XlaPassStats,
+}
+
+impl Cursor {
+    /// The use waiting for a decision, with the items a chunk for it could reach without
+    /// a copy (`[0]` is the use itself).
+    pub(crate) fn pending(&self) -> Option<(OpId, &[(OpId, Item)])> {
+        match self.items.get(self.next)? {
+            &(u, Item::Use(_)) => Some((u, &self.items[self.next..=self.reach[self.next]])),
+            _ => None,
+        }
+    }
+
+    /// The uses decided so far and the uses in all, among this pass's items.
+    pub(crate) fn progress(&self) -> (usize, usize) {
+        let is_use = |x: &&(OpId, Item)| matches!(x.1, Item::Use(_));
+        let done = self.items[..self.next].iter().filter(is_use).count();
+        (done, self.items.iter().filter(is_use).count())
+    }
+
+    /// The open allocation as an allocation in `level`, as it stands (no eviction yet).
+    pub(crate) fn open_allocation(&self, level: usize) -> Option<Allocation> {
+        self.open.map(|o| Allocation {
+            level,
+            offset: o.offset,
+            start: o.start,
+            end: o.end,
+            arrival: o.arrival,
+            eviction: None,
+        })
+    }
+}
+
+pub(crate) struct Pass<'a> {
+    pub program: &'a Program,
+    pub cost: &'a CostModel,
+    pub opts: &'a XlaOptions,
+    pub st: &'a mut PassState,
 }
 
 impl Pass<'_> {
     /// XLA's `CanAllocateInAlternateMemoryNoCopy` for a segment from `p` to use `u`.
-    fn no_copy_ok(&self, p: OpId, u: OpId) -> bool {
-        self.max_copy > self.timing.span(p + 1, u)
+    pub(crate) fn no_copy_ok(&self, p: OpId, u: OpId) -> bool {
+        self.st.max_copy > self.st.timing.span(p + 1, u)
     }
 
     fn items(&self, b: BufferId, prior: &[Allocation]) -> Vec<(OpId, Item)> {
@@ -450,9 +540,10 @@ impl Pass<'_> {
     /// XLA's `FindBestChunkCandidate` without a preferred offset: the best-fit offset for
     /// `[start, ends[k]]` with the largest `k` that fits (fitting is monotone in `k`, so a
     /// binary search finds it).
-    fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
+    pub(crate) fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
         let fit = |k: usize| {
-            self.heap
+            self.st
+                .heap
                 .best_fit(start, ends[k].0, size, None, self.opts.top_gap)
         };
         let mut best = fit(0)?;
@@ -481,6 +572,7 @@ impl Pass<'_> {
         size: u64,
     ) -> Option<()> {
         let id = self
+            .st
             .heap
             .commit(Chunk {
                 start,
@@ -489,7 +581,9 @@ impl Pass<'_> {
                 size,
             })
             .ok()?;
-        txn.chunks.push(id);
+        if txn.record {
+            txn.chunks.push(id);
+        }
         Some(())
     }
 
@@ -505,7 +599,7 @@ impl Pass<'_> {
         if !budgets.enabled {
             return true;
         }
-        if txn.budget.is_none() {
+        if txn.record && txn.budget.is_none() {
             budgets.each(CopyBudget::begin);
             txn.budget = Some(budgets.log.len());
         }
@@ -528,28 +622,31 @@ impl Pass<'_> {
         prior: &[Allocation],
         budgets: &mut Budgets,
     ) -> Vec<Allocation> {
-        let mut txn = Txn::default();
-        let mut stats = XlaPassStats::default();
-        match self.place_inner(b, prior, budgets, &mut txn, &mut stats) {
-            Some(allocs) => {
+        let mut txn = Txn {
+            record: true,
+            ..Txn::default()
+        };
+        match self.place_inner(b, prior, budgets, &mut txn) {
+            Some((allocs, stats)) => {
                 if txn.budget.is_some() {
                     budgets.each(CopyBudget::commit);
                 }
-                self.stats.defined += stats.defined;
-                self.stats.prefetches += stats.prefetches;
-                self.stats.evictions += stats.evictions;
-                self.stats.evictions_over_budget += stats.evictions_over_budget;
+                let s = &mut self.st.stats;
+                s.defined += stats.defined;
+                s.prefetches += stats.prefetches;
+                s.evictions += stats.evictions;
+                s.evictions_over_budget += stats.evictions_over_budget;
                 allocs
             }
             None => {
                 for id in txn.chunks {
-                    self.heap.remove(id);
+                    self.st.heap.remove(id);
                 }
                 if let Some(log_len) = txn.budget {
                     budgets.each(CopyBudget::rollback);
                     budgets.log.truncate(log_len);
                 }
-                self.stats.undone += 1;
+                self.st.stats.undone += 1;
                 Vec::new()
             }
         }
@@ -561,210 +658,303 @@ impl Pass<'_> {
         prior: &[Allocation],
         budgets: &mut Budgets,
         txn: &mut Txn,
-        stats: &mut XlaPassStats,
-    ) -> Option<Vec<Allocation>> {
+    ) -> Option<(Vec<Allocation>, XlaPassStats)> {
+        let Some(mut c) = self.begin(b, prior) else {
+            return Some((Vec::new(), XlaPassStats::default()));
+        };
+        loop {
+            self.advance(&mut c, budgets, txn)?;
+            if c.pending().is_none() {
+                break;
+            }
+            self.xla_step(&mut c, budgets, txn)?;
+        }
+        let stats = c.stats.clone();
+        Some((self.finish(c), stats))
+    }
+
+    /// The cursor of buffer `b` at its first item; `None` when the buffer cannot be in
+    /// this level at all (larger than it).
+    pub(crate) fn begin(&self, b: BufferId, prior: &[Allocation]) -> Option<Cursor> {
         let program = self.program;
-        let size = program.buffer(b).size;
-        if size > self.heap.capacity() {
-            return Some(Vec::new());
+        if program.buffer(b).size > self.st.heap.capacity() {
+            return None;
         }
         let def = program.def(b);
         let items = self.items(b, prior);
         let reach = self.reach_ends(&items);
-        let mut out: Vec<Allocation> = Vec::new();
-        // From which op level 0 holds the data (None: only the fast level has it).
-        let mut level0_from: Option<OpId> = Some(def.map_or(0, |d| d + 1));
-        // The earliest start of a prefetch for the next segment: after the previous use
-        // (XLA's `inclusive_start_time`) and after any earlier allocation of the buffer.
-        let mut seg_lo: OpId = def.map_or(0, |d| d + 1);
-        // The start of the current segment: the definition, then the previous use.
-        let mut p: OpId = def.unwrap_or(0);
-        // Only the first segment may write the buffer into the level, and only if no
-        // earlier pass did and it has a defining op.
-        let mut can_define = def.is_some();
-        let mut open: Option<Open> = None;
-        for (i, &(time, item)) in items.iter().enumerate() {
+        Some(Cursor {
+            b,
+            items,
+            reach,
+            next: 0,
+            out: Vec::new(),
+            level0_from: Some(def.map_or(0, |d| d + 1)),
+            seg_lo: def.map_or(0, |d| d + 1),
+            p: def.unwrap_or(0),
+            can_define: def.is_some(),
+            open: None,
+            stats: XlaPassStats::default(),
+        })
+    }
+
+    /// Processes the items that need no decision (an earlier pass's allocation, the
+    /// program end of an output) up to the next use or the end. `None` if an eviction
+    /// cannot be made.
+    pub(crate) fn advance(
+        &mut self,
+        c: &mut Cursor,
+        budgets: &mut Budgets,
+        txn: &mut Txn,
+    ) -> Option<()> {
+        while let Some(&(time, item)) = c.items.get(c.next) {
             match item {
-                Item::Use(u) => {
-                    let mut served = false;
-                    if self.no_copy_ok(p, u) {
-                        if let Some(o) = open.as_mut() {
-                            if self.heap.fits(o.end + 1, u, o.offset, size) {
-                                let (s, off) = (o.end + 1, o.offset);
-                                o.end = u;
-                                self.commit(txn, s, u, off, size)?;
-                                served = true;
-                            }
-                        } else if can_define {
-                            let d = p;
-                            let ends = &items[i..=reach[i]];
-                            if let Some(off) = self.best_chunk(d, ends, size) {
-                                self.commit(txn, d, u, off, size)?;
-                                open = Some(Open {
-                                    arrival: Arrival::Defined,
-                                    start: d,
-                                    end: u,
-                                    offset: off,
-                                });
-                                level0_from = None;
-                                stats.defined += 1;
-                                served = true;
-                            }
-                        }
-                    }
-                    can_define = false;
-                    if !served {
-                        if let Some(o) = open.take() {
-                            let closed =
-                                self.close(b, o, u, budgets, txn, stats, &mut level0_from)?;
-                            out.push(closed);
-                        }
-                        if let Some(v) = level0_from {
-                            let lo = v.max(seg_lo);
-                            let ends = &items[i..=reach[i]];
-                            if let Some((s, off)) = self.prefetch(b, lo, ends, budgets, txn) {
-                                self.commit(txn, s, u, off, size)?;
-                                open = Some(Open {
-                                    arrival: Arrival::Prefetch,
-                                    start: s,
-                                    end: u,
-                                    offset: off,
-                                });
-                                stats.prefetches += 1;
-                            }
-                        }
-                    }
-                    p = u;
-                    seg_lo = u + 1;
-                }
+                Item::Use(_) => return Some(()),
                 Item::Prior(a) => {
-                    if let Some(o) = open.take() {
-                        let closed =
-                            self.close(b, o, a.start, budgets, txn, stats, &mut level0_from)?;
-                        out.push(closed);
-                    }
-                    can_define = false;
+                    self.close_open(c, a.start, budgets, txn)?;
+                    c.can_define = false;
                     if a.arrival == Arrival::Defined {
-                        level0_from = a.eviction.map(|_| a.end + 1);
+                        c.level0_from = a.eviction.map(|_| a.end + 1);
                     }
-                    p = a.end;
-                    seg_lo = a.end + 1;
+                    c.p = a.end;
+                    c.seg_lo = a.end + 1;
                 }
-                Item::End => {
-                    if let Some(o) = open.take() {
-                        let closed =
-                            self.close(b, o, time, budgets, txn, stats, &mut level0_from)?;
-                        out.push(closed);
-                    }
+                Item::End => self.close_open(c, time, budgets, txn)?,
+            }
+            c.next += 1;
+        }
+        Some(())
+    }
+
+    /// XLA's decision for the pending use: keep the chunk through it, write the buffer
+    /// into the level, or end the chunk (evicting it) and prefetch for the use, else the
+    /// use reads level 0.
+    fn xla_step(&mut self, c: &mut Cursor, budgets: &mut Budgets, txn: &mut Txn) -> Option<()> {
+        let size = self.program.buffer(c.b).size;
+        let (u, ends) = c.pending()?;
+        let mut served = false;
+        if self.no_copy_ok(c.p, u) {
+            if let Some(o) = c.open {
+                if self.st.heap.fits(o.end + 1, u, o.offset, size) {
+                    self.keep(c, txn)?;
+                    served = true;
+                }
+            } else if c.can_define {
+                if let Some(off) = self.best_chunk(c.p, ends, size) {
+                    self.define(c, off, txn)?;
+                    served = true;
                 }
             }
         }
-        if let Some(o) = open {
-            // Still in the level after its last use: no eviction needed (an output would
-            // have been closed at its End item).
-            out.push(Allocation {
-                level: self.level,
-                offset: o.offset,
-                start: o.start,
-                end: o.end,
-                arrival: o.arrival,
-                eviction: None,
-            });
+        if !served {
+            self.close_open(c, u, budgets, txn)?;
+            if let Some(v) = c.level0_from {
+                let lo = v.max(c.seg_lo);
+                let (_, ends) = c.pending()?;
+                if let Some((s, off)) = self.prefetch_search(c.b, lo, ends, budgets) {
+                    self.prefetch_at(c, s, off, budgets, txn)?;
+                }
+            }
         }
-        Some(out)
+        self.end_use(c);
+        Some(())
+    }
+
+    /// Extends the open chunk through the pending use at the same offset (the caller
+    /// checked that it fits).
+    pub(crate) fn keep(&mut self, c: &mut Cursor, txn: &mut Txn) -> Option<()> {
+        let size = self.program.buffer(c.b).size;
+        let (u, _) = c.pending()?;
+        let o = c.open.as_mut()?;
+        let (s, off) = (o.end + 1, o.offset);
+        o.end = u;
+        self.commit(txn, s, u, off, size)
+    }
+
+    /// Writes the buffer into the level at `offset`, from its definition through the
+    /// pending use (the caller checked that it fits).
+    pub(crate) fn define(&mut self, c: &mut Cursor, offset: u64, txn: &mut Txn) -> Option<()> {
+        let size = self.program.buffer(c.b).size;
+        let (u, _) = c.pending()?;
+        let d = c.p;
+        self.commit(txn, d, u, offset, size)?;
+        c.open = Some(Open {
+            arrival: Arrival::Defined,
+            start: d,
+            end: u,
+            offset,
+        });
+        c.level0_from = None;
+        c.stats.defined += 1;
+        Some(())
+    }
+
+    /// Prefetches the buffer from op `s` at `offset` for the pending use: the copy budget
+    /// takes the copy (the caller checked that it fits) and the chunk is committed.
+    pub(crate) fn prefetch_at(
+        &mut self,
+        c: &mut Cursor,
+        s: OpId,
+        offset: u64,
+        budgets: &mut Budgets,
+        txn: &mut Txn,
+    ) -> Option<()> {
+        let size = self.program.buffer(c.b).size;
+        let (u, _) = c.pending()?;
+        let copy = self.cost.copy_s(c.b, self.st.level);
+        if !self.try_copy(budgets, txn, false, s, u, copy) {
+            return None;
+        }
+        self.commit(txn, s, u, offset, size)?;
+        c.open = Some(Open {
+            arrival: Arrival::Prefetch,
+            start: s,
+            end: u,
+            offset,
+        });
+        c.stats.prefetches += 1;
+        Some(())
+    }
+
+    /// Done with the pending use: the next segment starts there.
+    pub(crate) fn end_use(&self, c: &mut Cursor) {
+        if let Some((u, _)) = c.pending() {
+            c.can_define = false;
+            c.p = u;
+            c.seg_lo = u + 1;
+            c.next += 1;
+        }
+    }
+
+    /// Ends the open allocation, if any, before op `next`.
+    pub(crate) fn close_open(
+        &mut self,
+        c: &mut Cursor,
+        next: OpId,
+        budgets: &mut Budgets,
+        txn: &mut Txn,
+    ) -> Option<()> {
+        if let Some(o) = c.open.take() {
+            let closed = self.close(c, o, next, budgets, txn)?;
+            c.out.push(closed);
+        }
+        Some(())
+    }
+
+    /// The buffer's allocations of this pass once its items are done: the open one stays
+    /// in the level after its last use, with no eviction needed (an output was closed at
+    /// its End item).
+    pub(crate) fn finish(&mut self, mut c: Cursor) -> Vec<Allocation> {
+        if let Some(a) = c.open_allocation(self.st.level) {
+            c.out.push(a);
+        }
+        c.out
+    }
+
+    /// The last op the chunk of `o` would be held to if it were closed before op `next`:
+    /// for a buffer defined in the level, XLA holds it until the preferred eviction end,
+    /// the first op by which the copy has overlapped `preferred_overlap` x its time, but
+    /// not past `next - 1`, never shorter than the uses served, and only as far as the
+    /// same offset stays free.
+    pub(crate) fn eviction_end(&self, b: BufferId, o: &Open, next: OpId) -> OpId {
+        let size = self.program.buffer(b).size;
+        let copy = self.cost.copy_s(b, self.st.level);
+        let d = o.start;
+        let latest = next - 1;
+        let want = self.opts.picker.preferred_overlap * copy;
+        let timing = &self.st.timing;
+        // The overlap grows with the hold, and a longer extension fits only where a
+        // shorter one does: both ends are binary searches.
+        let preferred = first_true(d, latest + 1, |e| timing.span(d + 1, e + 1) >= want)
+            .min(latest)
+            .max(o.end);
+        let from = o.end + 1;
+        let fits = |e: OpId| self.st.heap.fits(from, e, o.offset, size);
+        match first_true(from, preferred + 1, |e| !fits(e)).checked_sub(1) {
+            Some(e) if e >= from => e,
+            _ => o.end,
+        }
     }
 
     /// Ends the open allocation before op `next` (the next use read elsewhere, an earlier
     /// pass's allocation, or the program end). A buffer defined in the level is evicted;
     /// `None` if the eviction cannot be made.
-    #[allow(clippy::too_many_arguments)]
     fn close(
         &mut self,
-        b: BufferId,
+        c: &mut Cursor,
         o: Open,
         next: OpId,
         budgets: &mut Budgets,
         txn: &mut Txn,
-        stats: &mut XlaPassStats,
-        level0_from: &mut Option<OpId>,
     ) -> Option<Allocation> {
         let mut a = Allocation {
-            level: self.level,
+            level: self.st.level,
             offset: o.offset,
             start: o.start,
             end: o.end,
             arrival: o.arrival,
             eviction: None,
         };
-        if o.arrival == Arrival::Prefetch || level0_from.is_some() {
+        if o.arrival == Arrival::Prefetch || c.level0_from.is_some() {
             return Some(a);
         }
-        // Eviction. XLA issues it right after the definition and holds the chunk until
-        // the preferred eviction end: the first op by which the copy has overlapped
-        // `preferred_overlap` x its time, but not past `next - 1`, and never shorter than
-        // the uses served.
+        let b = c.b;
         let size = self.program.buffer(b).size;
-        let copy = self.cost.copy_s(b, self.level);
+        let copy = self.cost.copy_s(b, self.st.level);
         let d = o.start;
-        let latest = next - 1;
-        let want = self.opts.picker.preferred_overlap * copy;
-        // The overlap grows with the hold, and a longer extension fits only where a
-        // shorter one does: both ends are binary searches.
-        let preferred = first_true(d, latest + 1, |e| self.timing.span(d + 1, e + 1) >= want)
-            .min(latest)
-            .max(o.end);
-        let from = o.end + 1;
-        let fits = |e: OpId| self.heap.fits(from, e, o.offset, size);
-        let mut end = o.end;
-        if let Some(e) = first_true(from, preferred + 1, |e| !fits(e)).checked_sub(1) {
-            if e >= from {
-                self.commit(txn, from, e, o.offset, size)?;
-                end = e;
-            }
+        let end = self.eviction_end(b, &o, next);
+        if end > o.end {
+            self.commit(txn, o.end + 1, end, o.offset, size)?;
         }
         if !self.try_copy(budgets, txn, true, d + 1, end + 1, copy) {
             match self.opts.eviction_over_budget {
-                EvictionOverBudget::Free => stats.evictions_over_budget += 1,
+                EvictionOverBudget::Free => c.stats.evictions_over_budget += 1,
                 EvictionOverBudget::Refuse => return None,
             }
         }
         a.end = end;
         a.eviction = Some(d);
-        *level0_from = Some(end + 1);
-        stats.evictions += 1;
+        c.level0_from = Some(end + 1);
+        c.stats.evictions += 1;
         Some(a)
     }
 
-    /// XLA's prefetch with the cost-analysis interval picker: for the use `ends[0]`, with
-    /// level 0 holding the data from op `lo`. Returns the start and offset (the chunk is
-    /// not committed yet; the copy budget is).
-    fn prefetch(
-        &mut self,
-        b: BufferId,
-        lo: OpId,
-        ends: &[(OpId, Item)],
-        budgets: &mut Budgets,
-        txn: &mut Txn,
-    ) -> Option<(OpId, u64)> {
-        let u = ends[0].0;
+    /// The picker's window for a prefetch of `b` for use `u` with level 0 holding the
+    /// data from op `lo`, under this pass's op times; `None` when XLA would make none.
+    pub(crate) fn window(&self, b: BufferId, lo: OpId, u: OpId) -> Option<PrefetchWindow> {
         if lo > u {
             return None;
         }
         let cost = self.cost;
-        let size = self.program.buffer(b).size;
-        let copy = cost.copy_s(b, self.level);
+        let copy = cost.copy_s(b, self.st.level);
         // The use's own saving from reading the fast level (XLA's `inst_elapsed_reduction`,
         // everything else in level 0).
-        let timing = &self.timing;
+        let timing = &self.st.timing;
         let red = timing.elapsed[u]
             - cost
                 .compute_s(u)
-                .max(timing.mem[u] + cost.mem_shift(b, false, 0, self.level));
+                .max(timing.mem[u] + cost.mem_shift(b, false, 0, self.st.level));
         let span = |s: OpId| timing.span(s, u);
-        let window = self
-            .opts
+        self.opts
             .picker
-            .window_with(lo, u, copy, red, self.max_copy, span)?;
+            .window_with(lo, u, copy, red, self.st.max_copy, span)
+    }
+
+    /// XLA's prefetch with the cost-analysis interval picker: for the use `ends[0]`, with
+    /// level 0 holding the data from op `lo`, the first start, from the preferred one
+    /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
+    /// Returns the start and offset; changes nothing.
+    pub(crate) fn prefetch_search(
+        &self,
+        b: BufferId,
+        lo: OpId,
+        ends: &[(OpId, Item)],
+        budgets: &Budgets,
+    ) -> Option<(OpId, u64)> {
+        let u = ends[0].0;
+        let window = self.window(b, lo, u)?;
+        let size = self.program.buffer(b).size;
+        let copy = self.cost.copy_s(b, self.st.level);
         let (earliest, latest, preferred) = (window.earliest, window.latest, window.preferred);
         // If no chunk fits from `s`, none fits from an earlier start (a longer interval).
         let mut oom: Option<OpId> = None;
@@ -776,7 +966,7 @@ impl Pass<'_> {
                 match self.best_chunk(s, ends, size) {
                     None => oom = Some(oom.map_or(s, |m| m.max(s))),
                     Some(off) => {
-                        if self.try_copy(budgets, txn, false, s, u, copy) {
+                        if budgets.prefetch_fits(s, u, copy) {
                             return Some((s, off));
                         }
                     }
@@ -1071,18 +1261,21 @@ mod tests {
         };
         let timing = Timing::new(&cost, vec![cost.default_mem_s(0), cost.default_mem_s(1)]);
         let mut budgets = Budgets::new(&opts, &timing);
+        let mut state = PassState {
+            level: 1,
+            max_copy: 40e-3,
+            heap: ChunkHeap::for_level(&hw, 1, p.len()).unwrap(),
+            timing: std::sync::Arc::new(timing),
+            stats: XlaPassStats::default(),
+        };
         let mut pass = Pass {
             program: &p,
             cost: &cost,
-            level: 1,
             opts: &opts,
-            max_copy: 40e-3,
-            heap: ChunkHeap::for_level(&hw, 1, p.len()).unwrap(),
-            timing,
-            stats: XlaPassStats::default(),
+            st: &mut state,
         };
         assert!(pass.place(0, &[], &mut budgets).is_empty());
-        assert!(pass.heap.is_empty());
+        assert!(pass.st.heap.is_empty());
         assert!(budgets.log.is_empty());
         assert_eq!(budgets.prefetch.snapshot(), vec![]);
     }

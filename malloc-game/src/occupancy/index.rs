@@ -117,22 +117,6 @@ impl TimeIndex {
         u
     }
 
-    /// The same index over at least `horizon` ops; rects keep their ids.
-    pub fn grown(&self, horizon: usize) -> TimeIndex {
-        let mut g = TimeIndex {
-            free_ids: self.free_ids.clone(),
-            next_id: self.next_id,
-            live: self.live,
-            ..TimeIndex::new(horizon.max(self.horizon))
-        };
-        let mut entries: Vec<Entry> = self.starts.iter().flatten().copied().collect();
-        entries.sort_unstable_by_key(|e| e.id);
-        for e in entries {
-            g.link(&e);
-        }
-        g
-    }
-
     /// Adds a rect (`start <= end < horizon`, `offset < top`); returns its id, reusing
     /// the ids of removed rects, last removed first.
     pub fn insert(&mut self, rect: Rect) -> usize {
@@ -422,7 +406,6 @@ mod tests {
                 snapshots.push((idx.clone(), live.clone()));
             }
         }
-        snapshots.push((idx.grown(2 * t), live.clone()));
         snapshots.push((idx, live));
         for (index, live) in &snapshots {
             assert_eq!(index.len(), live.len());

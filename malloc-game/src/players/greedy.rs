@@ -1,34 +1,28 @@
 //! The greedy player: at each turn, the legal action the cost model says saves the most.
 
-use super::{Player, PROGRESS_EVERY};
+use super::{play_legal, Player, PROGRESS_EVERY};
 use crate::game::{Game, GameSetup};
-use accel_sim::Allocation;
 use std::sync::Arc;
 
-/// The legal action with the smallest [`Game::cost_delta`] (action 0 counts as 0); ties go
-/// to the lower action number, so a placement that saves nothing is not taken and, among
-/// equal savings, the best-fit slot wins. Returns 0 on a finished game.
+/// The legal action with the smallest [`Game::cost_delta`]; ties go to the lower action
+/// number, so a move that saves nothing more than level 0 is not taken and, among equal
+/// savings, the first mode's slot 0 wins. Returns 0 on a finished game.
 pub fn greedy_action(game: &Game) -> usize {
-    greedy_choice(game).0
-}
-
-/// [`greedy_action`] with the allocation it makes.
-fn greedy_choice(game: &Game) -> (usize, Option<Allocation>) {
-    let mut best = (0, 0.0, None);
     let options = game.setup().options();
-    game.for_each_legal(|action, allocation, _| {
+    let mut best = (0, game.cost_delta(0));
+    game.for_each_legal(|action, _, _| {
         // The slots of one mode differ only in offset, which the cost model does not see:
         // they tie with slot 0, which comes first and wins the strict comparison.
-        if options.decode(action).is_some_and(|(_, _, slot)| slot > 0) {
+        if options.decode(action).is_some_and(|(_, slot)| slot > 0) {
             return;
         }
-        let delta = game.cost_delta(&allocation);
+        let delta = game.cost_delta(action);
         // Strict: `for_each_legal` goes in action order, so the first of equals stays.
         if delta < best.1 {
-            best = (action, delta, Some(allocation));
+            best = (action, delta);
         }
     });
-    (best.0, best.2)
+    best.0
 }
 
 /// Plays [`greedy_action`] every turn; ignores the seed.
@@ -52,11 +46,8 @@ impl Player for GreedyPlayer {
     ) -> Game {
         let mut game = setup.start();
         while !game.is_terminal() {
-            let (action, allocation) = greedy_choice(&game);
-            // Only a finished game refuses a turn.
-            if game.apply_legal(action, allocation).is_err() {
-                break;
-            }
+            let action = greedy_action(&game);
+            play_legal(&mut game, action);
             if game.turn() % PROGRESS_EVERY == 0 {
                 progress(game.turn(), game.length());
             }

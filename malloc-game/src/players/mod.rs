@@ -3,8 +3,8 @@
 //!
 //! - [`random`]: uniform over the legal actions (the floor any learned player must clear).
 //! - [`greedy`]: the action with the largest cost-model saving at each turn.
-//! - [`xla`]: the XLA-style heuristic (docs/xla-msa.md) expressed over the game's actions,
-//!   so the game can be scored against XLA on equal terms.
+//! - [`xla`]: the `xla` baseline's mapping as a trajectory of the game, so the game is
+//!   scored against XLA on equal terms.
 //! - [`beam`]: beam search over whole games, ranked by the cost model, finished by the
 //!   simulator.
 //!
@@ -19,7 +19,7 @@ pub mod xla;
 pub use beam::BeamPlayer;
 pub use greedy::{greedy_action, GreedyPlayer};
 pub use random::RandomPlayer;
-pub use xla::{PrefetchBudget, XlaPlayer};
+pub use xla::XlaPlayer;
 
 use crate::game::{Game, GameSetup};
 use std::sync::Arc;
@@ -62,7 +62,7 @@ pub const MAX_BEAM_WIDTH: usize = 4096;
 pub fn player(spec: &str) -> Option<Box<dyn Player>> {
     match spec {
         "random" => Some(Box::new(RandomPlayer)),
-        "xla" => Some(Box::new(XlaPlayer::default())),
+        "xla" => Some(Box::new(XlaPlayer)),
         "greedy" => Some(Box::new(GreedyPlayer)),
         "beam" => Some(Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH))),
         _ => {
