@@ -119,3 +119,45 @@ fn xla_player_is_the_xla_solver_on_every_suite_case_and_workload() {
         );
     }
 }
+
+/// Random play on generated programs, one and two fast levels: every finished game is a
+/// valid mapping whose return is the simulated saving, and its actions replay to the
+/// same rewards.
+#[test]
+fn random_play_is_valid_and_exact_on_generated_programs() {
+    use bench_workloads::synthetic::{large_random, random_dag};
+    let random = player("random").unwrap();
+    let tpu = |cap| accel_sim::Hardware::tpu_v4i_like().with_capacity(1, cap).unwrap();
+    let nnp = |cap| accel_sim::Hardware::nnp_i_like().with_capacity(2, cap).unwrap();
+    for seed in 0..6u64 {
+        let programs = [random_dag(80, seed), large_random(400, seed)];
+        for program in programs {
+            let program = Arc::new(program);
+            for hw in [tpu(1 << 20), tpu(8 << 20), nnp(2 << 20)] {
+                let options = GameOptions {
+                    fast_levels: hw.levels.len() - 1,
+                    ..GameOptions::default()
+                };
+                let setup = GameSetup::new(Arc::clone(&program), hw.clone(), options).unwrap();
+                let game = random.play(&setup, seed);
+                let what = format!("{} seed {seed} on {}", program.name(), hw.name);
+                let mapping = game.mapping();
+                mapping
+                    .validate(&program, &hw)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let s = Simulator::new(&program, &hw).run(&mapping, false).latency_s;
+                let s0 = setup.all_slow_latency();
+                assert!(
+                    (game.total_return() - (s0 - s) / s0).abs() <= 1e-12,
+                    "{what}"
+                );
+                let mut replay = setup.start();
+                for &a in game.actions() {
+                    replay.apply_action(a).unwrap();
+                }
+                assert_eq!(replay.rewards(), game.rewards(), "{what}");
+                assert!(replay.is_terminal(), "{what}");
+            }
+        }
+    }
+}
