@@ -10,7 +10,9 @@ use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
 
 fn main() {
-    let name = std::env::args().nth(1).unwrap_or_else(|| "greedy-size".into());
+    let name = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "greedy-size".into());
     let s = solver(&name).expect("a baseline name");
     for case in bench_workloads::suite::cases() {
         let program = Arc::new(bench_workloads::load(case.workload).expect("suite workload"));

@@ -30,9 +30,10 @@ fn main() {
     for p in ["random", "greedy", "xla", "beam:8"] {
         let pl = player(p).expect("a player");
         let episodes = if p == "random" { 20 } else { 1 };
-        let turns: usize = (0..episodes)
-            .map(|seed| pl.play(&setup, seed).turn())
-            .sum();
-        println!("{p:<8} {:.1} turns per episode", turns as f64 / episodes as f64);
+        let turns: usize = (0..episodes).map(|seed| pl.play(&setup, seed).turn()).sum();
+        println!(
+            "{p:<8} {:.1} turns per episode",
+            turns as f64 / episodes as f64
+        );
     }
 }

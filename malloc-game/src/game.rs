@@ -630,12 +630,12 @@ impl Game {
                 Some(m) => match m.mode {
                     Mode::Keep => pass.keep(c, &mut txn),
                     Mode::Define => pass.define(c, m.allocation.offset, &mut txn),
-                    Mode::Prefetch | Mode::PrefetchLate => pass
-                        .close_open(c, u, budgets, &mut txn)
-                        .and_then(|_| {
+                    Mode::Prefetch | Mode::PrefetchLate => {
+                        pass.close_open(c, u, budgets, &mut txn).and_then(|_| {
                             let a = m.allocation;
                             pass.prefetch_at(c, a.start, a.offset, budgets, &mut txn)
-                        }),
+                        })
+                    }
                 },
             };
             debug_assert!(done.is_some(), "a move from the menu failed: {mv:?}");
@@ -721,7 +721,11 @@ impl Game {
                     continue;
                 }
                 // The buffer is done in this pass.
-                let done = self.with_pass(|pass, cursor, _| cursor.take().map(|c| (c.b, c.stats.clone(), pass.finish(c))));
+                let done = self.with_pass(|pass, cursor, _| {
+                    cursor
+                        .take()
+                        .map(|c| (c.b, c.stats.clone(), pass.finish(c)))
+                });
                 if let Some(Some((b, stats, out))) = done {
                     if let Some(st) = self.states.last_mut() {
                         st.stats.defined += stats.defined;
@@ -806,7 +810,11 @@ fn menu_of(
     let copy = pass.cost.copy_s(b, level);
     let mut cands = Vec::new();
     for (mi, &mode) in options.modes.iter().enumerate() {
-        let slots = |start: OpId, first: Option<u64>, cands: &mut Vec<Candidate>, menu: &mut Vec<Move>, arrival| {
+        let slots = |start: OpId,
+                     first: Option<u64>,
+                     cands: &mut Vec<Candidate>,
+                     menu: &mut Vec<Move>,
+                     arrival| {
             let Some(first) = first else { return };
             pass.st.heap.candidates(start, u, size, cands);
             let gap_of = |o: u64| {
@@ -881,7 +889,8 @@ fn menu_of(
                 };
                 let s = w.latest;
                 // The search's start is `prefetch`'s: the same start here is its twin.
-                let twin = options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
+                let twin =
+                    options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
                 if !twin && budgets.prefetch_fits(s, u, copy) {
                     let first = pass.best_chunk(s, ends, size);
                     slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);

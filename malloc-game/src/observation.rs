@@ -149,7 +149,9 @@ fn segment_features(game: &Game, f: &mut [f32]) {
     let t = setup.program().len() as f32;
     f[0] = game.pass() as f32 / setup.passes().max(1) as f32;
     f[1] = u as f32 / t;
-    f[2] = game.segment_start().map_or(0.0, |p| (u - p.min(u)) as f32 / t);
+    f[2] = game
+        .segment_start()
+        .map_or(0.0, |p| (u - p.min(u)) as f32 / t);
     if let Some((a, defined)) = game.open_chunk() {
         f[3] = 1.0;
         f[4] = if defined { 1.0 } else { 0.0 };

@@ -114,7 +114,11 @@ impl Default for GameOptions {
 impl GameOptions {
     /// Number of discrete actions: action 0 plus one per (mode, slot).
     pub fn action_count(&self) -> usize {
-        1 + self.modes.iter().map(|m| m.slots(self.slots)).sum::<usize>()
+        1 + self
+            .modes
+            .iter()
+            .map(|m| m.slots(self.slots))
+            .sum::<usize>()
     }
 
     /// The (mode index, slot) of a non-zero action.

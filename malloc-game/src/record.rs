@@ -673,10 +673,7 @@ mod tests {
         let mut g = Game::new(program(1e6), hw(), GameOptions::default()).unwrap();
         g.apply_action(0).unwrap();
         let e = GameRecord::from_game(&g, "test", 0, None).unwrap_err();
-        assert!(
-            matches!(e, RecordError::NotTerminal { turn: 1, .. }),
-            "{e}"
-        );
+        assert!(matches!(e, RecordError::NotTerminal { turn: 1, .. }), "{e}");
     }
 
     #[test]

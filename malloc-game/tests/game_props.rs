@@ -96,7 +96,9 @@ fn xla_player_is_the_xla_solver_on_every_suite_case_and_workload() {
             ));
         }
         for &cap in &nnp_capacities {
-            let hw = accel_sim::Hardware::nnp_i_like().with_capacity(2, cap).unwrap();
+            let hw = accel_sim::Hardware::nnp_i_like()
+                .with_capacity(2, cap)
+                .unwrap();
             let o = options(&hw);
             setups.push((
                 format!("{name} on nnp-i-like {cap} B"),
@@ -127,8 +129,16 @@ fn xla_player_is_the_xla_solver_on_every_suite_case_and_workload() {
 fn random_play_is_valid_and_exact_on_generated_programs() {
     use bench_workloads::synthetic::{large_random, random_dag};
     let random = player("random").unwrap();
-    let tpu = |cap| accel_sim::Hardware::tpu_v4i_like().with_capacity(1, cap).unwrap();
-    let nnp = |cap| accel_sim::Hardware::nnp_i_like().with_capacity(2, cap).unwrap();
+    let tpu = |cap| {
+        accel_sim::Hardware::tpu_v4i_like()
+            .with_capacity(1, cap)
+            .unwrap()
+    };
+    let nnp = |cap| {
+        accel_sim::Hardware::nnp_i_like()
+            .with_capacity(2, cap)
+            .unwrap()
+    };
     for seed in 0..6u64 {
         let programs = [random_dag(80, seed), large_random(400, seed)];
         for program in programs {
@@ -159,5 +169,22 @@ fn random_play_is_valid_and_exact_on_generated_programs() {
                 assert!(replay.is_terminal(), "{what}");
             }
         }
+    }
+}
+
+/// The beam keeps the xla line, so it never ends behind the xla solver on the suite.
+#[test]
+fn beam_never_ends_behind_xla_on_the_suite() {
+    let xla = baselines::solver("xla").unwrap();
+    let beam = player("beam:4").unwrap();
+    for (name, setup) in suite_setups() {
+        let (p, hw) = (setup.program(), setup.hardware());
+        let x = Simulator::new(p, hw)
+            .run(&xla.solve(p, hw), false)
+            .latency_s;
+        let g = beam.play(&setup, 0);
+        let b = g.final_latency().unwrap();
+        assert!(b <= x, "{name}: beam:4 {b} > xla {x}");
+        g.mapping().validate(p, hw).unwrap();
     }
 }

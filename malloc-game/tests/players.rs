@@ -175,7 +175,11 @@ fn xla_player_is_the_standalone_xla_solver() {
             let s = setup(bench_workloads::synthetic::random_dag(60, seed), hw);
             let game = xla_player.play(&s, 0);
             let want = xla_solver.solve(s.program(), s.hardware());
-            assert!(game.mapping() == want, "random_dag seed {seed} on {}", s.hardware().name);
+            assert!(
+                game.mapping() == want,
+                "random_dag seed {seed} on {}",
+                s.hardware().name
+            );
             check("xla", &s, &game);
         }
     }

@@ -284,6 +284,32 @@ fn another_format_version_is_refused() {
     assert!(matches!(e, RecordError::Version { found: 99, .. }), "{e}");
 }
 
+#[test]
+fn games_saved_under_rules_v1_are_named_as_such() {
+    let rec = record(Arc::new(chain(6)), 3);
+    let path = scratch("rules-v1").join("v1.mmzgame");
+    for version in 1..=2 {
+        binio::write_atomic(&path, GAME_MAGIC, version, &rec).unwrap();
+        let e = GameRecord::load(&path).unwrap_err();
+        assert!(
+            matches!(e, RecordError::RulesV1 { found, .. } if found == version),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("saved by rules v1") && msg.contains("v1.mmzgame"),
+            "{msg}"
+        );
+    }
+    // A v1 JSON export: its modes are no longer known, but the version is named first.
+    let json = rec
+        .to_json()
+        .replace("\"format_version\": 3", "\"format_version\": 2")
+        .replace("\"keep\"", "\"resident\"");
+    let e = GameRecord::from_json(&json, "v1.json").unwrap_err();
+    assert!(e.to_string().contains("v1.json: saved by rules v1"), "{e}");
+}
+
 /// Load + replay + verify of a saved resnet50 game; run with `--ignored --nocapture` to
 /// see the time (the budget is 50 ms in release). Not timed by default: CI machines vary.
 #[test]

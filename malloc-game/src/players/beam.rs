@@ -71,7 +71,11 @@ impl BeamPlayer {
         let options = g.setup().options();
         let base = g.proxy_latency();
         let greedy = line.greedy.then(|| greedy_action(g));
-        let xla = if line.xla { xla.get(g.turn()).copied() } else { None };
+        let xla = if line.xla {
+            xla.get(g.turn()).copied()
+        } else {
+            None
+        };
         let first = out.len();
         let push = |action: usize, out: &mut Vec<Child>| {
             let score = base + g.cost_delta(action);
@@ -119,7 +123,10 @@ impl Player for BeamPlayer {
             .unwrap_or_default();
         let mut best: Option<Game> = None;
         let mut finish = |g: Game| {
-            if best.as_ref().is_none_or(|b| g.total_return() > b.total_return()) {
+            if best
+                .as_ref()
+                .is_none_or(|b| g.total_return() > b.total_return())
+            {
                 best = Some(g);
             }
         };

@@ -46,27 +46,42 @@ pub fn play_games(
     let mut searcher = Searcher::new();
     let mut obs = vec![0f32; count * obs_len];
     let mut legal = vec![false; count * a];
-    // Every game has one turn per buffer, so all end together (and none is played for
-    // `count` 0).
-    while games.first().is_some_and(|g| !g.is_terminal()) {
-        for (i, g) in games.iter().enumerate() {
-            observation::encode(g, &mut obs[i * obs_len..(i + 1) * obs_len]);
-            g.legal_mask(&mut legal[i * a..(i + 1) * a]);
+    // Games take different numbers of turns (a turn decides one use, and how many uses
+    // have a choice depends on the moves): each step searches the games still going.
+    let mut live: Vec<usize> = Vec::with_capacity(count);
+    loop {
+        live.clear();
+        live.extend((0..count).filter(|&i| !games[i].is_terminal()));
+        if live.is_empty() {
+            break;
         }
+        for (j, &i) in live.iter().enumerate() {
+            observation::encode(&games[i], &mut obs[j * obs_len..(j + 1) * obs_len]);
+            games[i].legal_mask(&mut legal[j * a..(j + 1) * a]);
+        }
+        let n = live.len();
         let outs = searcher
-            .search(net, &obs, &legal, count, search, &mut rng)
+            .search(
+                net,
+                &obs[..n * obs_len],
+                &legal[..n * a],
+                n,
+                search,
+                &mut rng,
+            )
             .map_err(TrainError::Search)?;
-        for (i, out) in outs.iter().enumerate() {
+        for (j, out) in outs.iter().enumerate() {
+            let i = live[j];
             let mut action = out.action;
             if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
-                let legal_here = &legal[i * a..(i + 1) * a];
+                let legal_here = &legal[j * a..(j + 1) * a];
                 let n = legal_here.iter().filter(|&&l| l).count();
                 let k = rng.random_range(0..n.max(1));
-                action = (0..a).filter(|&j| legal_here[j]).nth(k).unwrap_or(action);
+                action = (0..a).filter(|&x| legal_here[x]).nth(k).unwrap_or(action);
             }
             let r = games[i].apply_action(action)?;
             histories[i].push_step(
-                &obs[i * obs_len..(i + 1) * obs_len],
+                &obs[j * obs_len..(j + 1) * obs_len],
                 action,
                 r as f32,
                 out.root_value,
