@@ -309,7 +309,7 @@ fn train_figure(
         let mut g = setup.start();
         let mut h = GameHistory::new(net_config.observation_len, a);
         let uniform = vec![1.0 / a as f32; a];
-        for &action in played.actions() {
+        for action in played.actions() {
             let obs = g.observation();
             let r = g.apply_action(action)?;
             h.push_step(&obs, action, r as f32, 0.0, &uniform)?;

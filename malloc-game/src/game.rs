@@ -20,8 +20,8 @@ use crate::baselines::xla::{
 };
 use crate::options::{GameOptions, Mode, Order};
 use accel_sim::{
-    Allocation, Arrival, BufferId, CostModel, CostState, CostTally, Hardware, Mapping, OpId,
-    Program, Simulator,
+    Allocation, Arrival, BufferId, CostModel, CostState, Hardware, Mapping, OpId, Program,
+    Simulator,
 };
 use std::sync::Arc;
 
@@ -195,7 +195,9 @@ impl GameSetup {
         let mut g = Game {
             setup: Arc::clone(self),
             turn: 0,
-            allocs: vec![Vec::new(); self.program.buffers().len()],
+            allocs: (0..self.program.buffers().len())
+                .map(|_| Vec::new())
+                .collect(),
             pass: 0,
             states: Vec::new(),
             budgets: Budgets::new(&self.xla, &timing),
@@ -204,9 +206,9 @@ impl GameSetup {
             shown: Vec::new(),
             menu: Vec::new(),
             closed: None,
-            tally: CostTally::new(&self.cost),
-            rewards: Vec::new(),
-            actions: Vec::new(),
+            tally: Tally::new(&self.cost, self.program.buffers().len()),
+            rewards: imbl::Vector::new(),
+            actions: imbl::Vector::new(),
             final_latency: None,
         };
         g.start_pass();
@@ -275,7 +277,7 @@ impl GameSetup {
                             "no legal move gives the chunk {:?} from op {} at offset {} in level {level}",
                             w.arrival, w.start, w.offset
                         ),
-                        actions: g.actions.clone(),
+                        actions: g.actions(),
                     })?,
             };
             // The action came from the legal menu.
@@ -295,7 +297,7 @@ impl GameSetup {
                     buffer: self.program.buffer(b).name.clone(),
                     op: want.first().or(have.first()).map_or(0, |a| a.start),
                     reason: format!("the game ends with {have:?}, the mapping has {want:?}"),
-                    actions: g.actions.clone(),
+                    actions: g.actions(),
                 });
             }
         }
@@ -313,14 +315,59 @@ struct Move {
     gap: u64,
 }
 
-/// One episode of the mallocGame. Cloning copies the allocations, the heaps, the copy
-/// budgets and the cost tally, `O(buffers + ops + chunks + copies)`; the setup is shared.
+/// The cost model's running totals over persistent vectors (the arithmetic of
+/// [`accel_sim::CostTally`], through [`CostModel::delta_in`] and [`CostModel::apply_in`]),
+/// so a game state clones in `O(1)`.
+#[derive(Clone, Debug)]
+struct Tally {
+    mem: MemStore,
+    copy: imbl::Vector<f64>,
+    total: f64,
+}
+
+/// Per-op memory times.
+#[derive(Clone, Debug)]
+struct MemStore(imbl::Vector<f64>);
+
+impl accel_sim::MemTimes for MemStore {
+    fn mem_s(&self, t: OpId) -> f64 {
+        self.0[t]
+    }
+    fn set_mem_s(&mut self, t: OpId, v: f64) {
+        self.0.set(t, v);
+    }
+}
+
+impl Tally {
+    fn new(model: &CostModel, buffers: usize) -> Tally {
+        Tally {
+            mem: MemStore((0..model.len()).map(|t| model.default_mem_s(t)).collect()),
+            copy: (0..buffers).map(|_| 0.0).collect(),
+            total: model.all_slow_latency(),
+        }
+    }
+    fn latency(&self) -> f64 {
+        self.total
+    }
+    fn delta(&self, model: &CostModel, b: BufferId, old: &[Allocation], new: &[Allocation]) -> f64 {
+        model.delta_in(|t| self.mem.0[t], self.copy[b], b, old, new)
+    }
+    fn apply(&mut self, model: &CostModel, b: BufferId, old: &[Allocation], new: &[Allocation]) {
+        let mut copy = self.copy[b];
+        model.apply_in(&mut self.mem, &mut self.total, &mut copy, b, old, new);
+        self.copy.set(b, copy);
+    }
+}
+
+/// One episode of the mallocGame. The allocations, heaps, copy budgets, cost tally and
+/// history are persistent structures, so cloning a game is `O(1)` and each move then
+/// copies only the few pieces it changes (`O(log n)` each); the setup is shared.
 #[derive(Clone, Debug)]
 pub struct Game {
     setup: Arc<GameSetup>,
     turn: usize,
     /// Each buffer's allocations from its finished turns, sorted by start.
-    allocs: Vec<Vec<Allocation>>,
+    allocs: imbl::Vector<Vec<Allocation>>,
     /// The pass under way (`setup.levels.len()` once all are done).
     pass: usize,
     /// The passes started so far; the last is the one under way.
@@ -336,9 +383,9 @@ pub struct Game {
     menu: Vec<Move>,
     /// The open chunk as it would be closed before the pending use (evicted if need be).
     closed: Option<Allocation>,
-    tally: CostTally,
-    rewards: Vec<f64>,
-    actions: Vec<usize>,
+    tally: Tally,
+    rewards: imbl::Vector<f64>,
+    actions: imbl::Vector<usize>,
     final_latency: Option<f64>,
 }
 
@@ -395,12 +442,16 @@ impl Game {
         self.states.iter().map(|s| s.stats.clone()).collect()
     }
     /// The rewards of the turns played so far.
-    pub fn rewards(&self) -> &[f64] {
-        &self.rewards
+    pub fn rewards(&self) -> Vec<f64> {
+        self.rewards.iter().copied().collect()
     }
     /// The actions played so far.
-    pub fn actions(&self) -> &[usize] {
-        &self.actions
+    pub fn actions(&self) -> Vec<usize> {
+        self.actions.iter().copied().collect()
+    }
+    /// The action of turn `t`, once played.
+    pub fn action_at(&self, t: usize) -> Option<usize> {
+        self.actions.get(t).copied()
     }
     /// Sum of the rewards so far; at the end, `(S0 - S) / S0`.
     pub fn total_return(&self) -> f64 {
@@ -567,13 +618,13 @@ impl Game {
         let before = self.tally.latency();
         self.play(mv);
         self.turn += 1;
-        self.actions.push(action);
+        self.actions.push_back(action);
         let last = self.settle();
         let mut reward = (before - self.tally.latency()) / self.setup.s0;
         if let Some(last) = last {
             reward += last;
         }
-        self.rewards.push(reward);
+        self.rewards.push_back(reward);
         Ok(reward)
     }
 
@@ -733,8 +784,10 @@ impl Game {
                         st.stats.evictions += stats.evictions;
                         st.stats.evictions_over_budget += stats.evictions_over_budget;
                     }
-                    self.allocs[b].extend(out);
-                    self.allocs[b].sort_by_key(|a| a.start);
+                    if let Some(mine) = self.allocs.get_mut(b) {
+                        mine.extend(out);
+                        mine.sort_by_key(|a| a.start);
+                    }
                     debug_assert_eq!(self.allocs[b], self.shown);
                 }
                 self.shown.clear();
@@ -743,9 +796,8 @@ impl Game {
             if self.pass < setup.levels.len() && !self.states.is_empty() {
                 if let Some(&b) = setup.orders[self.pass].get(self.pos) {
                     self.pos += 1;
-                    let prior = std::mem::take(&mut self.allocs[b]);
+                    let prior = self.allocs[b].clone();
                     let cursor = self.with_pass(|pass, _, _| pass.begin(b, &prior)).flatten();
-                    self.allocs[b] = prior;
                     if let Some(c) = cursor {
                         self.shown = self.allocs[b].clone();
                         self.cursor = Some(c);

@@ -162,7 +162,7 @@ fn random_play_is_valid_and_exact_on_generated_programs() {
                     "{what}"
                 );
                 let mut replay = setup.start();
-                for &a in game.actions() {
+                for a in game.actions() {
                     replay.apply_action(a).unwrap();
                 }
                 assert_eq!(replay.rewards(), game.rewards(), "{what}");

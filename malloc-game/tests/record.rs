@@ -136,7 +136,7 @@ fn json_round_trip_keeps_every_field() {
 fn buffers_of(game: &Game) -> Vec<usize> {
     let mut g = game.setup().start();
     let mut out = Vec::new();
-    for &a in game.actions() {
+    for a in game.actions() {
         out.push(g.current_buffer().unwrap());
         g.apply_action(a).unwrap();
     }

@@ -10,8 +10,9 @@
 //! pointers of the copies queued behind it (it may push them past their deadlines) and
 //! stops as soon as one is unchanged, since all later ones then are too.
 
-use std::collections::BTreeMap;
+use imbl::OrdMap;
 use std::ops::Bound::{Excluded, Unbounded};
+use std::sync::Arc;
 
 /// A queued copy's place in the queue: by issue op, then deadline, then arrival.
 type Key = (usize, usize, u64);
@@ -33,11 +34,12 @@ enum Undo {
 /// One FIFO budget over a program's ops.
 #[derive(Clone, Debug)]
 pub struct CopyBudget {
-    /// `cum[t]` = the budget of ops `0..t`.
-    cum: Vec<f64>,
+    /// `cum[t]` = the budget of ops `0..t`; never changes, so clones share it.
+    cum: Arc<[f64]>,
     /// An ordered map, not a vector: copies arrive in any time order, and inserting into
     /// the middle of a vector made a whole run quadratic.
-    queue: BTreeMap<Key, Queued>,
+    /// Persistent, so a game state that holds a budget clones in `O(1)`.
+    queue: OrdMap<Key, Queued>,
     /// Arrivals so far: the last part of every key, so equal windows keep arrival order.
     arrivals: u64,
     scratch: Vec<(Key, f64)>,
@@ -56,8 +58,8 @@ impl CopyBudget {
             cum.push(acc);
         }
         CopyBudget {
-            cum,
-            queue: BTreeMap::new(),
+            cum: cum.into(),
+            queue: OrdMap::new(),
             arrivals: 0,
             scratch: Vec::new(),
             journal: None,
@@ -160,8 +162,8 @@ impl CopyBudget {
             return;
         }
         let key = self.next_key(lo, hi);
-        debug_assert!(self.queue.last_key_value().is_none_or(|(k, _)| *k < key));
-        let pointer = self.queue.last_key_value().map_or(0.0, |(_, c)| c.finish);
+        debug_assert!(self.queue.get_max().is_none_or(|(k, _)| *k < key));
+        let pointer = self.queue.get_max().map_or(0.0, |(_, c)| c.finish);
         let begin = self.cum[lo].max(pointer);
         let amount = amount.min(self.cum[hi] - begin);
         if amount <= 0.0 {

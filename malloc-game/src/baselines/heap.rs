@@ -96,8 +96,9 @@ pub enum HeapError {
 pub struct ChunkHeap {
     capacity: u64,
     alignment: u64,
-    /// By [`ChunkId`], which is also the chunk's id in `index`.
-    chunks: Vec<Option<Chunk>>,
+    /// By [`ChunkId`], which is also the chunk's id in `index`. Persistent, as the index
+    /// is: a game state that holds a heap clones in `O(1)`.
+    chunks: imbl::Vector<Option<Chunk>>,
     index: TimeIndex,
 }
 
@@ -116,7 +117,7 @@ impl ChunkHeap {
         Ok(ChunkHeap {
             capacity,
             alignment,
-            chunks: Vec::new(),
+            chunks: imbl::Vector::new(),
             index: TimeIndex::new(horizon),
         })
     }
@@ -330,9 +331,9 @@ impl ChunkHeap {
             top,
         });
         if id == self.chunks.len() {
-            self.chunks.push(Some(chunk));
+            self.chunks.push_back(Some(chunk));
         } else {
-            self.chunks[id] = Some(chunk);
+            self.chunks.set(id, Some(chunk));
         }
         Ok(id)
     }

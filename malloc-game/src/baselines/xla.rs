@@ -331,7 +331,8 @@ pub(crate) struct Budgets {
     eviction: Option<CopyBudget>,
     enabled: bool,
     /// Every copy charged so far, for rebuilding the budgets on new op times.
-    log: Vec<LoggedCopy>,
+    /// Persistent, as the budgets' queues are: a game state clones in `O(1)`.
+    log: imbl::Vector<LoggedCopy>,
 }
 
 impl Budgets {
@@ -342,7 +343,7 @@ impl Budgets {
                 .separate_eviction_budget
                 .then(|| CopyBudget::new(&timing.elapsed)),
             enabled: opts.copy_budget,
-            log: Vec::new(),
+            log: imbl::Vector::new(),
         }
     }
 
@@ -350,7 +351,7 @@ impl Budgets {
     /// charged what its window still has.
     pub(crate) fn replayed(self, opts: &XlaOptions, timing: &Timing) -> Budgets {
         let mut fresh = Budgets::new(opts, timing);
-        let mut log = self.log;
+        let mut log: Vec<LoggedCopy> = self.log.into_iter().collect();
         log.sort_by_key(|c| (c.1, c.2));
         for &(eviction, lo, hi, amount) in &log {
             match (&mut fresh.eviction, eviction) {
@@ -358,7 +359,7 @@ impl Budgets {
                 _ => fresh.prefetch.push_clipped(lo, hi, amount),
             }
         }
-        fresh.log = log;
+        fresh.log = log.into_iter().collect();
         fresh
     }
 }
@@ -609,7 +610,7 @@ impl Pass<'_> {
         };
         let ok = budget.try_add(lo, hi, amount);
         if ok {
-            budgets.log.push((eviction, lo, hi, amount));
+            budgets.log.push_back((eviction, lo, hi, amount));
         }
         ok
     }

@@ -58,10 +58,12 @@ pub(crate) struct TimeIndex {
     horizon: usize,
     /// The tree's time range is `0..leaves`, a power of two `>= horizon`.
     leaves: usize,
-    /// `2 * leaves` nodes; node 0 is unused.
-    nodes: Vec<Node>,
+    /// `2 * leaves` nodes; node 0 is unused. Persistent vectors: an index clones in
+    /// `O(1)` (a game state holds one per level, and a beam search clones states), and a
+    /// change copies only the pieces it touches.
+    nodes: imbl::Vector<Node>,
     /// Per op: the rects starting there, by id.
-    starts: Vec<Vec<Entry>>,
+    starts: imbl::Vector<Vec<Entry>>,
     free_ids: Vec<usize>,
     next_id: usize,
     live: usize,
@@ -74,8 +76,8 @@ impl TimeIndex {
         TimeIndex {
             horizon,
             leaves,
-            nodes: vec![Node::default(); 2 * leaves],
-            starts: vec![Vec::new(); leaves],
+            nodes: (0..2 * leaves).map(|_| Node::default()).collect(),
+            starts: (0..leaves).map(|_| Vec::new()).collect(),
             ..TimeIndex::default()
         }
     }
@@ -111,7 +113,13 @@ impl TimeIndex {
     /// The union of the rects starting in node `n`'s span, from the leaves' lists.
     fn union_from_starts(&self, n: usize) -> Union {
         let mut u = Union::new();
-        for e in self.starts[self.span(n)].iter().flatten() {
+        for e in self
+            .starts
+            .focus()
+            .narrow(self.span(n))
+            .into_iter()
+            .flatten()
+        {
             union_insert(&mut u, e.rect.offset, e.rect.top);
         }
         u
@@ -259,7 +267,13 @@ impl TimeIndex {
                     }
                     return;
                 }
-                for x in self.starts[self.span(n)].iter().flatten() {
+                for x in self
+                    .starts
+                    .focus()
+                    .narrow(self.span(n))
+                    .into_iter()
+                    .flatten()
+                {
                     if go {
                         go = f(&[(x.rect.offset, x.rect.top)]);
                     }

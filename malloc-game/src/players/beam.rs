@@ -310,7 +310,7 @@ mod tests {
         for w in [1, 2, 8] {
             let g = BeamPlayer::new(w).play(&s, 0);
             let mut replay = s.start();
-            for &a in g.actions() {
+            for a in g.actions() {
                 replay.apply_action(a).unwrap();
             }
             assert_eq!(replay.rewards(), g.rewards());
