@@ -681,10 +681,12 @@ impl Game {
                 Some(m) => match m.mode {
                     Mode::Keep => pass.keep(c, &mut txn),
                     Mode::Define => pass.define(c, m.allocation.offset, &mut txn),
-                    Mode::Prefetch | Mode::PrefetchLate => {
+                    Mode::Prefetch | Mode::PrefetchLate | Mode::PrefetchEarly => {
                         pass.close_open(c, u, budgets, &mut txn).and_then(|_| {
                             let a = m.allocation;
-                            pass.prefetch_at(c, a.start, a.offset, budgets, &mut txn)
+                            // Only `prefetch-early` may go beyond the copy budget.
+                            let must_fit = m.mode != Mode::PrefetchEarly;
+                            pass.prefetch_at(c, (a.start, a.offset), must_fit, budgets, &mut txn)
                         })
                     }
                 },
@@ -859,7 +861,12 @@ fn menu_of(
     };
     let lo = level0_from.map(|v| v.max(c.seg_lo));
     let search = lo.and_then(|lo| pass.prefetch_search(b, lo, ends, budgets));
-    let copy = pass.cost.copy_s(b, level);
+    let window = lo.and_then(|lo| pass.window(b, lo, u));
+    let late = window.map(|w| w.latest).filter(|&s| {
+        // The search's start is `prefetch`'s: the same start here is its twin.
+        let twin = options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
+        !twin && budgets.prefetch_fits(s, u, pass.cost.copy_s(b, level))
+    });
     let mut cands = Vec::new();
     for (mi, &mode) in options.modes.iter().enumerate() {
         let slots = |start: OpId,
@@ -935,15 +942,19 @@ fn menu_of(
                 }
             }
             Mode::PrefetchLate => {
+                if let Some(s) = late {
+                    let first = pass.best_chunk(s, ends, size);
+                    slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);
+                }
+            }
+            Mode::PrefetchEarly => {
                 let Some(lo) = lo else { continue };
-                let Some(w) = pass.window(b, lo, u) else {
-                    continue;
+                let s = match window {
+                    Some(w) => w.earliest,
+                    None => pass.earliest_start(lo, u),
                 };
-                let s = w.latest;
-                // The search's start is `prefetch`'s: the same start here is its twin.
-                let twin =
-                    options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
-                if !twin && budgets.prefetch_fits(s, u, copy) {
+                let twin = |m: Mode, x: Option<OpId>| options.modes.contains(&m) && x == Some(s);
+                if !twin(Mode::Prefetch, search.map(|x| x.0)) && !twin(Mode::PrefetchLate, late) {
                     let first = pass.best_chunk(s, ends, size);
                     slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);
                 }

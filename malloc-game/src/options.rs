@@ -20,16 +20,28 @@ pub enum Mode {
     Prefetch,
     /// As `Prefetch`, at the picker's latest start: a shorter hold, more risk of a stall.
     PrefetchLate,
+    /// As `Prefetch`, at the picker's earliest start; where XLA's picker has no window
+    /// (no start hides enough of the copy), at the earliest start whose overlap stays
+    /// under `max_copy`, and even where the copy budget has no room: a move XLA does not
+    /// make, left for the simulator to judge.
+    PrefetchEarly,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Keep, Mode::Define, Mode::Prefetch, Mode::PrefetchLate];
+    pub const ALL: [Mode; 5] = [
+        Mode::Keep,
+        Mode::Define,
+        Mode::Prefetch,
+        Mode::PrefetchLate,
+        Mode::PrefetchEarly,
+    ];
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Keep => "keep",
             Mode::Define => "define",
             Mode::Prefetch => "prefetch",
             Mode::PrefetchLate => "prefetch-late",
+            Mode::PrefetchEarly => "prefetch-early",
         }
     }
     /// How many actions the mode has: one per offset slot, but `keep` has no offset to
@@ -179,9 +191,9 @@ mod tests {
     #[test]
     fn actions_encode_densely() {
         let o = GameOptions::default();
-        // 0, keep, then 4 slots each of define, prefetch, prefetch-late.
-        assert_eq!(o.action_count(), 14);
-        let mut seen = [false; 14];
+        // 0, keep, then 4 slots each of define, prefetch, prefetch-late, prefetch-early.
+        assert_eq!(o.action_count(), 18);
+        let mut seen = [false; 18];
         for (mi, m) in o.modes.iter().enumerate() {
             for k in 0..m.slots(o.slots) {
                 let a = o.encode(mi, k);
@@ -192,7 +204,7 @@ mod tests {
         }
         assert!(seen[1..].iter().all(|&s| s));
         assert_eq!(o.decode(0), None);
-        assert_eq!(o.decode(14), None);
+        assert_eq!(o.decode(18), None);
     }
 
     #[test]

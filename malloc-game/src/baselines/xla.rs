@@ -753,7 +753,7 @@ impl Pass<'_> {
                 let lo = v.max(c.seg_lo);
                 let (_, ends) = c.pending()?;
                 if let Some((s, off)) = self.prefetch_search(c.b, lo, ends, budgets) {
-                    self.prefetch_at(c, s, off, budgets, txn)?;
+                    self.prefetch_at(c, (s, off), true, budgets, txn)?;
                 }
             }
         }
@@ -791,19 +791,21 @@ impl Pass<'_> {
     }
 
     /// Prefetches the buffer from op `s` at `offset` for the pending use: the copy budget
-    /// takes the copy (the caller checked that it fits) and the chunk is committed.
+    /// takes the copy (the caller checked that it fits, unless `must_fit` is false: a copy
+    /// XLA would not make, which the budget then does not carry) and the chunk is
+    /// committed.
     pub(crate) fn prefetch_at(
         &mut self,
         c: &mut Cursor,
-        s: OpId,
-        offset: u64,
+        (s, offset): (OpId, u64),
+        must_fit: bool,
         budgets: &mut Budgets,
         txn: &mut Txn,
     ) -> Option<()> {
         let size = self.program.buffer(c.b).size;
         let (u, _) = c.pending()?;
         let copy = self.cost.copy_s(c.b, self.st.level);
-        if !self.try_copy(budgets, txn, false, s, u, copy) {
+        if !self.try_copy(budgets, txn, false, s, u, copy) && must_fit {
             return None;
         }
         self.commit(txn, s, u, offset, size)?;
@@ -939,6 +941,13 @@ impl Pass<'_> {
         self.opts
             .picker
             .window_with(lo, u, copy, red, self.st.max_copy, span)
+    }
+
+    /// The earliest start in `lo..=u` whose overlap with the ops before `u` stays under
+    /// `max_copy` (`u` if none does): where a copy starts when the picker has no window.
+    pub(crate) fn earliest_start(&self, lo: OpId, u: OpId) -> OpId {
+        let timing = &self.st.timing;
+        first_true(lo, u, |s| timing.span(s, u) <= self.st.max_copy)
     }
 
     /// XLA's prefetch with the cost-analysis interval picker: for the use `ends[0]`, with
