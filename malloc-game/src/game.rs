@@ -759,12 +759,16 @@ impl Game {
         let setup = Arc::clone(&self.setup);
         loop {
             if self.cursor.is_some() {
-                self.with_pass(|pass, cursor, budgets| {
-                    if let Some(c) = cursor.as_mut() {
-                        let _ = pass.advance(c, budgets, &mut Txn::none());
-                    }
+                let moved = self.with_pass(|pass, cursor, budgets| {
+                    let c = cursor.as_mut()?;
+                    let before = c.progress_mark();
+                    let _ = pass.advance(c, budgets, &mut Txn::none());
+                    Some(c.progress_mark() != before)
                 });
-                self.sync_tally();
+                // Only an item passed over can have changed the buffer's allocations.
+                if moved.flatten() == Some(true) {
+                    self.sync_tally();
+                }
                 if self.cursor.as_ref().is_some_and(|c| c.pending().is_some()) {
                     self.make_menu();
                     if !self.menu.is_empty() {
@@ -823,30 +827,29 @@ impl Game {
     fn make_menu(&mut self) {
         let setup = Arc::clone(&self.setup);
         let options = &setup.options;
-        let (menu, closed) = self
+        let mut menu = std::mem::take(&mut self.menu);
+        menu.clear();
+        let closed = self
             .with_pass(|pass, cursor, budgets| {
                 let c = cursor.as_ref()?;
-                Some(menu_of(pass, c, budgets, options))
+                menu_of(pass, c, budgets, options, &mut menu)
             })
-            .flatten()
-            .unwrap_or_default();
+            .flatten();
         self.menu = menu;
         self.closed = closed;
     }
 }
 
-/// The moves on offer at the pending use of `c`, and its open chunk as it would be closed
-/// before that use.
+/// The moves on offer at the pending use of `c`, appended to `menu`; returns its open
+/// chunk as it would be closed before that use.
 fn menu_of(
     pass: &Pass<'_>,
     c: &Cursor,
     budgets: &Budgets,
     options: &GameOptions,
-) -> (Vec<Move>, Option<Allocation>) {
-    let mut menu = Vec::new();
-    let Some((u, ends)) = c.pending() else {
-        return (menu, None);
-    };
+    menu: &mut Vec<Move>,
+) -> Option<Allocation> {
+    let (u, ends) = c.pending()?;
     let b = c.b;
     let level = pass.st.level;
     let size = pass.program.buffer(b).size;
@@ -875,6 +878,7 @@ fn menu_of(
                      menu: &mut Vec<Move>,
                      arrival| {
             let Some(first) = first else { return };
+            let first_offset = first;
             pass.st.heap.candidates(start, u, size, cands);
             let gap_of = |o: u64| {
                 cands
@@ -882,14 +886,12 @@ fn menu_of(
                     .find(|c| c.offset <= o && o < c.offset + c.gap)
                     .map_or(size, |c| c.offset + c.gap - o)
             };
-            let mut offsets = vec![(first, gap_of(first))];
-            offsets.extend(
-                cands
-                    .iter()
-                    .filter(|c| c.offset != first)
-                    .map(|c| (c.offset, c.gap)),
-            );
-            for (k, &(offset, gap)) in offsets.iter().take(options.slots).enumerate() {
+            let first = std::iter::once((first, gap_of(first)));
+            let others = cands
+                .iter()
+                .filter(|c| c.offset != first_offset)
+                .map(|c| (c.offset, c.gap));
+            for (k, (offset, gap)) in first.chain(others).take(options.slots).enumerate() {
                 menu.push(Move {
                     action: options.encode(mi, k),
                     mode,
@@ -933,18 +935,18 @@ fn menu_of(
             Mode::Define => {
                 if c.open.is_none() && c.can_define {
                     let first = pass.best_chunk(c.p, ends, size);
-                    slots(c.p, first, &mut cands, &mut menu, Arrival::Defined);
+                    slots(c.p, first, &mut cands, menu, Arrival::Defined);
                 }
             }
             Mode::Prefetch => {
                 if let Some((s, off)) = search {
-                    slots(s, Some(off), &mut cands, &mut menu, Arrival::Prefetch);
+                    slots(s, Some(off), &mut cands, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchLate => {
                 if let Some(s) = late {
                     let first = pass.best_chunk(s, ends, size);
-                    slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);
+                    slots(s, first, &mut cands, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchEarly => {
@@ -955,13 +957,15 @@ fn menu_of(
                 };
                 let twin = |m: Mode, x: Option<OpId>| options.modes.contains(&m) && x == Some(s);
                 if !twin(Mode::Prefetch, search.map(|x| x.0)) && !twin(Mode::PrefetchLate, late) {
-                    let first = pass.best_chunk(s, ends, size);
-                    slots(s, first, &mut cands, &mut menu, Arrival::Prefetch);
+                    // A move XLA does not make: slot 0 is the plain best fit over the
+                    // chunk (no search over later ends).
+                    let first = pass.st.heap.best_fit(s, u, size, None, pass.opts.top_gap);
+                    slots(s, first, &mut cands, menu, Arrival::Prefetch);
                 }
             }
         }
     }
-    (menu, closed)
+    closed
 }
 
 /// The open chunk `o` of `c` as closing it before op `next` leaves it: a buffer only the

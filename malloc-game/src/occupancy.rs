@@ -9,6 +9,7 @@
 //! many chunks the interval overlaps.
 
 pub(crate) mod index;
+mod parray;
 
 /// A place where a chunk fits: its offset and the size of the free gap it starts (from the
 /// offset to the next chunk above it, or to the capacity).

@@ -463,6 +463,11 @@ impl Cursor {
         }
     }
 
+    /// How far the cursor has gone through its items (changes whenever it moves on).
+    pub(crate) fn progress_mark(&self) -> usize {
+        self.next
+    }
+
     /// The uses decided so far and the uses in all, among this pass's items.
     pub(crate) fn progress(&self) -> (usize, usize) {
         let is_use = |x: &&(OpId, Item)| matches!(x.1, Item::Use(_));

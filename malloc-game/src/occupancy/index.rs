@@ -17,7 +17,10 @@
 //! The tree is a flat array (node `i` has children `2i` and `2i + 1`; op `t`'s leaf is
 //! `leaves + t`): a query walks indices, not pointers. Nodes spanning fewer than
 //! `2^LOW` ops keep no union of starts: a query reads their few leaves' lists instead,
-//! which spares an insert most of its small allocations.
+//! which spares an insert most of its small allocations. The array is persistent
+//! (`parray.rs`): a clone shares it, and a change copies only the path to what changed.
+
+use super::parray::PArray;
 
 /// Nodes spanning fewer than `2^LOW` ops keep no union of the rects starting there.
 const LOW: u32 = 4;
@@ -58,12 +61,12 @@ pub(crate) struct TimeIndex {
     horizon: usize,
     /// The tree's time range is `0..leaves`, a power of two `>= horizon`.
     leaves: usize,
-    /// `2 * leaves` nodes; node 0 is unused. Persistent vectors: an index clones in
+    /// `2 * leaves` nodes; node 0 is unused. Persistent arrays: an index clones in
     /// `O(1)` (a game state holds one per level, and a beam search clones states), and a
     /// change copies only the pieces it touches.
-    nodes: imbl::Vector<Node>,
+    nodes: PArray<Node>,
     /// Per op: the rects starting there, by id.
-    starts: imbl::Vector<Vec<Entry>>,
+    starts: PArray<Vec<Entry>>,
     free_ids: Vec<usize>,
     next_id: usize,
     live: usize,
@@ -76,8 +79,8 @@ impl TimeIndex {
         TimeIndex {
             horizon,
             leaves,
-            nodes: (0..2 * leaves).map(|_| Node::default()).collect(),
-            starts: (0..leaves).map(|_| Vec::new()).collect(),
+            nodes: PArray::from_fn(2 * leaves, |_| Node::default()),
+            starts: PArray::from_fn(leaves, |_| Vec::new()),
             ..TimeIndex::default()
         }
     }
@@ -113,13 +116,7 @@ impl TimeIndex {
     /// The union of the rects starting in node `n`'s span, from the leaves' lists.
     fn union_from_starts(&self, n: usize) -> Union {
         let mut u = Union::new();
-        for e in self
-            .starts
-            .focus()
-            .narrow(self.span(n))
-            .into_iter()
-            .flatten()
-        {
+        for e in self.span(n).flat_map(|t| &self.starts[t]) {
             union_insert(&mut u, e.rect.offset, e.rect.top);
         }
         u
@@ -267,13 +264,7 @@ impl TimeIndex {
                     }
                     return;
                 }
-                for x in self
-                    .starts
-                    .focus()
-                    .narrow(self.span(n))
-                    .into_iter()
-                    .flatten()
-                {
+                for x in self.span(n).flat_map(|t| &self.starts[t]) {
                     if go {
                         go = f(&[(x.rect.offset, x.rect.top)]);
                     }

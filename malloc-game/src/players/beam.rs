@@ -13,6 +13,9 @@
 //! the same score only the lowest-numbered one is kept, so equal moves do not fill the
 //! beam.
 //!
+//! A clone of a game is `O(1)` (its state is persistent: see [`Game`]), and a move copies
+//! only what it changes, so a step costs about what playing the kept children costs.
+//!
 //! Two lines are always kept, beside the `width` best children if need be: the greedy
 //! line (the game [`super::GreedyPlayer`] plays) and the xla line (the `xla` baseline's
 //! mapping as a trajectory, [`super::XlaPlayer`]). Ranking by the cost model can drop
