@@ -25,6 +25,10 @@ pub mod players;
 pub mod record;
 pub mod render;
 
-pub use game::{Game, GameError, GameSetup};
+pub use game::{Game, GameError, GameSetup, Inexpressible};
+
+/// The version of the game's rules (docs/mallocgame.md): 2 since a turn decides one use
+/// of a buffer. Files that record games or what was trained on them carry it.
+pub const RULES_VERSION: u32 = 2;
 pub use options::{GameOptions, Mode, Order, MAX_SLOTS};
 pub use picker::{PickerConfig, PrefetchWindow};

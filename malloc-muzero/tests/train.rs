@@ -649,3 +649,29 @@ fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
     assert_eq!(back.best_return, None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
+    let setup = tiny();
+    let dir = temp("rules-v1");
+    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    run_to(&mut t, 10);
+    drop(t);
+    // A v1 run.json: no `rules` field (and v1's modes).
+    let path = dir.join("run.json");
+    let mut info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(info["rules"], malloc_game::RULES_VERSION);
+    let o = info.as_object_mut().unwrap();
+    o.remove("rules");
+    o["options"]["modes"] = serde_json::json!(["resident", "prefetch"]);
+    std::fs::write(&path, serde_json::to_string(&info).unwrap()).unwrap();
+    let err = Trainer::resume(&dir, None).err().unwrap();
+    let msg = err.to_string();
+    assert!(matches!(err, TrainError::Rules { .. }), "{msg}");
+    assert!(
+        msg.contains("run.json") && msg.contains("rules v1"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,6 +31,13 @@ pub enum TrainError {
     },
     #[error("search: {0}")]
     Search(#[source] muzero::ModelError),
+    /// A run made under other rules of the game (its actions and observation differ).
+    #[error("{path}: field `rules`: the run was made under rules v{found} of the game; this build plays rules v{current} (docs/mallocgame.md): start a new run")]
+    Rules {
+        path: String,
+        found: String,
+        current: u32,
+    },
     /// A stored game whose actions no longer replay (reanalyse rebuilds the legal masks).
     #[error("reanalyse of game {game}, turn {turn}: {source}")]
     Reanalyse {

@@ -17,6 +17,10 @@ use std::sync::Arc;
 /// `run.json`: what a run trains, so `--resume` and `evaluate --checkpoint` rebuild it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunInfo {
+    /// [`malloc_game::RULES_VERSION`] when written; absent in runs made under rules v1,
+    /// which do not load.
+    #[serde(default = "rules_v1")]
+    pub rules: u32,
     /// A built-in workload's name, or the program file as it was given.
     pub workload: String,
     /// The program file's absolute path, when the program was loaded from a file (absent
@@ -136,9 +140,28 @@ pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, 
     serde_json::from_str(&text).map_err(json_error(path))
 }
 
+fn rules_v1() -> u32 {
+    1
+}
+
 /// Reads a run's `run.json`.
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
-    read_json(&dir.join("run.json"))
+    read_info_at(&dir.join("run.json"))
+}
+
+/// Reads `run.json` at `path`, refusing a run made under other rules of the game before
+/// its options (whose modes changed) can fail on a field.
+fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
+    let value: serde_json::Value = read_json(path)?;
+    let rules = value.get("rules").map_or(Some(1), |r| r.as_u64());
+    if rules != Some(u64::from(malloc_game::RULES_VERSION)) {
+        return Err(TrainError::Rules {
+            path: path.display().to_string(),
+            found: rules.map_or_else(|| "?".to_string(), |r| r.to_string()),
+            current: malloc_game::RULES_VERSION,
+        });
+    }
+    read_json(path)
 }
 
 /// Loads the newest checkpoint's network of a run directory.
@@ -215,7 +238,7 @@ impl RunDir {
         if !path.exists() {
             return Ok(None);
         }
-        read_json(&path).map(Some)
+        read_info_at(&path).map(Some)
     }
 
     /// Writes the program's copy, then `run.json`: a folder with `run.json` has both.

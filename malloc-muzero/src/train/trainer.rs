@@ -138,6 +138,7 @@ impl Trainer {
             return Err(exists("with a checkpoint"));
         }
         let info = RunInfo {
+            rules: malloc_game::RULES_VERSION,
             workload: workload.to_string(),
             workload_path: program_file(workload),
             program_hash: setup.program().content_hash(),
