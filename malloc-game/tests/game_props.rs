@@ -78,11 +78,13 @@ fn xla_player_is_the_xla_solver_on_every_suite_case_and_workload() {
         fast_levels: hw.levels.len() - 1,
         ..GameOptions::default()
     };
-    let nnp_capacities: Vec<u64> = bench_workloads::suite::cases()
+    let mut nnp_capacities: Vec<u64> = bench_workloads::suite::cases()
         .into_iter()
         .filter(|c| c.hardware == "nnp-i-like")
         .map(|c| c.fast_capacity)
         .collect();
+    nnp_capacities.sort_unstable();
+    nnp_capacities.dedup();
     for name in bench_workloads::names() {
         let p = Arc::new(bench_workloads::load(name).unwrap());
         for mib in [4u64, 8, 16, 32] {
