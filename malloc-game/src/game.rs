@@ -15,8 +15,7 @@
 
 use crate::baselines::heap::{Candidate, ChunkHeap};
 use crate::baselines::xla::{
-    pass_levels, xla_order, Budgets, Cursor, Open, Pass, PassState, Timing, Txn, XlaOptions,
-    XlaPassStats,
+    pass_levels, xla_order, Budgets, Cursor, Pass, PassState, Timing, Txn, XlaOptions, XlaPassStats,
 };
 use crate::options::{GameOptions, Mode, Order};
 use accel_sim::{
@@ -778,18 +777,9 @@ impl Game {
                     continue;
                 }
                 // The buffer is done in this pass.
-                let done = self.with_pass(|pass, cursor, _| {
-                    cursor
-                        .take()
-                        .map(|c| (c.b, c.stats.clone(), pass.finish(c)))
-                });
-                if let Some(Some((b, stats, out))) = done {
-                    if let Some(st) = self.states.last_mut() {
-                        st.stats.defined += stats.defined;
-                        st.stats.prefetches += stats.prefetches;
-                        st.stats.evictions += stats.evictions;
-                        st.stats.evictions_over_budget += stats.evictions_over_budget;
-                    }
+                let done =
+                    self.with_pass(|pass, cursor, _| cursor.take().map(|c| (c.b, pass.finish(c))));
+                if let Some(Some((b, out))) = done {
                     if let Some(mine) = self.allocs.get_mut(b) {
                         mine.extend(out);
                         mine.sort_by_key(|a| a.start);
@@ -855,7 +845,7 @@ fn menu_of(
     let size = pass.program.buffer(b).size;
     // Ending the open chunk before `u`: a buffer only this level holds is evicted, and
     // level 0 has the data from the op after the eviction's hold.
-    let closed = c.open.map(|o| close_before(pass, c, &o, u));
+    let closed = c.open.map(|o| pass.closed(c, &o, u));
     let level0_from = match (c.open, closed) {
         (Some(o), Some(a)) if o.arrival == Arrival::Defined && c.level0_from.is_none() => {
             Some(a.end + 1)
@@ -966,24 +956,6 @@ fn menu_of(
         }
     }
     closed
-}
-
-/// The open chunk `o` of `c` as closing it before op `next` leaves it: a buffer only the
-/// level holds is evicted right after its definition and held until XLA's eviction end.
-fn close_before(pass: &Pass<'_>, c: &Cursor, o: &Open, next: OpId) -> Allocation {
-    let mut a = Allocation {
-        level: pass.st.level,
-        offset: o.offset,
-        start: o.start,
-        end: o.end,
-        arrival: o.arrival,
-        eviction: None,
-    };
-    if o.arrival == Arrival::Defined && c.level0_from.is_none() {
-        a.end = pass.eviction_end(c.b, o, next);
-        a.eviction = Some(o.start);
-    }
-    a
 }
 
 #[cfg(test)]

@@ -417,6 +417,20 @@ pub(crate) struct Open {
     pub offset: u64,
 }
 
+impl Open {
+    /// The chunk as an allocation in `level`, as it stands (no eviction).
+    pub(crate) fn allocation(&self, level: usize) -> Allocation {
+        Allocation {
+            level,
+            offset: self.offset,
+            start: self.start,
+            end: self.end,
+            arrival: self.arrival,
+            eviction: None,
+        }
+    }
+}
+
 /// One pass's own state: its level, the heap of that level, the op times it plans with
 /// and what it did. Shared through [`Pass`] by the baseline and by the game.
 #[derive(Clone, Debug)]
@@ -450,7 +464,7 @@ pub(crate) struct Cursor {
     /// earlier pass did and it has a defining op.
     pub can_define: bool,
     pub open: Option<Open>,
-    pub stats: XlaPassStats,
+    stats: XlaPassStats,
 }
 
 impl Cursor {
@@ -477,14 +491,7 @@ impl Cursor {
 
     /// The open allocation as an allocation in `level`, as it stands (no eviction yet).
     pub(crate) fn open_allocation(&self, level: usize) -> Option<Allocation> {
-        self.open.map(|o| Allocation {
-            level,
-            offset: o.offset,
-            start: o.start,
-            end: o.end,
-            arrival: o.arrival,
-            eviction: None,
-        })
+        self.open.map(|o| o.allocation(level))
     }
 }
 
@@ -633,15 +640,10 @@ impl Pass<'_> {
             ..Txn::default()
         };
         match self.place_inner(b, prior, budgets, &mut txn) {
-            Some((allocs, stats)) => {
+            Some(allocs) => {
                 if txn.budget.is_some() {
                     budgets.each(CopyBudget::commit);
                 }
-                let s = &mut self.st.stats;
-                s.defined += stats.defined;
-                s.prefetches += stats.prefetches;
-                s.evictions += stats.evictions;
-                s.evictions_over_budget += stats.evictions_over_budget;
                 allocs
             }
             None => {
@@ -664,9 +666,9 @@ impl Pass<'_> {
         prior: &[Allocation],
         budgets: &mut Budgets,
         txn: &mut Txn,
-    ) -> Option<(Vec<Allocation>, XlaPassStats)> {
+    ) -> Option<Vec<Allocation>> {
         let Some(mut c) = self.begin(b, prior) else {
-            return Some((Vec::new(), XlaPassStats::default()));
+            return Some(Vec::new());
         };
         loop {
             self.advance(&mut c, budgets, txn)?;
@@ -675,8 +677,7 @@ impl Pass<'_> {
             }
             self.xla_step(&mut c, budgets, txn)?;
         }
-        let stats = c.stats.clone();
-        Some((self.finish(c), stats))
+        Some(self.finish(c))
     }
 
     /// The cursor of buffer `b` at its first item; `None` when the buffer cannot be in
@@ -851,8 +852,13 @@ impl Pass<'_> {
 
     /// The buffer's allocations of this pass once its items are done: the open one stays
     /// in the level after its last use, with no eviction needed (an output was closed at
-    /// its End item).
+    /// its End item). What the buffer's turn did joins the pass's stats.
     pub(crate) fn finish(&mut self, mut c: Cursor) -> Vec<Allocation> {
+        let (s, mine) = (&mut self.st.stats, &c.stats);
+        s.defined += mine.defined;
+        s.prefetches += mine.prefetches;
+        s.evictions += mine.evictions;
+        s.evictions_over_budget += mine.evictions_over_budget;
         if let Some(a) = c.open_allocation(self.st.level) {
             c.out.push(a);
         }
@@ -895,36 +901,37 @@ impl Pass<'_> {
         budgets: &mut Budgets,
         txn: &mut Txn,
     ) -> Option<Allocation> {
-        let mut a = Allocation {
-            level: self.st.level,
-            offset: o.offset,
-            start: o.start,
-            end: o.end,
-            arrival: o.arrival,
-            eviction: None,
-        };
-        if o.arrival == Arrival::Prefetch || c.level0_from.is_some() {
+        let a = self.closed(c, &o, next);
+        let Some(d) = a.eviction else {
             return Some(a);
+        };
+        let size = self.program.buffer(c.b).size;
+        let copy = self.cost.copy_s(c.b, self.st.level);
+        if a.end > o.end {
+            self.commit(txn, o.end + 1, a.end, o.offset, size)?;
         }
-        let b = c.b;
-        let size = self.program.buffer(b).size;
-        let copy = self.cost.copy_s(b, self.st.level);
-        let d = o.start;
-        let end = self.eviction_end(b, &o, next);
-        if end > o.end {
-            self.commit(txn, o.end + 1, end, o.offset, size)?;
-        }
-        if !self.try_copy(budgets, txn, true, d + 1, end + 1, copy) {
+        if !self.try_copy(budgets, txn, true, d + 1, a.end + 1, copy) {
             match self.opts.eviction_over_budget {
                 EvictionOverBudget::Free => c.stats.evictions_over_budget += 1,
                 EvictionOverBudget::Refuse => return None,
             }
         }
-        a.end = end;
-        a.eviction = Some(d);
-        c.level0_from = Some(end + 1);
+        c.level0_from = Some(a.end + 1);
         c.stats.evictions += 1;
         Some(a)
+    }
+
+    /// The allocation the open chunk `o` of `c` becomes when it ends before op `next`,
+    /// changing nothing: a prefetched chunk (or one level 0 also holds) as it is; a
+    /// buffer only this level holds evicted right after its definition and held until
+    /// [`Pass::eviction_end`].
+    pub(crate) fn closed(&self, c: &Cursor, o: &Open, next: OpId) -> Allocation {
+        let mut a = o.allocation(self.st.level);
+        if o.arrival == Arrival::Defined && c.level0_from.is_none() {
+            a.end = self.eviction_end(c.b, o, next);
+            a.eviction = Some(o.start);
+        }
+        a
     }
 
     /// The picker's window for a prefetch of `b` for use `u` with level 0 holding the

@@ -22,7 +22,7 @@
 //! them in favour of lines the simulator then judges worse; keeping them makes `beam:W`
 //! at least as good as both `greedy` and `xla` on every program.
 
-use super::{greedy_action, Player, XlaPlayer, PROGRESS_EVERY};
+use super::{greedy, Player, XlaPlayer, PROGRESS_EVERY};
 use crate::game::{Game, GameSetup};
 use std::sync::Arc;
 
@@ -68,20 +68,33 @@ struct Line {
 }
 
 impl BeamPlayer {
-    /// The children of `line` (index `parent`) worth ranking, appended to `out`.
-    fn children(line: &Line, parent: usize, xla: &[usize], out: &mut Vec<Child>) {
+    /// The children of `line` (index `parent`) worth ranking, appended to `out`; `deltas`
+    /// is scratch space.
+    fn children(
+        line: &Line,
+        parent: usize,
+        xla: &[usize],
+        deltas: &mut Vec<(usize, f64)>,
+        out: &mut Vec<Child>,
+    ) {
         let g = &line.game;
-        let options = g.setup().options();
-        let base = g.proxy_latency();
-        let greedy = line.greedy.then(|| greedy_action(g));
+        // Each move's delta once: the children's scores and the greedy choice share them.
+        greedy::slot0_deltas(g, deltas);
+        let greedy = line.greedy.then(|| greedy::pick(deltas));
         let xla = if line.xla {
             xla.get(g.turn()).copied()
         } else {
             None
         };
+        if let Some(x) = xla.filter(|x| !deltas.iter().any(|d| d.0 == *x)) {
+            // The xla line's move at a slot other than 0.
+            let at = deltas.partition_point(|d| d.0 < x);
+            deltas.insert(at, (x, g.cost_delta(x)));
+        }
+        let base = g.proxy_latency();
         let first = out.len();
-        let push = |action: usize, out: &mut Vec<Child>| {
-            let score = base + g.cost_delta(action);
+        for &(action, delta) in deltas.iter() {
+            let score = base + delta;
             let (on_greedy, on_xla) = (greedy == Some(action), xla == Some(action));
             // Equal to an earlier child: the earlier (lower-numbered) one stands for it,
             // unless this one carries a line that must be kept.
@@ -95,14 +108,7 @@ impl BeamPlayer {
                     xla: on_xla,
                 });
             }
-        };
-        push(0, out);
-        g.for_each_legal(|action, _, _| {
-            let slot0 = options.decode(action).is_some_and(|(_, k)| k == 0);
-            if slot0 || xla == Some(action) {
-                push(action, out);
-            }
-        });
+        }
     }
 }
 
@@ -145,12 +151,13 @@ impl Player for BeamPlayer {
             });
         }
         let mut children = Vec::new();
+        let mut deltas = Vec::new();
         let mut step = 0usize;
         let mut reached = 0usize;
         while !beam.is_empty() {
             children.clear();
             for (i, line) in beam.iter().enumerate() {
-                BeamPlayer::children(line, i, &xla, &mut children);
+                BeamPlayer::children(line, i, &xla, &mut deltas, &mut children);
             }
             // Lowest latency first; ties by parent, then action, so the result does not
             // depend on the sort.

@@ -8,20 +8,34 @@ use std::sync::Arc;
 /// number, so a move that saves nothing more than level 0 is not taken and, among equal
 /// savings, the first mode's slot 0 wins. Returns 0 on a finished game.
 pub fn greedy_action(game: &Game) -> usize {
+    let mut deltas = Vec::new();
+    slot0_deltas(game, &mut deltas);
+    pick(&deltas)
+}
+
+/// Action 0 and every legal slot-0 action, in action order, with its
+/// [`Game::cost_delta`], into `out` (cleared first). The slots of one mode differ only in
+/// offset, which the cost model does not see: they tie with slot 0, which comes first.
+pub(crate) fn slot0_deltas(game: &Game, out: &mut Vec<(usize, f64)>) {
+    out.clear();
+    out.push((0, game.cost_delta(0)));
     let options = game.setup().options();
-    let mut best = (0, game.cost_delta(0));
     game.for_each_legal(|action, _, _| {
-        // The slots of one mode differ only in offset, which the cost model does not see:
-        // they tie with slot 0, which comes first and wins the strict comparison.
-        if options.decode(action).is_some_and(|(_, slot)| slot > 0) {
-            return;
+        if options.decode(action).is_some_and(|(_, slot)| slot == 0) {
+            out.push((action, game.cost_delta(action)));
         }
-        let delta = game.cost_delta(action);
-        // Strict: `for_each_legal` goes in action order, so the first of equals stays.
+    });
+}
+
+/// The greedy choice among [`slot0_deltas`]: the smallest delta, the first of equals.
+pub(crate) fn pick(deltas: &[(usize, f64)]) -> usize {
+    let mut best = deltas.first().copied().unwrap_or((0, 0.0));
+    for &(action, delta) in deltas.iter().skip(1) {
+        // Strict: the deltas are in action order, so the first of equals stays.
         if delta < best.1 {
             best = (action, delta);
         }
-    });
+    }
     best.0
 }
 
