@@ -830,6 +830,15 @@ impl Game {
     }
 }
 
+/// The size of the free gap from `offset` up, among `cands` (the fitting gaps of an
+/// interval); `size` when no gap holds the offset.
+fn gap_at(cands: &[Candidate], offset: u64, size: u64) -> u64 {
+    cands
+        .iter()
+        .find(|c| c.offset <= offset && offset < c.offset + c.gap)
+        .map_or(size, |c| c.offset + c.gap - offset)
+}
+
 /// The moves on offer at the pending use of `c`, appended to `menu`; returns its open
 /// chunk as it would be closed before that use.
 fn menu_of(
@@ -868,20 +877,13 @@ fn menu_of(
                      menu: &mut Vec<Move>,
                      arrival| {
             let Some(first) = first else { return };
-            let first_offset = first;
             pass.st.heap.candidates(start, u, size, cands);
-            let gap_of = |o: u64| {
-                cands
-                    .iter()
-                    .find(|c| c.offset <= o && o < c.offset + c.gap)
-                    .map_or(size, |c| c.offset + c.gap - o)
-            };
-            let first = std::iter::once((first, gap_of(first)));
             let others = cands
                 .iter()
-                .filter(|c| c.offset != first_offset)
+                .filter(|c| c.offset != first)
                 .map(|c| (c.offset, c.gap));
-            for (k, (offset, gap)) in first.chain(others).take(options.slots).enumerate() {
+            let all = std::iter::once((first, gap_at(cands, first, size))).chain(others);
+            for (k, (offset, gap)) in all.take(options.slots).enumerate() {
                 menu.push(Move {
                     action: options.encode(mi, k),
                     mode,
@@ -901,11 +903,10 @@ fn menu_of(
             Mode::Keep => {
                 if let Some(o) = c.open {
                     if pass.st.heap.fits(o.end + 1, u, o.offset, size) {
-                        pass.st.heap.candidates(o.start, u, 1, &mut cands);
-                        let gap = cands
-                            .iter()
-                            .find(|c| c.offset <= o.offset && o.offset < c.offset + c.gap)
-                            .map_or(size, |c| c.offset + c.gap - o.offset);
+                        // The gap over the extension: over the whole hold, the chunk's
+                        // own bytes would hide it.
+                        pass.st.heap.candidates(o.end + 1, u, size, &mut cands);
+                        let gap = gap_at(&cands, o.offset, size);
                         menu.push(Move {
                             action: options.encode(mi, 0),
                             mode,

@@ -190,3 +190,35 @@ fn beam_never_ends_behind_xla_on_the_suite() {
         g.mapping().validate(p, hw).unwrap();
     }
 }
+
+/// A `keep` move's gap is the free room from its offset up over the chunk's extension:
+/// at least the buffer, and more wherever the level has room above it.
+#[test]
+fn keep_moves_see_the_room_above_their_chunk() {
+    let (mut keeps, mut roomy) = (0, 0);
+    for (_, setup) in suite_setups() {
+        let keep = setup
+            .options()
+            .modes
+            .iter()
+            .position(|&m| m == malloc_game::Mode::Keep)
+            .map(|mi| setup.options().encode(mi, 0));
+        let mut g = setup.start();
+        while let Some(b) = g.current_buffer() {
+            let size = setup.program().buffer(b).size;
+            g.for_each_legal(|a, alloc, gap| {
+                if Some(a) == keep {
+                    keeps += 1;
+                    assert!(gap >= size, "{alloc:?}: gap {gap} < size {size}");
+                    roomy += usize::from(gap > size);
+                }
+            });
+            let a = *g.legal_actions().last().unwrap();
+            g.apply_action(a).unwrap();
+        }
+    }
+    assert!(
+        keeps > 0 && roomy > 0,
+        "{keeps} keep moves, {roomy} with room"
+    );
+}
