@@ -561,25 +561,16 @@ impl Game {
     fn after(&self, action: usize) -> Vec<Allocation> {
         let mut v = self.shown.clone();
         let mv = self.menu.iter().find(|m| m.action == action);
-        if let Some(c) = &self.cursor {
-            if c.open.is_some() {
-                let i = v.iter().position(|a| {
-                    a.level == self.states.last().map_or(0, |s| s.level)
-                        && c.open.is_some_and(|o| o.start == a.start)
-                });
-                match mv {
-                    Some(m) if m.mode == Mode::Keep => {
-                        if let Some(i) = i {
-                            v[i] = m.allocation;
-                        }
-                        return v;
-                    }
-                    _ => {
-                        if let (Some(i), Some(closed)) = (i, self.closed) {
-                            v[i] = closed;
-                        }
-                    }
+        let level = self.states.last().map_or(0, |s| s.level);
+        let open = self.cursor.as_ref().and_then(|c| c.open_allocation(level));
+        // The open chunk is extended by `keep`, and ends (as `closed`) otherwise.
+        if let Some(i) = open.and_then(|o| v.iter().position(|a| *a == o)) {
+            match mv {
+                Some(m) if m.mode == Mode::Keep => {
+                    v[i] = m.allocation;
+                    return v;
                 }
+                _ => v[i] = self.closed.unwrap_or(v[i]),
             }
         }
         if let Some(m) = mv {
