@@ -4,7 +4,8 @@
 use accel_sim::{Buffer, BufferKind, Hardware, Mapping, Op, Program, Simulator};
 use malloc_game::baselines::heap::{pack_decreasing_size, TopGap};
 use malloc_game::baselines::{
-    bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, SOLVER_NAMES,
+    bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
+    SOLVER_NAMES,
 };
 use malloc_game::PickerConfig;
 use rand::rngs::StdRng;
@@ -132,6 +133,17 @@ fn xla_variants() -> Vec<XlaOptions> {
                 min_overlap: 0.0,
                 ..PickerConfig::default()
             },
+            ..d.clone()
+        },
+        // xla-repack, and re-packing under a peak-sized top gap with refused evictions.
+        XlaOptions {
+            max_repacks: DEFAULT_MAX_REPACKS,
+            ..d.clone()
+        },
+        XlaOptions {
+            max_repacks: 3,
+            top_gap: TopGap::Peak,
+            eviction_over_budget: EvictionOverBudget::Refuse,
             ..d
         },
     ]
@@ -144,7 +156,7 @@ fn every_mapping_of_random_programs_is_valid_and_above_the_bound() {
     let mut nonempty = 0;
     // Buffers the cascade gave allocations in two levels, and those evicted from a slower
     // level before a faster level's prefetch: the passes' interplay is exercised.
-    let (mut mixed, mut evicted_before_faster) = (0, 0);
+    let (mut mixed, mut evicted_before_faster, mut repacks) = (0, 0, 0);
     for case in 0..300 {
         let ops = rng.random_range(1..=24);
         let p = random_program(&mut rng, ops);
@@ -163,7 +175,9 @@ fn every_mapping_of_random_programs_is_valid_and_above_the_bound() {
             m.buffers.iter().any(|b| !b.allocations.is_empty())
         };
         for (i, o) in variants.iter().enumerate() {
-            let m = Xla::new(o.clone()).solve_detailed(&p, &hw).mapping;
+            let solution = Xla::new(o.clone()).solve_detailed(&p, &hw);
+            repacks += solution.passes.iter().map(|s| s.repacks).sum::<usize>();
+            let m = solution.mapping;
             nonempty += check(format!("xla variant {i}"), &m) as usize;
             for b in &m.buffers {
                 let a = &b.allocations;
@@ -177,13 +191,15 @@ fn every_mapping_of_random_programs_is_valid_and_above_the_bound() {
         check("greedy-size".into(), &GreedySize.solve_raw(&p, &hw));
     }
     assert!(
-        nonempty > 600,
+        nonempty > 900,
         "only {nonempty} xla mappings used fast memory"
     );
     println!(
-        "mixed-level buffers {mixed}, evicted before a faster prefetch {evicted_before_faster}"
+        "mixed-level buffers {mixed}, evicted before a faster prefetch {evicted_before_faster}, repacks {repacks}"
     );
     assert!(mixed > 20 && evicted_before_faster > 0);
+    // Re-packing happened and its mappings passed the validator above.
+    assert!(repacks > 10, "only {repacks} re-packs");
 }
 
 fn sim_latency(p: &Program, hw: &Hardware, m: &Mapping) -> f64 {

@@ -2,6 +2,8 @@
 //!
 //! - `all-slow`: everything in level 0 ([`Mapping::all_slow`]).
 //! - `xla`: XLA's memory space assignment ([`xla`], docs/xla-msa.md).
+//! - `xla-repack`: the same with XLA's re-packing of offsets when a buffer runs out of
+//!   memory ([`XlaOptions::max_repacks`]).
 //! - `greedy-size`: TFLite-style whole-live-range placement, largest first
 //!   ([`greedy_size`]).
 //! - [`bound_latency`]: the latency with unbounded fast memory and free copies.
@@ -19,6 +21,7 @@ pub use greedy_size::GreedySize;
 pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, TopGap};
 pub use xla::{
     xla_order, CascadeTiming, EvictionOverBudget, Xla, XlaOptions, XlaPassStats, XlaSolution,
+    DEFAULT_MAX_REPACKS,
 };
 
 use accel_sim::{Hardware, Mapping, MappingError, Program};
@@ -31,13 +34,17 @@ pub trait Solver: Send + Sync {
 }
 
 /// Names accepted by [`solver`].
-pub const SOLVER_NAMES: &[&str] = &["all-slow", "xla", "greedy-size"];
+pub const SOLVER_NAMES: &[&str] = &["all-slow", "xla", "xla-repack", "greedy-size"];
 
 /// A solver by name (see [`SOLVER_NAMES`]), with default options.
 pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
     match name {
         "all-slow" => Some(Box::new(AllSlow)),
         "xla" => Some(Box::new(Xla::default())),
+        "xla-repack" => Some(Box::new(Xla::new(XlaOptions {
+            max_repacks: xla::DEFAULT_MAX_REPACKS,
+            ..XlaOptions::default()
+        }))),
         "greedy-size" => Some(Box::new(GreedySize)),
         _ => None,
     }

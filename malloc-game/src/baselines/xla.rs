@@ -61,7 +61,7 @@
 //! copies already made replayed into the budget.
 
 use super::copy_budget::CopyBudget;
-use super::heap::{Chunk, ChunkHeap, ChunkId, TopGap};
+use super::heap::{pack_decreasing_size, Chunk, ChunkHeap, ChunkId, TopGap};
 use super::Solver;
 use crate::picker::{first_true, PickerConfig, PrefetchWindow};
 use accel_sim::{
@@ -109,7 +109,16 @@ pub struct XlaOptions {
     pub max_levels: Option<usize>,
     /// Which op times a cascade pass after the first plans with.
     pub cascade_timing: CascadeTiming,
+    /// XLA's `max_repacks`: when a buffer finds no chunk for a use (out of memory), the
+    /// level's allocations so far are re-packed (new offsets, same live ranges; decreasing
+    /// size best fit, XLA's `MemorySpaceAssignmentBestFitRepacker`) and the buffer tried
+    /// again, at most this many times per level. 0 (the `xla` solver) never re-packs;
+    /// `xla-repack` uses [`DEFAULT_MAX_REPACKS`].
+    pub max_repacks: usize,
 }
+
+/// The re-packs `xla-repack` allows per level.
+pub const DEFAULT_MAX_REPACKS: usize = 1_000_000;
 
 /// The op times (elapsed) that a later cascade pass feeds its picker and copy budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -134,6 +143,7 @@ impl Default for XlaOptions {
             cascade: true,
             max_levels: None,
             cascade_timing: CascadeTiming::Current,
+            max_repacks: 0,
         }
     }
 }
@@ -150,6 +160,8 @@ pub struct XlaPassStats {
     pub evictions_over_budget: usize,
     /// Buffers whose pending chunks were undone.
     pub undone: usize,
+    /// Re-packs of the level's offsets that let a buffer be tried again.
+    pub repacks: usize,
 }
 
 /// A mapping with what each pass did.
@@ -222,10 +234,11 @@ impl Xla {
                 opts: &self.options,
                 st: &mut state,
             };
+            let mut repacks_left = self.options.max_repacks;
             for b in xla_order(program, &cost, level) {
-                let new = pass.place(b, &allocs[b], &mut budgets);
+                let mut new = pass.place_repacking(b, &mut allocs, &mut budgets, &mut repacks_left);
                 if !new.is_empty() {
-                    allocs[b].extend(new);
+                    allocs[b].append(&mut new);
                     allocs[b].sort_by_key(|a| a.start);
                 }
             }
@@ -245,7 +258,11 @@ impl Xla {
 
 impl Solver for Xla {
     fn name(&self) -> &str {
-        "xla"
+        if self.options.max_repacks > 0 {
+            "xla-repack"
+        } else {
+            "xla"
+        }
     }
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping {
         super::ensure_valid(program, hw, self.solve_detailed(program, hw).mapping)
@@ -371,6 +388,8 @@ impl Budgets {
 pub(crate) struct Txn {
     record: bool,
     chunks: Vec<ChunkId>,
+    /// A use found no chunk in the level (XLA's `kFailOutOfMemory`).
+    out_of_memory: bool,
     /// Once a copy was tried: the budgets record their changes, and the log's length
     /// before the turn.
     budget: Option<usize>,
@@ -629,17 +648,95 @@ impl Pass<'_> {
 
     /// Places buffer `b` in this pass's level, given the allocations earlier passes made.
     /// Returns the new allocations (none if it failed and was undone).
+    /// [`Pass::place`], and while re-packs are left, a placement that ran out of memory is
+    /// undone, the level's allocations so far (in `allocs`) are re-packed, and the buffer
+    /// is placed again (XLA's retry after `Repack`). A re-pack that cannot fit them all
+    /// changes nothing and keeps the first placement, as XLA ignores a failed one.
+    fn place_repacking(
+        &mut self,
+        b: BufferId,
+        allocs: &mut [Vec<Allocation>],
+        budgets: &mut Budgets,
+        repacks_left: &mut usize,
+    ) -> Vec<Allocation> {
+        loop {
+            let before = (self.st.heap.clone(), budgets.clone(), self.st.stats.clone());
+            let (new, out_of_memory) = self.place(b, &allocs[b], budgets);
+            if !out_of_memory || *repacks_left == 0 {
+                return new;
+            }
+            *repacks_left -= 1;
+            let Some(heap) = self.repacked(allocs) else {
+                return new;
+            };
+            (self.st.heap, *budgets, self.st.stats) = before;
+            self.st.heap = heap;
+            self.st.stats.repacks += 1;
+        }
+    }
+
+    /// The level's allocations in `allocs` re-packed by decreasing size best fit: their new
+    /// offsets are written into `allocs` and the heap holding them is returned; `None`
+    /// (and `allocs` unchanged) if they do not all fit or none moves.
+    fn repacked(&self, allocs: &mut [Vec<Allocation>]) -> Option<ChunkHeap> {
+        let level = self.st.level;
+        let mut blocks = Vec::new();
+        let mut intervals = Vec::new();
+        for (b, list) in allocs.iter().enumerate() {
+            for (k, a) in list.iter().enumerate().filter(|(_, a)| a.level == level) {
+                blocks.push((b, k));
+                intervals.push((a.start, a.end, self.program.buffer(b).size));
+            }
+        }
+        let heap = &self.st.heap;
+        let (capacity, alignment) = (heap.capacity(), heap.alignment());
+        let packing =
+            pack_decreasing_size(&intervals, capacity, alignment, self.opts.top_gap).ok()?;
+        if packing.placed < intervals.len() {
+            return None;
+        }
+        let offsets: Vec<u64> = packing.offsets.into_iter().collect::<Option<_>>()?;
+        let mut fresh = ChunkHeap::new(capacity, alignment, heap.horizon()).ok()?;
+        for (&(start, end, size), &offset) in intervals.iter().zip(&offsets) {
+            let chunk = Chunk {
+                start,
+                end,
+                offset,
+                size,
+            };
+            fresh.commit(chunk).ok()?;
+        }
+        // As XLA's repacker reports "not modified", a packing that moves nothing is no
+        // reason to try the buffer again (it would run out of memory the same way).
+        let moved = blocks
+            .iter()
+            .zip(&offsets)
+            .any(|(&(b, k), &o)| allocs[b][k].offset != o);
+        if !moved {
+            return None;
+        }
+        for ((b, k), offset) in blocks.into_iter().zip(offsets) {
+            allocs[b][k].offset = offset;
+        }
+        Some(fresh)
+    }
+
+    /// Places buffer `b` in this pass's level, given the allocations earlier passes made.
+    /// Returns the new allocations (none if it failed and was undone), and whether a use
+    /// found no chunk.
     fn place(
         &mut self,
         b: BufferId,
         prior: &[Allocation],
         budgets: &mut Budgets,
-    ) -> Vec<Allocation> {
+    ) -> (Vec<Allocation>, bool) {
         let mut txn = Txn {
             record: true,
             ..Txn::default()
         };
-        match self.place_inner(b, prior, budgets, &mut txn) {
+        let placed = self.place_inner(b, prior, budgets, &mut txn);
+        let out_of_memory = txn.out_of_memory;
+        let new = match placed {
             Some(allocs) => {
                 if txn.budget.is_some() {
                     budgets.each(CopyBudget::commit);
@@ -657,7 +754,8 @@ impl Pass<'_> {
                 self.st.stats.undone += 1;
                 Vec::new()
             }
-        }
+        };
+        (new, out_of_memory)
     }
 
     fn place_inner(
@@ -740,6 +838,7 @@ impl Pass<'_> {
         let size = self.program.buffer(c.b).size;
         let (u, ends) = c.pending()?;
         let mut served = false;
+        let mut no_chunk = false;
         if self.no_copy_ok(c.p, u) {
             if let Some(o) = c.open {
                 if self.st.heap.fits(o.end + 1, u, o.offset, size) {
@@ -750,6 +849,8 @@ impl Pass<'_> {
                 if let Some(off) = self.best_chunk(c.p, ends, size) {
                     self.define(c, off, txn)?;
                     served = true;
+                } else {
+                    no_chunk = true;
                 }
             }
         }
@@ -760,9 +861,16 @@ impl Pass<'_> {
                 let (_, ends) = c.pending()?;
                 if let Some((s, off)) = self.prefetch_search(c.b, lo, ends, budgets) {
                     self.prefetch_at(c, (s, off), true, budgets, txn)?;
+                    served = true;
+                } else if self.opts.max_repacks > 0 {
+                    // Out of memory, not of copy budget: even the shortest prefetch the
+                    // picker allows finds no chunk.
+                    let latest = self.window(c.b, lo, u).map(|w| w.latest);
+                    no_chunk |= latest.is_some_and(|s| self.best_chunk(s, ends, size).is_none());
                 }
             }
         }
+        txn.out_of_memory |= !served && no_chunk;
         self.end_use(c);
         Some(())
     }
