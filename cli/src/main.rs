@@ -4,6 +4,7 @@
 mod bench;
 mod evaluate;
 mod play;
+mod race;
 mod train;
 
 use anyhow::{Context, Result};
@@ -48,6 +49,9 @@ enum Command {
     Replay(play::ReplayArgs),
     /// Train the mallocMuZero agent by self-play (default: a few minutes on alexnet).
     Train(train::TrainArgs),
+    /// Every solver under the same wall-clock budget and threads; the best valid mapping
+    /// each finds against time.
+    Race(race::RaceArgs),
 }
 
 fn main() {
@@ -65,6 +69,7 @@ fn main() {
         Some(Command::Play(args)) => play::run_play(&args),
         Some(Command::Replay(args)) => play::run_replay(&args),
         Some(Command::Train(args)) => train::run(&args),
+        Some(Command::Race(args)) => race::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

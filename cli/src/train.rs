@@ -107,6 +107,7 @@ fn limits(args: &TrainArgs) -> Result<Limits> {
     Ok(Limits {
         minutes: args.minutes.or(default_minutes),
         steps: args.steps,
+        deadline: None,
     })
 }
 

@@ -187,3 +187,71 @@ fn listings_are_json() {
         assert!(c["beneficial_over_capacity"].as_f64().unwrap() > 1.0, "{c}");
     }
 }
+
+/// `race --json` gives each solver's best latency, validity and curve; `--out` keeps the
+/// mappings, the curves and the results, and a second race into the same folder keeps the
+/// results already there; an unknown solver costs no budget and exits 2.
+#[test]
+fn race_json_out_and_resume() {
+    let out = std::env::temp_dir().join(format!("mmz-race-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = out.to_str().unwrap();
+    let args = [
+        "race",
+        "--workload",
+        "diamond",
+        "--seconds",
+        "0.3",
+        "--solver",
+        "xla",
+        "--solver",
+        "local-search",
+        "--solver",
+        "random",
+        "--out",
+        o,
+        "--json",
+    ];
+    let v = json(&args);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for r in results {
+        for f in [
+            "workload",
+            "hardware",
+            "solver",
+            "best_latency_s",
+            "valid",
+            "curve",
+        ] {
+            assert!(r.get(f).is_some(), "missing {f} in {r}");
+        }
+        assert_eq!(r["valid"], true);
+        let curve = r["curve"].as_array().unwrap();
+        let last = curve.last().unwrap();
+        assert_eq!(last[1], r["best_latency_s"]);
+    }
+    let case = out.join("diamond-tpu-v4i-like");
+    for f in [
+        "xla.mapping.json",
+        "local-search.mapping.json",
+        "curves.svg",
+    ] {
+        assert!(case.join(f).exists(), "{f}");
+    }
+    // The saved results are reused, not raced again.
+    let again = json(&args);
+    assert_eq!(again["results"], v["results"]);
+    let (code, _, err) = run(&[
+        "race",
+        "--workload",
+        "diamond",
+        "--seconds",
+        "1",
+        "--solver",
+        "nope",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown race solver `nope`"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
+}

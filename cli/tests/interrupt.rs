@@ -16,13 +16,18 @@ const STEPS: &str = "150";
 const INTERRUPTED: i32 = 130;
 
 /// A fresh folder for one test, with a config whose first checkpoint comes after 10
-/// iterations (about 2 s), so there is time to interrupt a run before it.
+/// iterations (about 2 s), so there is time to interrupt a run before it, and few
+/// demonstration pre-training steps, so the step limit leaves room for iterations.
 fn folder(name: &str) -> (PathBuf, PathBuf) {
     let root = std::env::temp_dir().join(format!("mmz-interrupt-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let config = root.join("config.json");
-    std::fs::write(&config, r#"{"checkpoint_every": 10}"#).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"checkpoint_every": 10, "demo_pretrain_steps": 10}"#,
+    )
+    .unwrap();
     (root.join("run"), config)
 }
 

@@ -304,6 +304,45 @@ impl GameSetup {
     }
 }
 
+impl GameSetup {
+    /// The game that follows `mapping` as closely as the rules allow: at each turn the move
+    /// whose chunk is the mapping's (as [`GameSetup::trajectory_of`]), else one with the
+    /// same start and arrival at another offset, else one with the same arrival and the
+    /// nearest start, else action 0. A mapping the game cannot express (another
+    /// solver's offsets, whole live ranges the no-copy rule forbids) becomes a game as
+    /// near it as the game allows, scored by its own true return.
+    pub fn nearest_trajectory(self: &Arc<Self>, mapping: &Mapping) -> Game {
+        let mut g = self.start();
+        while let Some((b, u)) = g.pending() {
+            let level = self.levels[g.pass];
+            let want = mapping.buffers.get(b).and_then(|p| {
+                p.allocations
+                    .iter()
+                    .find(|a| a.level == level && a.start <= u && u <= a.end)
+            });
+            let action = want.map_or(0, |w| {
+                let key = |m: &Move| {
+                    let a = &m.allocation;
+                    let exact = (a.start, a.offset, a.arrival) == (w.start, w.offset, w.arrival);
+                    let same_start = (a.start, a.arrival) == (w.start, w.arrival);
+                    let same_arrival = a.arrival == w.arrival;
+                    (
+                        !exact,
+                        !same_start,
+                        !same_arrival,
+                        a.start.abs_diff(w.start),
+                        m.action,
+                    )
+                };
+                g.menu.iter().min_by_key(|m| key(m)).map_or(0, |m| m.action)
+            });
+            // The action came from the legal menu (or is action 0).
+            let _ = g.apply_action(action);
+        }
+        g
+    }
+}
+
 /// A legal move other than action 0: the chunk it opens or extends, held through the
 /// pending use, and the free gap that chunk sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,6 +15,7 @@
 //! - [`baselines`]: `all-slow`, `xla` (XLA-style memory space assignment), `greedy-size`
 //!   (TFLite-style), and the `bound` (the physical limit, not a mapping).
 
+pub mod anytime;
 pub mod baselines;
 mod game;
 pub mod observation;

@@ -11,6 +11,7 @@
 mod agent;
 mod env;
 pub mod evaluate;
+pub mod race;
 pub mod train;
 
 pub use agent::{Agent, AgentError};

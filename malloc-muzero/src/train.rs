@@ -31,6 +31,7 @@
 
 mod best;
 mod config;
+mod demos;
 mod error;
 mod run_dir;
 mod selfplay;

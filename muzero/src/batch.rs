@@ -35,3 +35,30 @@ pub struct TrainingBatch {
     /// `[B]`: (game index in the buffer, position) of each sample, for priority updates.
     pub indices: Vec<(usize, usize)>,
 }
+
+impl TrainingBatch {
+    /// Appends the samples of `other` (same `K` and `A`; an empty `self` takes them). Its
+    /// `indices` keep pointing into `other`'s buffer: a learner mixing two buffers splits
+    /// the priority updates at the old `batch`.
+    pub fn append(&mut self, other: &TrainingBatch) {
+        if self.batch == 0 {
+            *self = other.clone();
+            return;
+        }
+        debug_assert_eq!(
+            (self.unroll, self.action_count),
+            (other.unroll, other.action_count)
+        );
+        self.batch += other.batch;
+        self.observations.extend_from_slice(&other.observations);
+        self.actions.extend_from_slice(&other.actions);
+        self.target_values.extend_from_slice(&other.target_values);
+        self.target_rewards.extend_from_slice(&other.target_rewards);
+        self.target_policies
+            .extend_from_slice(&other.target_policies);
+        self.mask.extend_from_slice(&other.mask);
+        self.policy_mask.extend_from_slice(&other.policy_mask);
+        self.weights.extend_from_slice(&other.weights);
+        self.indices.extend_from_slice(&other.indices);
+    }
+}

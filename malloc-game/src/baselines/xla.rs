@@ -1404,7 +1404,7 @@ mod tests {
             opts: &opts,
             st: &mut state,
         };
-        assert!(pass.place(0, &[], &mut budgets).is_empty());
+        assert!(pass.place(0, &[], &mut budgets).0.is_empty());
         assert!(pass.st.heap.is_empty());
         assert!(budgets.log.is_empty());
         assert_eq!(budgets.prefetch.snapshot(), vec![]);

@@ -127,6 +127,24 @@ impl Player for BeamPlayer {
         _seed: u64,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Game {
+        self.search(setup, progress, &|| false)
+            .unwrap_or_else(|| setup.start())
+    }
+}
+
+impl BeamPlayer {
+    /// The beam's game, or `None` if `cancelled` says so first (it is asked every step):
+    /// an anytime search stops a wide beam at its deadline.
+    pub fn play_until(&self, setup: &Arc<GameSetup>, cancelled: &dyn Fn() -> bool) -> Option<Game> {
+        self.search(setup, &mut |_, _| {}, cancelled)
+    }
+
+    fn search(
+        &self,
+        setup: &Arc<GameSetup>,
+        progress: &mut dyn FnMut(usize, usize),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Game> {
         let xla: Vec<usize> = XlaPlayer::trajectory(setup)
             .map(|g| g.actions().to_vec())
             .unwrap_or_default();
@@ -155,6 +173,9 @@ impl Player for BeamPlayer {
         let mut step = 0usize;
         let mut reached = 0usize;
         while !beam.is_empty() {
+            if cancelled() {
+                return None;
+            }
             children.clear();
             for (i, line) in beam.iter().enumerate() {
                 BeamPlayer::children(line, i, &xla, &mut deltas, &mut children);
@@ -184,7 +205,7 @@ impl Player for BeamPlayer {
         // Every line of the beam plays one turn a step: the last step is the longest game.
         let end = reached.max(best.turn());
         progress(end, end);
-        best
+        Some(best)
     }
 }
 

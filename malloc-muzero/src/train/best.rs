@@ -18,6 +18,8 @@ use std::sync::Arc;
 pub(super) struct Best {
     pub ret: f64,
     pub latency: f64,
+    /// The game itself (the agent's own), for branching and self-imitation.
+    pub game: Option<Game>,
     dir: PathBuf,
     workload: String,
     seed: u64,
@@ -43,6 +45,7 @@ impl Best {
         let mut best = Best {
             ret: f64::NEG_INFINITY,
             latency: f64::INFINITY,
+            game: None,
             dir: dir.to_path_buf(),
             workload: workload.to_string(),
             seed,
@@ -77,6 +80,7 @@ impl Best {
             };
             best.write_mapping_and_summary(&replay.game, &unknown)?;
         }
+        best.game = Some(replay.game);
         Ok(best)
     }
 
@@ -98,6 +102,7 @@ impl Best {
         self.ret = ret;
         self.latency = g.game.final_latency().unwrap_or(f64::INFINITY);
         self.write_mapping_and_summary(&g.game, found)?;
+        self.game = Some(g.game.clone());
         Ok(true)
     }
 

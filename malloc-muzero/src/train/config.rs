@@ -44,7 +44,30 @@ pub struct TrainConfig {
     /// policy targets change). Games are taken round-robin over the buffer, oldest first.
     /// 0 (the default) turns it off.
     pub reanalyse_games_per_iteration: usize,
+    /// Self-play threads beside the learner (the iteration's games are split among them,
+    /// each with its own seed). 0: one per core, fixed when the run starts.
+    pub threads: usize,
+    /// The heuristics whose games the learner sees from the start ([`DEMONSTRATION_NAMES`]):
+    /// their true rewards and the moves they played as policy targets. Kept apart from
+    /// self-play in a buffer of their own, with the agent's best game (self-imitation).
+    pub demonstrations: Vec<String>,
+    /// The share of each batch drawn from the demonstrations buffer (when it has any).
+    pub demo_fraction: f64,
+    /// Training steps on the demonstrations alone before the first self-play games.
+    pub demo_pretrain_steps: u64,
+    /// The share of each iteration's self-play games that branch from the agent's best
+    /// game so far: they replay it up to a random turn and search from there.
+    pub branch_fraction: f64,
+    /// Rounds of branch proposals per iteration: in each, the search picks a move at
+    /// `proposals_per_round` random turns of the agent's best game, each differing move is
+    /// played with the rest of the game kept from the best game where legal, and the
+    /// fastest result, if faster, becomes the best game for the next round.
+    pub proposal_rounds: usize,
+    pub proposals_per_round: usize,
 }
+
+/// Whether a name is a demonstration [`TrainConfig::demonstrations`] knows.
+pub use super::demos::DEMONSTRATION_NAMES;
 
 impl Default for TrainConfig {
     fn default() -> Self {
@@ -77,6 +100,13 @@ impl Default for TrainConfig {
             eval_every: 1,
             checkpoint_every: 5,
             reanalyse_games_per_iteration: 0,
+            threads: 0,
+            demonstrations: ["xla", "greedy-size", "beam"].map(String::from).to_vec(),
+            demo_fraction: 0.25,
+            demo_pretrain_steps: 300,
+            branch_fraction: 0.5,
+            proposal_rounds: 8,
+            proposals_per_round: 32,
         }
     }
 }
@@ -121,6 +151,36 @@ impl TrainConfig {
                 self.explore_epsilon
             ));
         }
+        for (field, v) in [
+            ("demo_fraction", self.demo_fraction),
+            ("branch_fraction", self.branch_fraction),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(format!("{field}: must be in [0, 1], got {v}"));
+            }
+        }
+        if self.proposal_rounds > 1 << 16 || self.proposals_per_round > 1 << 16 {
+            return bad("proposal_rounds, proposals_per_round: must be at most 65536".into());
+        }
+        if self.threads > 256 {
+            return bad(format!("threads: must be in 0..=256, got {}", self.threads));
+        }
+        if self.demo_pretrain_steps > 1_000_000 {
+            return bad(format!(
+                "demo_pretrain_steps: must be at most 1000000, got {}",
+                self.demo_pretrain_steps
+            ));
+        }
+        if let Some(d) = self
+            .demonstrations
+            .iter()
+            .find(|d| !DEMONSTRATION_NAMES.contains(&d.as_str()))
+        {
+            return bad(format!(
+                "demonstrations: unknown `{d}` (known: {})",
+                DEMONSTRATION_NAMES.join(", ")
+            ));
+        }
         if self.eval_every == 0 || self.checkpoint_every == 0 {
             return bad("eval_every, checkpoint_every: must be >= 1".into());
         }
@@ -149,6 +209,9 @@ pub struct Limits {
     pub minutes: Option<f64>,
     /// Total training steps, counting those of a resumed run.
     pub steps: Option<u64>,
+    /// A wall-clock deadline, checked inside an iteration too: an iteration it cuts short
+    /// is dropped (the run ends with the iterations completed).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Limits {

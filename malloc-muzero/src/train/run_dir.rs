@@ -379,6 +379,12 @@ impl RunDir {
             REPLAY_VERSION,
             &learner.replay,
         )?;
+        binio::write_atomic(
+            &here.join("demos.bin"),
+            REPLAY_MAGIC,
+            REPLAY_VERSION,
+            &learner.demos,
+        )?;
         write_json(&self.checkpoints().join("latest.json"), latest)?;
         self.remove_checkpoints_except(Some(&latest.dir))
     }
@@ -395,7 +401,14 @@ impl RunDir {
         let opt = Optimizer::load(&here.join("optimizer.bin"), net.vars(), Some(optim.clone()))?;
         let replay =
             binio::read::<ReplayBuffer>(&here.join("replay.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
-        Ok(Learner { net, opt, replay })
+        let demos =
+            binio::read::<ReplayBuffer>(&here.join("demos.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
+        Ok(Learner {
+            net,
+            opt,
+            replay,
+            demos,
+        })
     }
 }
 

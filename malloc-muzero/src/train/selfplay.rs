@@ -1,6 +1,7 @@
 //! Playing games with the network: self-play, evaluation, reanalyse, and the xla baseline.
 
 use super::{TrainConfig, TrainError};
+use malloc_game::anytime::Line;
 use malloc_game::record::SearchStats;
 use malloc_game::{observation, Game, GameSetup};
 use muzero::MuZeroNet;
@@ -8,6 +9,7 @@ use muzero::{GameHistory, ReplayBuffer};
 use muzero::{SearchConfig, Searcher};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// A seed for one role in one iteration, so every draw is reproducible and resumable.
@@ -37,72 +39,232 @@ pub fn play_games(
     explore_epsilon: f64,
     seed: u64,
 ) -> Result<Vec<PlayedGame>, TrainError> {
+    let starts = (0..count).map(|_| setup.start()).collect();
+    let play = SelfPlay {
+        net,
+        search,
+        explore_epsilon,
+        cancelled: &|| false,
+    };
+    Ok(play.play_from(starts, seed)?.unwrap_or_default())
+}
+
+/// How self-play plays: the network, its search, the exploration, and when to give up.
+pub(super) struct SelfPlay<'a> {
+    pub net: &'a MuZeroNet,
+    pub search: &'a SearchConfig,
+    pub explore_epsilon: f64,
+    /// Asked every turn; `true` abandons the games (`Ok(None)`).
+    pub cancelled: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl SelfPlay<'_> {
+    /// Plays the games `starts` (fresh games, or games part-played elsewhere: their
+    /// histories hold only the turns played here) to their ends in lockstep.
+    pub fn play_from(
+        &self,
+        starts: Vec<Game>,
+        seed: u64,
+    ) -> Result<Option<Vec<PlayedGame>>, TrainError> {
+        let Some(setup) = starts.first().map(|g| Arc::clone(g.setup())) else {
+            return Ok(Some(Vec::new()));
+        };
+        let count = starts.len();
+        let (net, search, explore_epsilon) = (self.net, self.search, self.explore_epsilon);
+        let obs_len = observation::observation_len(setup.options());
+        let a = setup.action_count();
+        let mut games = starts;
+        let mut histories = vec![GameHistory::new(obs_len, a); count];
+        // A part-played game's earlier turns were not searched here: empty statistics.
+        let mut stats: Vec<Vec<SearchStats>> = games
+            .iter()
+            .map(|g| {
+                let empty = SearchStats {
+                    visits: vec![0; a],
+                    root_value: 0.0,
+                };
+                vec![empty; g.turn()]
+            })
+            .collect();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut searcher = Searcher::new();
+        let mut obs = vec![0f32; count * obs_len];
+        let mut legal = vec![false; count * a];
+        // Games take different numbers of turns (a turn decides one use, and how many uses
+        // have a choice depends on the moves): each step searches the games still going.
+        let mut live: Vec<usize> = Vec::with_capacity(count);
+        loop {
+            live.clear();
+            live.extend((0..count).filter(|&i| !games[i].is_terminal()));
+            if live.is_empty() {
+                break;
+            }
+            if (self.cancelled)() {
+                return Ok(None);
+            }
+            for (j, &i) in live.iter().enumerate() {
+                observation::encode(&games[i], &mut obs[j * obs_len..(j + 1) * obs_len]);
+                games[i].legal_mask(&mut legal[j * a..(j + 1) * a]);
+            }
+            let n = live.len();
+            let outs = searcher
+                .search(
+                    net,
+                    &obs[..n * obs_len],
+                    &legal[..n * a],
+                    n,
+                    search,
+                    &mut rng,
+                )
+                .map_err(TrainError::Search)?;
+            for (j, out) in outs.iter().enumerate() {
+                let i = live[j];
+                let mut action = out.action;
+                if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
+                    let legal_here = &legal[j * a..(j + 1) * a];
+                    let n = legal_here.iter().filter(|&&l| l).count();
+                    let k = rng.random_range(0..n.max(1));
+                    action = (0..a).filter(|&x| legal_here[x]).nth(k).unwrap_or(action);
+                }
+                let r = games[i].apply_action(action)?;
+                histories[i].push_step(
+                    &obs[j * obs_len..(j + 1) * obs_len],
+                    action,
+                    r as f32,
+                    out.root_value,
+                    &out.policy_target,
+                )?;
+                stats[i].push(SearchStats {
+                    visits: out.visit_counts.clone(),
+                    root_value: out.root_value,
+                });
+            }
+        }
+        Ok(Some(
+            games
+                .into_iter()
+                .zip(histories)
+                .zip(stats)
+                .map(|((game, history), search)| PlayedGame {
+                    game,
+                    history,
+                    search,
+                })
+                .collect(),
+        ))
+    }
+
+    /// [`SelfPlay::play_from`] with the games split among `threads` threads (contiguous runs
+    /// of games; run `k` seeded from `seed` and `k`, run 0 from `seed` itself), results in
+    /// the order of `starts`.
+    pub fn play_threaded(
+        &self,
+        starts: Vec<Game>,
+        seed: u64,
+        threads: usize,
+    ) -> Result<Option<Vec<PlayedGame>>, TrainError> {
+        let threads = threads.clamp(1, starts.len().max(1));
+        if threads == 1 {
+            return self.play_from(starts, seed);
+        }
+        let per = starts.len().div_ceil(threads);
+        let mut parts: Vec<Vec<Game>> = Vec::new();
+        let mut rest = starts;
+        while !rest.is_empty() {
+            let tail = rest.split_off(per.min(rest.len()));
+            parts.push(rest);
+            rest = tail;
+        }
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(k, part)| {
+                    let seed = if k == 0 {
+                        seed
+                    } else {
+                        seed_for(seed, k as u64, 7)
+                    };
+                    s.spawn(move || self.play_from(part, seed))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(TrainError::SelfPlayPanicked)))
+                .collect()
+        });
+        let mut all = Vec::new();
+        for r in results {
+            match r? {
+                Some(games) => all.extend(games),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(all))
+    }
+}
+
+/// Branch proposals: at `count` random turns of `line` (the agent's best game) the search
+/// picks a move; each that differs from the line's is played and the rest of the game
+/// repaired from the line ([`Line::branch`]). Returns the finished games (their
+/// histories are empty: the learner meets them only if one becomes the best game), or
+/// `None` if `cancelled` said so first.
+pub(super) fn propose(
+    play: &SelfPlay,
+    line: &Line,
+    count: usize,
+    seed: u64,
+) -> Result<Option<Vec<PlayedGame>>, TrainError> {
+    if line.is_empty() || count == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    let setup = Arc::clone(line.game().setup());
     let obs_len = observation::observation_len(setup.options());
     let a = setup.action_count();
-    let mut games: Vec<Game> = (0..count).map(|_| setup.start()).collect();
-    let mut histories = vec![GameHistory::new(obs_len, a); count];
-    let mut stats: Vec<Vec<SearchStats>> = vec![Vec::new(); count];
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut searcher = Searcher::new();
+    let turns: Vec<usize> = (0..count)
+        .map(|_| rng.random_range(0..line.len()))
+        .collect();
+    let states: Vec<Game> = turns.iter().map(|&t| line.state_before(t)).collect();
     let mut obs = vec![0f32; count * obs_len];
     let mut legal = vec![false; count * a];
-    // Games take different numbers of turns (a turn decides one use, and how many uses
-    // have a choice depends on the moves): each step searches the games still going.
-    let mut live: Vec<usize> = Vec::with_capacity(count);
-    loop {
-        live.clear();
-        live.extend((0..count).filter(|&i| !games[i].is_terminal()));
-        if live.is_empty() {
-            break;
-        }
-        for (j, &i) in live.iter().enumerate() {
-            observation::encode(&games[i], &mut obs[j * obs_len..(j + 1) * obs_len]);
-            games[i].legal_mask(&mut legal[j * a..(j + 1) * a]);
-        }
-        let n = live.len();
-        let outs = searcher
-            .search(
-                net,
-                &obs[..n * obs_len],
-                &legal[..n * a],
-                n,
-                search,
-                &mut rng,
-            )
-            .map_err(TrainError::Search)?;
-        for (j, out) in outs.iter().enumerate() {
-            let i = live[j];
-            let mut action = out.action;
-            if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
-                let legal_here = &legal[j * a..(j + 1) * a];
-                let n = legal_here.iter().filter(|&&l| l).count();
-                let k = rng.random_range(0..n.max(1));
-                action = (0..a).filter(|&x| legal_here[x]).nth(k).unwrap_or(action);
-            }
-            let r = games[i].apply_action(action)?;
-            histories[i].push_step(
-                &obs[j * obs_len..(j + 1) * obs_len],
-                action,
-                r as f32,
-                out.root_value,
-                &out.policy_target,
-            )?;
-            stats[i].push(SearchStats {
-                visits: out.visit_counts.clone(),
-                root_value: out.root_value,
-            });
-        }
+    for (j, g) in states.iter().enumerate() {
+        observation::encode(g, &mut obs[j * obs_len..(j + 1) * obs_len]);
+        g.legal_mask(&mut legal[j * a..(j + 1) * a]);
     }
-    Ok(games
-        .into_iter()
-        .zip(histories)
-        .zip(stats)
-        .map(|((game, history), search)| PlayedGame {
-            game,
-            history,
-            search,
-        })
-        .collect())
+    let outs = Searcher::new()
+        .search(play.net, &obs, &legal, count, play.search, &mut rng)
+        .map_err(TrainError::Search)?;
+    let moves: Vec<(usize, usize)> = turns
+        .iter()
+        .zip(&outs)
+        .filter(|(&t, out)| line.action_at(t) != Some(out.action))
+        .map(|(&t, out)| (t, out.action))
+        .collect();
+    let cancelled = play.cancelled;
+    let branches: Vec<Option<Line>> = moves
+        .par_iter()
+        .map(|&(t, action)| line.branch(t, &[action], &|| cancelled()))
+        .collect();
+    if cancelled() {
+        return Ok(None);
+    }
+    let empty = SearchStats {
+        visits: vec![0; a],
+        root_value: 0.0,
+    };
+    Ok(Some(
+        branches
+            .into_iter()
+            .flatten()
+            .filter(|b| b.latency() < line.latency())
+            .map(|b| PlayedGame {
+                search: vec![empty.clone(); b.len()],
+                game: b.game().clone(),
+                history: GameHistory::new(obs_len, a),
+            })
+            .collect(),
+    ))
 }
 
 /// One iteration's reanalyse: games `iteration * count ..` (modulo the games stored,

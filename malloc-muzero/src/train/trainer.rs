@@ -1,17 +1,20 @@
 //! [`Trainer`]: one run, stepped an iteration at a time.
 
 use super::best::{Best, Found};
+use super::demos::{corrected_history, demonstration, history_of, imitate};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
-use super::selfplay::PlayedGame;
-use super::selfplay::{play_games, play_greedy, reanalyse_round, seed_for, xla_latency};
+use super::selfplay::{play_greedy, propose, reanalyse_round, seed_for, xla_latency};
+use super::selfplay::{PlayedGame, SelfPlay};
 use super::{Limits, TrainConfig, TrainError};
+use malloc_game::anytime::Line;
 use malloc_game::record::GameRecord;
-use malloc_game::GameSetup;
-use muzero::ReplayBuffer;
+use malloc_game::{Game, GameSetup};
 use muzero::SearchConfig;
 use muzero::{device, LossParts, MuZeroNet};
 use muzero::{Optimizer, StepStats};
+use muzero::{ReplayBuffer, TrainingBatch};
 use rand::rngs::StdRng;
+use rand::Rng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -67,16 +70,21 @@ pub struct Progress {
     pub speedup_vs_xla: f64,
 }
 
-/// The network, its optimizer and the replay buffer: what a checkpoint saves.
+/// The network, its optimizer and the replay buffers: what a checkpoint saves.
 pub(super) struct Learner {
     pub(super) net: MuZeroNet,
     pub(super) opt: Optimizer,
     pub(super) replay: ReplayBuffer,
+    /// The demonstrations and the agent's best games (self-imitation), sampled beside
+    /// the self-play buffer.
+    pub(super) demos: ReplayBuffer,
 }
 
 /// What a run keeps fixed: where it writes, what it plays and its baselines.
 struct Run {
     dir: RunDir,
+    /// The threads that replay branch proposals.
+    pool: rayon::ThreadPool,
     setup: Arc<GameSetup>,
     info: RunInfo,
     xla: f64,
@@ -128,6 +136,10 @@ impl Trainer {
         dir: &Path,
     ) -> Result<Trainer, TrainError> {
         config.check()?;
+        let mut config = config;
+        if config.threads == 0 {
+            config.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        }
         let network = config.network_for(&setup)?;
         let run_dir = RunDir::new(dir);
         let exists = |what| TrainError::RunExists {
@@ -194,10 +206,34 @@ impl Trainer {
         let net = MuZeroNet::new(n, c.seed, &device())?;
         let opt = Optimizer::new(net.vars(), c.optim.clone())?;
         let replay = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
+        let mut demos = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
         let best = run.read_best()?;
+        // Every demonstration teaches values and rewards; the best game of all (the
+        // agent's own best from an earlier start, else the best demonstration) is the
+        // one the policy imitates.
+        let mut first: Option<Game> = best.game.clone();
+        for name in &c.demonstrations {
+            if let Some(game) = demonstration(&run.setup, name) {
+                demos.push(history_of(&game, false)?)?;
+                if first
+                    .as_ref()
+                    .is_none_or(|f| game.total_return() > f.total_return())
+                {
+                    first = Some(game);
+                }
+            }
+        }
+        if let Some(game) = &first {
+            imitate(&mut demos, game)?;
+        }
         Ok(Trainer {
             run,
-            learner: Learner { net, opt, replay },
+            learner: Learner {
+                net,
+                opt,
+                replay,
+                demos,
+            },
             counters: Counters::default(),
             best,
             last_eval: None,
@@ -244,43 +280,73 @@ impl Trainer {
             if self.reached(limits) {
                 break false;
             }
-            let p = self.step_iteration(limits)?;
-            progress(&p);
+            match self.step_iteration(limits)? {
+                Some(p) => progress(&p),
+                None => break false,
+            }
         };
         self.finish(interrupted)
     }
 
     fn reached(&self, limits: &Limits) -> bool {
         let minutes = self.session.elapsed().as_secs_f64() / 60.0;
-        limits.minutes.is_some_and(|m| minutes >= m)
+        limits.deadline.is_some_and(|d| Instant::now() >= d)
+            || limits.minutes.is_some_and(|m| minutes >= m)
             || limits.steps.is_some_and(|s| self.counters.train_steps >= s)
     }
 
     /// One iteration: self-play with the current weights beside the learner, then the
     /// new games enter the buffer, the evaluation game, the metrics line, and a checkpoint
-    /// when one is due. The learner stops at `limits.steps`.
-    pub fn step_iteration(&mut self, limits: &Limits) -> Result<Progress, TrainError> {
+    /// when one is due. The learner stops at `limits.steps`. `None`: `limits.deadline`
+    /// came during the iteration, which is dropped (its games are not kept).
+    pub fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
         let iteration = self.counters.iterations;
+        let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
+        let cancelled = move || past(limits.deadline);
+        if self.counters.train_steps == 0 && iteration == 0 {
+            let c = &self.run.info.config;
+            let steps = limits
+                .steps
+                .map_or(c.demo_pretrain_steps, |s| s.min(c.demo_pretrain_steps));
+            self.learner
+                .pretrain(c, &mut self.counters, steps, &cancelled)?;
+        }
         let weights = self.learner.net.snapshot()?;
+        let best = self.best.game.clone();
+        let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
-        let (learned, played) = std::thread::scope(|s| {
-            let selfplay = s.spawn(move || run.collect(&weights, iteration));
+        // The evaluation game plays the same weights as self-play, on a thread of its own.
+        let (learned, played, eval) = std::thread::scope(|s| {
+            let selfplay = s.spawn(|| run.collect(&weights, iteration, best.as_ref(), &cancelled));
+            let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
             let learned = learner
-                .learn(&run.info.config, counters, iteration, limits.steps)
+                .learn(
+                    &run.info.config,
+                    counters,
+                    iteration,
+                    limits.steps,
+                    &cancelled,
+                )
                 .and_then(|l| learner.reanalyse(run, iteration, l));
             let played = selfplay.join().unwrap_or(Err(TrainError::SelfPlayPanicked));
-            (learned, played)
+            let eval = eval.map(|h| h.join().unwrap_or(Err(TrainError::SelfPlayPanicked)));
+            (learned, played, eval)
         });
         let learned = learned?;
-        let returns = self.absorb(played?, iteration)?;
-        self.evaluate(iteration)?;
+        let Some(played) = played? else {
+            return Ok(None);
+        };
+        let returns = self.absorb(played, iteration)?;
+        if let Some(g) = eval.transpose()? {
+            self.record_eval(g, iteration)?;
+        }
         self.counters.iterations += 1;
         let p = self.progress(iteration, &learned, &returns);
         self.run.dir.append_metrics(&p)?;
         if self.counters.iterations % self.run.info.config.checkpoint_every as u64 == 0 {
             self.checkpoint()?;
         }
-        Ok(p)
+        Ok(Some(p))
     }
 
     /// Counts the new games, keeps the best, and stores them for the learner; returns
@@ -289,25 +355,21 @@ impl Trainer {
         let mut returns = Vec::with_capacity(played.len());
         for g in played {
             self.counters.positions += g.history.len() as u64;
-            returns.push(g.game.total_return());
-            self.best.consider(&g, &self.found(iteration))?;
-            self.learner.replay.push(g.history)?;
+            // Branch proposals (no history) are not self-play games of their own.
+            if !g.history.is_empty() {
+                returns.push(g.game.total_return());
+            }
+            self.consider(&g, iteration)?;
+            // A branch game that only replayed the best game to its end searched nothing.
+            if !g.history.is_empty() {
+                self.learner.replay.push(g.history)?;
+            }
         }
         Ok(returns)
     }
 
-    /// Plays the evaluation game when one is due (no noise), saves it under `games/`.
-    fn evaluate(&mut self, iteration: u64) -> Result<(), TrainError> {
-        let c = &self.run.info.config;
-        if iteration % c.eval_every as u64 != 0 {
-            return Ok(());
-        }
-        let search = SearchConfig {
-            simulations: c.eval_simulations,
-            ..c.search.clone()
-        };
-        let seed = seed_for(c.seed, iteration, 3);
-        let g = play_greedy(&self.learner.net, &self.run.setup, &search, seed)?;
+    /// Saves the evaluation game under `games/` and keeps it if it is the best.
+    fn record_eval(&mut self, g: PlayedGame, iteration: u64) -> Result<(), TrainError> {
         self.last_eval = g.game.final_latency();
         let path = self
             .run
@@ -315,7 +377,25 @@ impl Trainer {
             .games()
             .join(format!("eval-{iteration:06}.game"));
         GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
-        self.best.consider(&g, &self.found(iteration))?;
+        self.consider(&g, iteration)?;
+        let c = &self.run.info.config;
+        let off_line = self.best.latency < g.game.final_latency().unwrap_or(f64::INFINITY);
+        if c.demo_fraction > 0.0 && off_line {
+            if let Some(best) = self.best.game.as_ref().and_then(|b| Line::of(b, 16)) {
+                let corrected = corrected_history(&g.game, &best)?;
+                self.learner.demos.push(corrected)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps `g` as the best if it is, and then lets the learner imitate it.
+    fn consider(&mut self, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
+        if self.best.consider(g, &self.found(iteration))?
+            && self.run.info.config.demo_fraction > 0.0
+        {
+            imitate(&mut self.learner.demos, &g.game)?;
+        }
         Ok(())
     }
 
@@ -420,6 +500,11 @@ impl Trainer {
     pub fn positions(&self) -> u64 {
         self.counters.positions
     }
+    /// The demonstrations buffer: the heuristics' games and the agent's best game (the
+    /// one whose moves are policy targets), sampled beside self-play.
+    pub fn demonstrations(&self) -> &ReplayBuffer {
+        &self.learner.demos
+    }
     /// The best return found so far (-inf before any game has finished).
     pub fn best_return(&self) -> f64 {
         self.best.ret
@@ -431,7 +516,12 @@ impl Trainer {
 
 impl Run {
     fn new(dir: RunDir, setup: Arc<GameSetup>, info: RunInfo) -> Result<Run, TrainError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(info.config.threads.max(1))
+            .build()
+            .map_err(|e| TrainError::Config(format!("threads: {e}")))?;
         Ok(Run {
+            pool,
             xla: xla_latency(&setup)?,
             all_slow: setup.all_slow_latency(),
             dir,
@@ -446,51 +536,172 @@ impl Run {
         Best::read_back(&best, &self.setup, workload, c.seed, self.xla)
     }
 
-    /// One iteration's self-play games, with `weights` (run on the self-play thread).
-    fn collect(&self, weights: &MuZeroNet, iteration: u64) -> Result<Vec<PlayedGame>, TrainError> {
+    /// One iteration's self-play games, with `weights` (run on the self-play thread): a
+    /// share of them branch from `best`, the agent's best game so far. `None` if
+    /// `cancelled` said so first.
+    fn collect(
+        &self,
+        weights: &MuZeroNet,
+        iteration: u64,
+        best: Option<&Game>,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Option<Vec<PlayedGame>>, TrainError> {
         let c = &self.info.config;
-        let seed = seed_for(c.seed, iteration, 1);
-        play_games(
+        let count = c.games_per_iteration;
+        let branches = best.map_or(0, |_| (count as f64 * c.branch_fraction).round() as usize);
+        let mut rng = StdRng::seed_from_u64(seed_for(c.seed, iteration, 5));
+        let mut starts = Vec::with_capacity(count);
+        for _ in 0..branches {
+            let Some(best) = best else { break };
+            let turn = rng.random_range(0..best.turn().max(1));
+            let mut g = self.setup.start();
+            for a in best.actions().into_iter().take(turn) {
+                g.apply_action(a)?;
+            }
+            starts.push(g);
+        }
+        starts.extend((starts.len()..count).map(|_| self.setup.start()));
+        let play = SelfPlay {
+            net: weights,
+            search: &c.search,
+            explore_epsilon: c.explore_epsilon,
+            cancelled,
+        };
+        let Some(mut played) =
+            play.play_threaded(starts, seed_for(c.seed, iteration, 1), c.threads)?
+        else {
+            return Ok(None);
+        };
+        let mut line = best.and_then(|b| Line::of(b, 16));
+        for round in 0..c.proposal_rounds {
+            let Some(current) = &line else { break };
+            let seed = seed_for(c.seed, iteration, 100 + round as u64);
+            let found = self
+                .pool
+                .install(|| propose(&play, current, c.proposals_per_round, seed))?;
+            let Some(found) = found else {
+                return Ok(None);
+            };
+            let latency = |g: &PlayedGame| g.game.final_latency().unwrap_or(f64::INFINITY);
+            if let Some(better) = found
+                .iter()
+                .min_by(|a, b| latency(a).total_cmp(&latency(b)))
+            {
+                line = Line::of(&better.game, 16);
+            }
+            played.extend(found);
+        }
+        Ok(Some(played))
+    }
+
+    /// The evaluation game (no noise) with `weights`.
+    fn eval_game(&self, weights: &MuZeroNet, iteration: u64) -> Result<PlayedGame, TrainError> {
+        let c = &self.info.config;
+        let search = SearchConfig {
+            simulations: c.eval_simulations,
+            ..c.search.clone()
+        };
+        play_greedy(
             weights,
             &self.setup,
-            c.games_per_iteration,
-            &c.search,
-            c.explore_epsilon,
-            seed,
+            &search,
+            seed_for(c.seed, iteration, 3),
         )
     }
 }
 
 impl Learner {
-    /// Trains on the buffer up to the controlled ratio of steps per position generated
-    /// (and at most `step_limit` steps in all).
+    /// Trains on the buffers up to the controlled ratio of steps per position generated
+    /// (plus the pre-training steps; at most `step_limit` steps in all), until `cancelled`.
     fn learn(
         &mut self,
         config: &TrainConfig,
         counters: &mut Counters,
         iteration: u64,
         step_limit: Option<u64>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Learned, TrainError> {
         let mut rng = StdRng::seed_from_u64(seed_for(config.seed, iteration, 2));
+        let pretrain = if self.demos.positions() > 0 {
+            config.demo_pretrain_steps
+        } else {
+            0
+        };
         let target = (config.train_steps_per_position * counters.positions as f64).floor() as u64;
+        let target = target + pretrain;
         let target = step_limit.map_or(target, |s| target.min(s));
         let mut learned = Learned::default();
-        while counters.train_steps < target && self.replay.positions() > 0 {
-            let batch = self.replay.sample(config.batch_size, &mut rng)?;
-            let out = self.net.loss(&batch, &config.loss)?;
-            let stats = self.opt.step(&out.loss)?;
-            self.replay
-                .update_priorities(&batch.indices, &out.value_errors)?;
-            let sum = &mut learned.loss_sum;
-            sum.value += out.parts.value;
-            sum.reward += out.parts.reward;
-            sum.policy += out.parts.policy;
-            sum.total += out.parts.total;
-            learned.last = Some(stats);
-            learned.steps += 1;
+        while counters.train_steps < target && self.replay.positions() > 0 && !cancelled() {
+            let share = self.demo_share(config);
+            self.step(config, share, &mut rng, &mut learned)?;
             counters.train_steps += 1;
         }
         Ok(learned)
+    }
+
+    /// Training steps on the demonstrations alone (before any self-play game).
+    fn pretrain(
+        &mut self,
+        config: &TrainConfig,
+        counters: &mut Counters,
+        steps: u64,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), TrainError> {
+        if self.demos.positions() == 0 {
+            return Ok(());
+        }
+        let mut rng = StdRng::seed_from_u64(seed_for(config.seed, 0, 6));
+        let mut learned = Learned::default();
+        for _ in 0..steps {
+            if cancelled() {
+                break;
+            }
+            self.step(config, config.batch_size, &mut rng, &mut learned)?;
+            counters.train_steps += 1;
+        }
+        Ok(())
+    }
+
+    /// How many samples of a batch come from the demonstrations buffer.
+    fn demo_share(&self, config: &TrainConfig) -> usize {
+        if self.demos.positions() == 0 {
+            return 0;
+        }
+        let n = (config.batch_size as f64 * config.demo_fraction).round() as usize;
+        n.min(config.batch_size)
+    }
+
+    /// One step on a batch with `from_demos` samples from the demonstrations buffer and
+    /// the rest from self-play; each buffer gets its own samples' new priorities.
+    fn step(
+        &mut self,
+        config: &TrainConfig,
+        from_demos: usize,
+        rng: &mut StdRng,
+        learned: &mut Learned,
+    ) -> Result<(), TrainError> {
+        let from_play = config.batch_size - from_demos;
+        let mut batch = TrainingBatch::default();
+        if from_play > 0 {
+            batch = self.replay.sample(from_play, rng)?;
+        }
+        if from_demos > 0 {
+            batch.append(&self.demos.sample(from_demos, rng)?);
+        }
+        let out = self.net.loss(&batch, &config.loss)?;
+        let stats = self.opt.step(&out.loss)?;
+        let (play_idx, demo_idx) = batch.indices.split_at(from_play);
+        let (play_err, demo_err) = out.value_errors.split_at(from_play);
+        self.replay.update_priorities(play_idx, play_err)?;
+        self.demos.update_priorities(demo_idx, demo_err)?;
+        let sum = &mut learned.loss_sum;
+        sum.value += out.parts.value;
+        sum.reward += out.parts.reward;
+        sum.policy += out.parts.policy;
+        sum.total += out.parts.total;
+        learned.last = Some(stats);
+        learned.steps += 1;
+        Ok(())
     }
 
     /// This iteration's reanalyse round, with the weights the learner has now.

@@ -1,0 +1,311 @@
+//! `mallocmuzero race`: every solver on a case (or the suite) under the same wall-clock
+//! budget and threads, one after another.
+//!
+//! With `--out DIR`, `DIR/results.json` is rewritten (atomically) after each solver, and a
+//! race run again into the same folder with the same budget and seed keeps the results
+//! already there: a race killed at any moment resumes with every result found so far.
+
+use crate::evaluate::{single_case, CaseArgs};
+use crate::play::GameArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use malloc_muzero::race::{self, RaceConfig, RaceResult, RACE_SOLVERS};
+use malloc_muzero::train::TrainConfig;
+use malloc_muzero::Case;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Clone)]
+pub struct RaceArgs {
+    #[command(flatten)]
+    pub case: CaseArgs,
+    /// Every case of the benchmark suite.
+    #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity"])]
+    pub suite: bool,
+    /// Wall-clock seconds each solver gets.
+    #[arg(long, value_parser = crate::positive_seconds)]
+    pub seconds: f64,
+    /// Solvers (repeat the flag; default all): xla, xla-repack, greedy-size, beam,
+    /// local-search, random, muzero.
+    #[arg(long = "solver")]
+    pub solvers: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Threads each solver gets (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Keep each solver's best mapping, the agent's run folder, the curves (SVG) and
+    /// `results.json` here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A `train` run folder the muzero solver continues instead of starting from scratch.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// A JSON training config for the muzero solver (fields of `TrainConfig`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub game: GameArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `results.json`: the race's settings and every result so far.
+#[derive(Serialize, Deserialize, Default)]
+struct Saved {
+    seconds: f64,
+    seed: u64,
+    threads: usize,
+    results: Vec<serde_json::Value>,
+}
+
+pub fn run(args: &RaceArgs) -> Result<()> {
+    let solvers: Vec<String> = if args.solvers.is_empty() {
+        RACE_SOLVERS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.solvers.clone()
+    };
+    race::check_solvers(&solvers)?;
+    let threads = match args.threads {
+        Some(0) => bail!("--threads: must be at least 1"),
+        Some(n) if n > 256 => bail!("--threads: must be at most 256, got {n}"),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let train = match &args.config {
+        Some(path) => {
+            let text = accel_sim::read_text(path)?;
+            serde_json::from_str::<TrainConfig>(&text)
+                .with_context(|| format!("{}", path.display()))?
+        }
+        None => TrainConfig::default(),
+    };
+    let cases = if args.suite {
+        Case::suite()?
+    } else {
+        vec![single_case(&args.case)?]
+    };
+    if args.checkpoint.is_some() && cases.len() > 1 {
+        bail!("--checkpoint: continues one run, so it needs one case, not --suite");
+    }
+    let mut saved = read_saved(args, threads)?;
+    let mut all = Vec::new();
+    for case in &cases {
+        let case_dir = args.out.as_ref().map(|d| d.join(case_folder(case)));
+        let mut results = Vec::new();
+        for name in &solvers {
+            if let Some(r) = find_saved(&saved, case, name) {
+                results.push(r);
+                continue;
+            }
+            let config = RaceConfig {
+                seconds: args.seconds,
+                threads,
+                seed: args.seed,
+                options: args.game.options(&case.hw),
+                train: train.clone(),
+                checkpoint: args.checkpoint.clone(),
+                agent_dir: agent_dir(case_dir.as_deref())?,
+            };
+            let r = run_one(case, name, &config, args.json)?;
+            if let (Some(dir), Some(m)) = (&case_dir, &r.mapping) {
+                std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+                race::save_mapping(case, m, &dir.join(format!("{name}.mapping.json")))?;
+            }
+            let value = serde_json::to_value(&r)?;
+            saved.results.push(value.clone());
+            write_saved(args, &saved)?;
+            results.push(value);
+        }
+        if let Some(dir) = &case_dir {
+            write_svg(case, &results, args.seconds, dir)?;
+        }
+        all.extend(results);
+    }
+    if args.json {
+        println!("{}", serde_json::json!({ "results": all }));
+    } else {
+        print_table(&all);
+    }
+    Ok(())
+}
+
+fn case_folder(case: &Case) -> String {
+    format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_")
+}
+
+/// The agent's run folder under the case's folder; one left by a race killed before its
+/// result was saved is removed (its budget was not spent to the end).
+fn agent_dir(case_dir: Option<&Path>) -> Result<Option<PathBuf>> {
+    let Some(dir) = case_dir else {
+        return Ok(None);
+    };
+    let run = dir.join("muzero-run");
+    if run.exists() {
+        std::fs::remove_dir_all(&run).with_context(|| format!("{}", run.display()))?;
+    }
+    Ok(Some(run))
+}
+
+fn run_one(case: &Case, name: &str, config: &RaceConfig, quiet: bool) -> Result<RaceResult> {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new((config.seconds * 10.0).ceil() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {bar:30} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let on = format!("{} on {}: {name}", case.program.name(), case.hw.name);
+    bar.set_message(on.clone());
+    let t0 = Instant::now();
+    let ticker = bar.clone();
+    let seconds = config.seconds;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = std::sync::Arc::clone(&stop);
+    let tick = std::thread::spawn(move || {
+        while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+            let done = (t0.elapsed().as_secs_f64().min(seconds) * 10.0) as u64;
+            ticker.set_position(done);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    let mut improvements = 0usize;
+    let result = race::race_case(case, name, config, &mut |t, l| {
+        improvements += 1;
+        bar.set_message(format!(
+            "{on}: best {:.2} us at {t:.1} s ({improvements} improvements)",
+            l * 1e6
+        ));
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = tick.join();
+    bar.finish_and_clear();
+    let r = result?;
+    if !quiet {
+        eprintln!(
+            "{on}: {} ({} improvements)",
+            r.best_latency_s
+                .map_or("no mapping".into(), |l| format!("{:.2} us", l * 1e6)),
+            r.curve.len()
+        );
+    }
+    Ok(r)
+}
+
+fn results_path(args: &RaceArgs) -> Option<PathBuf> {
+    args.out.as_ref().map(|d| d.join("results.json"))
+}
+
+/// The results of an earlier race into the same folder, if it had the same budget, seed
+/// and threads; one with other settings is an error rather than a mix.
+fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
+    let fresh = Saved {
+        seconds: args.seconds,
+        seed: args.seed,
+        threads,
+        results: Vec::new(),
+    };
+    let Some(path) = results_path(args).filter(|p| p.exists()) else {
+        return Ok(fresh);
+    };
+    let text = accel_sim::read_text(&path)?;
+    let saved: Saved =
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    if saved.seconds != args.seconds || saved.seed != args.seed || saved.threads != threads {
+        bail!(
+            "{}: holds a race with --seconds {} --seed {} --threads {}; pick another --out",
+            path.display(),
+            saved.seconds,
+            saved.seed,
+            saved.threads
+        );
+    }
+    Ok(saved)
+}
+
+fn find_saved(saved: &Saved, case: &Case, solver: &str) -> Option<serde_json::Value> {
+    saved
+        .results
+        .iter()
+        .find(|r| {
+            r["workload"] == case.program.name()
+                && r["hardware"] == case.hw.name.as_str()
+                && r["solver"] == solver
+        })
+        .cloned()
+}
+
+fn write_saved(args: &RaceArgs, saved: &Saved) -> Result<()> {
+    let Some(path) = results_path(args) else {
+        return Ok(());
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(saved)?;
+    binio::write_bytes_atomic(&path, text.as_bytes())?;
+    Ok(())
+}
+
+fn write_svg(case: &Case, results: &[serde_json::Value], seconds: f64, dir: &Path) -> Result<()> {
+    let parsed: Vec<RaceResult> = results.iter().filter_map(from_value).collect();
+    let xla = malloc_muzero::evaluate::xla_latency(&case.program, &case.hw)?;
+    let title = format!(
+        "{} on {}: best mapping against time",
+        case.program.name(),
+        case.hw.name
+    );
+    let svg = race::curves_svg(&title, &parsed, seconds, xla);
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
+    Ok(())
+}
+
+fn from_value(v: &serde_json::Value) -> Option<RaceResult> {
+    let curve = v["curve"]
+        .as_array()?
+        .iter()
+        .filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()?)))
+        .collect();
+    Some(RaceResult {
+        workload: v["workload"].as_str()?.to_string(),
+        hardware: v["hardware"].as_str()?.to_string(),
+        solver: v["solver"].as_str()?.to_string(),
+        best_latency_s: v["best_latency_s"].as_f64(),
+        valid: v["valid"].as_bool()?,
+        curve,
+        mapping: None,
+        run_dir: None,
+    })
+}
+
+fn print_table(results: &[serde_json::Value]) {
+    println!(
+        "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
+        "workload", "hardware", "solver", "best (us)", "vs xla", "improvements"
+    );
+    let mut xla = None;
+    for r in results {
+        let l = r["best_latency_s"].as_f64();
+        if r["solver"] == "xla" {
+            xla = l;
+        }
+        println!(
+            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
+            r["workload"].as_str().unwrap_or_default(),
+            r["hardware"].as_str().unwrap_or_default(),
+            r["solver"].as_str().unwrap_or_default(),
+            l.map_or("-".into(), |l| format!("{:.2}", l * 1e6)),
+            match (xla, l) {
+                (Some(x), Some(l)) => format!("{:.4}x", x / l),
+                _ => "-".into(),
+            },
+            r["curve"].as_array().map_or(0, |c| c.len()),
+        );
+    }
+}

@@ -1,0 +1,350 @@
+//! Simulated annealing over the game's trajectories (a large-neighbourhood search).
+//!
+//! A line is a finished game with its decisions keyed by what they decide: (pass, buffer,
+//! use). A move re-decides a few consecutive turns at random and replays the rest of the
+//! game, repairing it from the old line: each later turn plays the old line's decision for
+//! the same (pass, buffer, use) where it is still legal, else the same mode at slot 0, else
+//! the greedy move (a changed decision can open turns the old line never had). The new line
+//! is accepted by its simulated latency: always when faster, else with probability
+//! `exp(-d / T)` for a relative slowdown `d`, the temperature `T` falling geometrically
+//! from `t_start` to `t_end` over the time allowed.
+//!
+//! A move replays from the nearest snapshot before its first changed turn (game states
+//! clone in `O(1)`), so its cost is the turns after the change. Chains run one per thread
+//! from the best of the xla, greedy and greedy-size trajectories, and every `sync_every`
+//! moves a chain that is behind the best game of all chains continues from it.
+
+use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
+use crate::baselines::{GreedySize, Solver};
+use crate::game::{Game, GameSetup};
+use crate::players::{greedy_action, GreedyPlayer, Player, XlaPlayer};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The knobs of [`LocalSearch`] (defaults tuned on the suite: docs/race.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalSearchConfig {
+    /// The starting temperature: a relative slowdown of `t_start` is accepted with
+    /// probability 1/e.
+    pub t_start: f64,
+    /// The temperature at the deadline.
+    pub t_end: f64,
+    /// Mean number of consecutive turns a move re-decides (geometric, at least 1).
+    pub mean_changed: f64,
+    /// Moves between a chain's looks at the best game of all chains.
+    pub sync_every: usize,
+    /// Turns between a line's snapshots.
+    pub snapshot_every: usize,
+}
+
+impl Default for LocalSearchConfig {
+    fn default() -> Self {
+        LocalSearchConfig {
+            t_start: 2e-3,
+            t_end: 1e-5,
+            mean_changed: 2.0,
+            sync_every: 256,
+            snapshot_every: 16,
+        }
+    }
+}
+
+/// The `local-search` solver.
+#[derive(Clone, Debug, Default)]
+pub struct LocalSearch {
+    pub config: LocalSearchConfig,
+}
+
+/// What a turn decides: (pass, buffer, use).
+type Key = (usize, usize, usize);
+
+/// A finished game with its decisions by turn and by key, and snapshots to replay from:
+/// what a local move starts from. The agent's branch proposals use it too.
+pub struct Line {
+    game: Game,
+    latency: f64,
+    keys: Vec<Key>,
+    actions: Vec<usize>,
+    /// `snaps[i]`: the game before turn `i * every`.
+    snaps: Vec<Game>,
+    every: usize,
+    by_key: HashMap<Key, usize>,
+}
+
+/// Builds a line turn by turn.
+struct Recorder {
+    every: usize,
+    keys: Vec<Key>,
+    actions: Vec<usize>,
+    snaps: Vec<Game>,
+}
+
+impl Recorder {
+    /// A recorder continuing `line` from turn `from` (a multiple of the snapshot spacing
+    /// that the line has a snapshot for).
+    fn resume(line: &Line, from: usize, every: usize) -> (Recorder, Game) {
+        let k = from / every;
+        let rec = Recorder {
+            every,
+            keys: line.keys[..from].to_vec(),
+            actions: line.actions[..from].to_vec(),
+            snaps: line.snaps[..k].to_vec(),
+        };
+        (rec, line.snaps[k].clone())
+    }
+
+    fn play(&mut self, game: &mut Game, action: usize) {
+        let t = game.turn();
+        if t % self.every == 0 && self.snaps.len() == t / self.every {
+            self.snaps.push(game.clone());
+        }
+        let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
+        self.keys.push((game.pass(), b, u));
+        self.actions.push(action);
+        if game.apply_action(action).is_err() {
+            // Unreachable: every action played here was checked legal. Action 0 is legal
+            // on every turn, so the line still ends in a valid mapping.
+            let _ = game.apply_action(0);
+            if let Some(a) = self.actions.last_mut() {
+                *a = 0;
+            }
+        }
+    }
+
+    fn finish(self, game: Game) -> Option<Line> {
+        let latency = game.final_latency()?;
+        let by_key = self
+            .keys
+            .iter()
+            .copied()
+            .zip(self.actions.iter().copied())
+            .collect();
+        Some(Line {
+            game,
+            latency,
+            keys: self.keys,
+            actions: self.actions,
+            snaps: self.snaps,
+            every: self.every,
+            by_key,
+        })
+    }
+}
+
+impl Line {
+    /// The line of a finished game (`None` if it is not finished), by replaying its
+    /// actions, with a snapshot every `snapshot_every` turns.
+    pub fn of(finished: &Game, snapshot_every: usize) -> Option<Line> {
+        let mut rec = Recorder {
+            every: snapshot_every.max(1),
+            keys: Vec::new(),
+            actions: Vec::new(),
+            snaps: Vec::new(),
+        };
+        let mut game = finished.setup().start();
+        for a in finished.actions() {
+            rec.play(&mut game, a);
+        }
+        rec.finish(game)
+    }
+
+    pub fn game(&self) -> &Game {
+        &self.game
+    }
+    pub fn latency(&self) -> f64 {
+        self.latency
+    }
+    /// Turns played.
+    pub fn len(&self) -> usize {
+        self.actions.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+    /// The action of turn `t`.
+    pub fn action_at(&self, t: usize) -> Option<usize> {
+        self.actions.get(t).copied()
+    }
+
+    /// The game before turn `t` (`t < len`), and a recorder that continues the line from
+    /// there.
+    fn resume(&self, t: usize) -> (Recorder, Game) {
+        let every = self.every;
+        let (mut rec, mut game) = Recorder::resume(self, t / every * every, every);
+        while game.turn() < t {
+            let a = self.actions[game.turn()];
+            rec.play(&mut game, a);
+        }
+        (rec, game)
+    }
+
+    /// The game before turn `t` (`t < len`).
+    pub fn state_before(&self, t: usize) -> Game {
+        self.resume(t).1
+    }
+
+    /// The line that plays `first` from turn `t` (each where legal) and then repairs the
+    /// rest from this line ([`Line::repair`]); `None` if `cancelled` says so first.
+    pub fn branch(&self, t: usize, first: &[usize], cancelled: &dyn Fn() -> bool) -> Option<Line> {
+        let (mut rec, mut game) = self.resume(t);
+        for &a in first {
+            if game.is_terminal() {
+                break;
+            }
+            let a = if game.is_legal(a) {
+                a
+            } else {
+                self.repair(&game)
+            };
+            rec.play(&mut game, a);
+        }
+        while !game.is_terminal() {
+            if game.turn() % 256 == 0 && cancelled() {
+                return None;
+            }
+            let a = self.repair(&game);
+            rec.play(&mut game, a);
+        }
+        rec.finish(game)
+    }
+
+    /// This line's decision for the pending turn where it is still legal, else the same
+    /// mode at slot 0, else the greedy move.
+    pub fn repair(&self, game: &Game) -> usize {
+        let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
+        if let Some(&a) = self.by_key.get(&(game.pass(), b, u)) {
+            if game.is_legal(a) {
+                return a;
+            }
+            let options = game.setup().options();
+            if let Some(slot0) = options.decode(a).map(|(mode, _)| options.encode(mode, 0)) {
+                if game.is_legal(slot0) {
+                    return slot0;
+                }
+            }
+        }
+        greedy_action(game)
+    }
+}
+
+impl LocalSearch {
+    fn line_of(&self, finished: &Game) -> Option<Line> {
+        Line::of(finished, self.config.snapshot_every)
+    }
+
+    /// The best of the heuristics' games to start from (each also offered).
+    fn start(setup: &Arc<GameSetup>, incumbent: &Incumbent) -> Option<Game> {
+        let mut starts = vec![XlaPlayer.play(setup, 0), GreedyPlayer.play(setup, 0)];
+        let greedy_size = GreedySize.solve(setup.program(), setup.hardware());
+        starts.push(
+            setup
+                .trajectory_of(&greedy_size)
+                .unwrap_or_else(|_| setup.nearest_trajectory(&greedy_size)),
+        );
+        for g in &starts {
+            incumbent.offer(g);
+        }
+        let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
+        starts
+            .into_iter()
+            .filter(|g| g.final_latency().is_some())
+            .min_by(|a, b| latency(a).total_cmp(&latency(b)))
+    }
+
+    /// One move from `cur`: `None` if the deadline came first.
+    fn neighbour(&self, cur: &Line, rng: &mut StdRng, limit: &Limit) -> Option<Line> {
+        let t = rng.random_range(0..cur.len());
+        let mut changed = 1;
+        let p_more = 1.0 - 1.0 / self.config.mean_changed.max(1.0);
+        while changed < 64 && rng.random_bool(p_more) {
+            changed += 1;
+        }
+        // The changed turns are drawn as the replay reaches them: each is legal there.
+        let (mut rec, mut game) = cur.resume(t);
+        for i in 0..changed {
+            if game.is_terminal() {
+                break;
+            }
+            let old = (i == 0).then(|| cur.actions[t]);
+            let choices: Vec<usize> = game
+                .legal_actions()
+                .into_iter()
+                .filter(|&a| Some(a) != old)
+                .collect();
+            let a = match choices.len() {
+                0 => old.unwrap_or(0),
+                n => choices[rng.random_range(0..n)],
+            };
+            rec.play(&mut game, a);
+        }
+        while !game.is_terminal() {
+            if game.turn() % 256 == 0 && limit.expired() {
+                return None;
+            }
+            let a = cur.repair(&game);
+            rec.play(&mut game, a);
+        }
+        rec.finish(game)
+    }
+
+    /// One chain until the deadline.
+    fn chain(&self, from: &Game, seed: u64, limit: &Limit, incumbent: &Incumbent, t0: Instant) {
+        let Some(mut cur) = self.line_of(from) else {
+            return;
+        };
+        if cur.actions.is_empty() {
+            return;
+        }
+        let mut rng = StdRng::seed_from_u64(seed);
+        let total = limit
+            .deadline
+            .saturating_duration_since(t0)
+            .as_secs_f64()
+            .max(1e-9);
+        let c = &self.config;
+        let mut moves = 0usize;
+        while !limit.expired() {
+            moves += 1;
+            if moves % c.sync_every.max(1) == 0 {
+                if let Some(best) = incumbent
+                    .best()
+                    .filter(|b| b.final_latency().is_some_and(|l| l < cur.latency))
+                {
+                    cur = self.line_of(&best).unwrap_or(cur);
+                }
+            }
+            let Some(next) = self.neighbour(&cur, &mut rng, limit) else {
+                break;
+            };
+            let frac = (t0.elapsed().as_secs_f64() / total).min(1.0);
+            let temp = c.t_start * (c.t_end / c.t_start).powf(frac);
+            let d = (next.latency - cur.latency) / cur.latency;
+            if d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0)) {
+                incumbent.offer(&next.game);
+                cur = next;
+            }
+        }
+    }
+}
+
+impl AnytimeSolver for LocalSearch {
+    fn name(&self) -> String {
+        "local-search".into()
+    }
+
+    fn run(&self, setup: &Arc<GameSetup>, seed: u64, limit: &Limit, incumbent: &Incumbent) {
+        let t0 = Instant::now();
+        let Some(start) = LocalSearch::start(setup, incumbent) else {
+            return;
+        };
+        std::thread::scope(|s| {
+            for k in 0..limit.threads {
+                let start = &start;
+                s.spawn(move || self.chain(start, thread_seed(seed, k), limit, incumbent, t0));
+            }
+        });
+    }
+}

@@ -1,0 +1,136 @@
+//! Anytime solvers: search for better and better games until a deadline, on several
+//! threads, recording each improvement with its time.
+//!
+//! - `random`: random players' episodes, restarted until the deadline ([`restarts`]).
+//! - `beam`: beam search at widths 1, 2, 4, ... until the deadline cuts the next one.
+//! - `local-search`: simulated annealing over the game's trajectories
+//!   ([`local_search`]): change a few decisions, replay, accept by the simulated latency.
+//!
+//! Every game they report is a finished game, so its mapping is valid; the caller scores
+//! them all with the same simulator ([`Game::final_latency`]).
+
+pub mod local_search;
+mod restarts;
+
+pub use local_search::{Line, LocalSearch, LocalSearchConfig};
+pub use restarts::{BeamWidening, RandomRestarts};
+
+use crate::game::{Game, GameSetup};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The best finished game found so far and the improvement curve: shared by a solver's
+/// threads (each [`Incumbent::offer`]s what it finds).
+#[derive(Debug)]
+pub struct Incumbent {
+    start: Instant,
+    inner: Mutex<Found>,
+}
+
+#[derive(Debug, Default)]
+struct Found {
+    best: Option<Game>,
+    /// (seconds since the start, best latency then) at each improvement.
+    curve: Vec<(f64, f64)>,
+}
+
+impl Incumbent {
+    /// An empty incumbent whose clock starts at `start`.
+    pub fn new(start: Instant) -> Incumbent {
+        Incumbent {
+            start,
+            inner: Mutex::new(Found::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Found> {
+        // A thread that panicked while holding the lock left a consistent state (every
+        // update is one assignment): keep going with it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `game` if it is finished and faster than the best so far; returns whether it
+    /// was kept.
+    pub fn offer(&self, game: &Game) -> bool {
+        let Some(latency) = game.final_latency() else {
+            return false;
+        };
+        let mut found = self.lock();
+        let better = found
+            .best
+            .as_ref()
+            .and_then(Game::final_latency)
+            .is_none_or(|best| latency < best);
+        if better {
+            found.best = Some(game.clone());
+            let t = self.start.elapsed().as_secs_f64();
+            found.curve.push((t, latency));
+        }
+        better
+    }
+
+    /// The best latency so far.
+    pub fn best_latency(&self) -> Option<f64> {
+        self.lock().best.as_ref().and_then(Game::final_latency)
+    }
+
+    /// The best game so far.
+    pub fn best(&self) -> Option<Game> {
+        self.lock().best.clone()
+    }
+
+    /// (seconds since the start, best latency) at each improvement, in time order.
+    pub fn curve(&self) -> Vec<(f64, f64)> {
+        self.lock().curve.clone()
+    }
+}
+
+/// How long and on how many threads an anytime solver runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    pub deadline: Instant,
+    /// Worker threads (at least 1).
+    pub threads: usize,
+}
+
+impl Limit {
+    /// `seconds` from now on `threads` threads.
+    pub fn from_now(seconds: f64, threads: usize) -> Limit {
+        Limit {
+            deadline: Instant::now() + Duration::from_secs_f64(seconds.max(0.0)),
+            threads: threads.max(1),
+        }
+    }
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}
+
+/// A solver that improves its best game until the deadline.
+pub trait AnytimeSolver: Send + Sync {
+    fn name(&self) -> String;
+    /// Searches `setup` until `limit`, offering its games to `incumbent`; deterministic
+    /// given `seed`, the thread count and the number of games it got to play.
+    fn run(&self, setup: &Arc<GameSetup>, seed: u64, limit: &Limit, incumbent: &Incumbent);
+}
+
+/// The names [`anytime_solver`] knows.
+pub const ANYTIME_NAMES: &[&str] = &["random", "beam", "local-search"];
+
+/// An anytime solver by name, with its default settings.
+pub fn anytime_solver(name: &str) -> Option<Box<dyn AnytimeSolver>> {
+    match name {
+        "random" => Some(Box::new(RandomRestarts)),
+        "beam" => Some(Box::new(BeamWidening)),
+        "local-search" => Some(Box::new(LocalSearch::default())),
+        _ => None,
+    }
+}
+
+/// A seed per worker thread, apart from each other.
+pub(crate) fn thread_seed(seed: u64, thread: usize) -> u64 {
+    let mut x = seed ^ (thread as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}

@@ -1,0 +1,365 @@
+//! The race: every solver on one case under the same wall-clock budget and threads,
+//! recording the best valid mapping each has found against time.
+//!
+//! Solvers: the baselines (`xla`, `xla-repack`, `greedy-size`: instant, one point each),
+//! the anytime game solvers (`beam`, `local-search`, `random`: see
+//! [`malloc_game::anytime`]) and `muzero` (a training run, from scratch or continuing a run
+//! folder, whose best counts only the agent's own games). Every result is the solver's
+//! best mapping validated and simulated here, by the same simulator for all.
+
+use crate::evaluate::{Case, EvalError};
+use crate::train::{Limits, TrainConfig, TrainError, Trainer};
+use accel_sim::{Mapping, MappingFile, Simulator};
+use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
+use malloc_game::{baselines, GameOptions, GameSetup};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The solvers of a race when none is named, in the order they run.
+pub const RACE_SOLVERS: &[&str] = &[
+    "xla",
+    "xla-repack",
+    "greedy-size",
+    "beam",
+    "local-search",
+    "random",
+    "muzero",
+];
+
+/// Why a race could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RaceError {
+    #[error("unknown race solver `{0}` (known: {known})", known = RACE_SOLVERS.join(", "))]
+    UnknownSolver(String),
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    #[error(transparent)]
+    Train(#[from] Box<TrainError>),
+    #[error(transparent)]
+    Game(#[from] malloc_game::GameError),
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+}
+
+/// What every solver of a race gets.
+#[derive(Clone, Debug)]
+pub struct RaceConfig {
+    /// Wall-clock seconds per solver.
+    pub seconds: f64,
+    /// Threads per solver.
+    pub threads: usize,
+    pub seed: u64,
+    /// The game's rules for the game solvers and the agent.
+    pub options: GameOptions,
+    /// The agent's training config (its seed is replaced by `seed`).
+    pub train: TrainConfig,
+    /// A run folder the agent continues instead of starting from scratch.
+    pub checkpoint: Option<PathBuf>,
+    /// Where the agent's run folder goes (a fresh folder; `None`: a temporary one).
+    pub agent_dir: Option<PathBuf>,
+}
+
+/// One solver's result on one case (the JSON form of `race --json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RaceResult {
+    pub workload: String,
+    pub hardware: String,
+    pub solver: String,
+    /// The best mapping's simulated latency; `None` when the solver found none.
+    pub best_latency_s: Option<f64>,
+    /// The best mapping passed the validator.
+    pub valid: bool,
+    /// `[elapsed_s, best_latency_s]` at each improvement.
+    pub curve: Vec<(f64, f64)>,
+    #[serde(skip)]
+    pub mapping: Option<Mapping>,
+    /// The agent's run folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
+}
+
+/// Checks solver names before any solver runs, so a typo costs no budget.
+pub fn check_solvers(names: &[String]) -> Result<(), RaceError> {
+    for n in names {
+        if !RACE_SOLVERS.contains(&n.as_str()) {
+            return Err(RaceError::UnknownSolver(n.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Runs solver `name` on `case` for `config.seconds`; `on_best(elapsed_s, latency_s)` is
+/// told of each improvement as it happens (for a progress display).
+pub fn race_case(
+    case: &Case,
+    name: &str,
+    config: &RaceConfig,
+    on_best: &mut dyn FnMut(f64, f64),
+) -> Result<RaceResult, RaceError> {
+    let t0 = Instant::now();
+    let (curve, mapping, run_dir) = match name {
+        "xla" | "xla-repack" | "greedy-size" => {
+            let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let m = solver.solve(&case.program, &case.hw);
+            (vec![], Some(m), None)
+        }
+        "muzero" => {
+            let (curve, mapping, dir) = race_agent(case, config, t0, on_best)?;
+            (curve, mapping, Some(dir))
+        }
+        _ => {
+            let solver = anytime_solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let setup = GameSetup::new(
+                Arc::clone(&case.program),
+                case.hw.clone(),
+                config.options.clone(),
+            )?;
+            let incumbent = Incumbent::new(t0);
+            let limit = Limit {
+                deadline: t0 + Duration::from_secs_f64(config.seconds),
+                threads: config.threads,
+            };
+            watch(&incumbent, &limit, on_best, || {
+                solver.run(&setup, config.seed, &limit, &incumbent)
+            });
+            let best = incumbent.best().map(|g| g.mapping());
+            (incumbent.curve(), best, None)
+        }
+    };
+    let mut result = RaceResult {
+        workload: case.program.name().to_string(),
+        hardware: case.hw.name.clone(),
+        solver: name.to_string(),
+        best_latency_s: None,
+        valid: false,
+        curve,
+        mapping: None,
+        run_dir,
+    };
+    if let Some(m) = mapping {
+        if m.validate(&case.program, &case.hw).is_ok() {
+            let latency = Simulator::new(&case.program, &case.hw)
+                .run(&m, false)
+                .latency_s;
+            result.valid = true;
+            result.best_latency_s = Some(latency);
+            if result.curve.is_empty() {
+                // An instant solver: one point, when it finished.
+                result.curve.push((t0.elapsed().as_secs_f64(), latency));
+                on_best(t0.elapsed().as_secs_f64(), latency);
+            }
+        }
+        result.mapping = Some(m);
+    }
+    Ok(result)
+}
+
+/// Runs `work` while telling `on_best` of each improvement of `incumbent`.
+fn watch(
+    incumbent: &Incumbent,
+    limit: &Limit,
+    on_best: &mut dyn FnMut(f64, f64),
+    work: impl FnOnce() + Send,
+) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            work();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut told = 0;
+        loop {
+            let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+            let curve = incumbent.curve();
+            for &(t, l) in &curve[told..] {
+                on_best(t, l);
+            }
+            told = curve.len();
+            if finished {
+                break;
+            }
+            let left = limit.deadline.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.clamp(Duration::from_millis(20), Duration::from_millis(200)));
+        }
+    });
+}
+
+/// What the agent's race found: its curve, its best mapping, its run folder.
+type AgentRace = (Vec<(f64, f64)>, Option<Mapping>, String);
+
+/// The agent's race: a training run for the budget (its deadline checked inside each
+/// iteration), its best game as the mapping.
+fn race_agent(
+    case: &Case,
+    config: &RaceConfig,
+    t0: Instant,
+    on_best: &mut dyn FnMut(f64, f64),
+) -> Result<AgentRace, RaceError> {
+    let deadline = t0 + Duration::from_secs_f64(config.seconds);
+    let mut trainer = match &config.checkpoint {
+        Some(dir) => Trainer::resume(dir, None).map_err(Box::new)?,
+        None => {
+            let dir = match &config.agent_dir {
+                Some(d) => d.clone(),
+                None => temp_run_dir(case)?,
+            };
+            let setup = GameSetup::new(
+                Arc::clone(&case.program),
+                case.hw.clone(),
+                config.options.clone(),
+            )?;
+            let train = TrainConfig {
+                seed: config.seed,
+                threads: config.threads,
+                ..config.train.clone()
+            };
+            Trainer::start(setup, case.program.name(), train, &dir).map_err(Box::new)?
+        }
+    };
+    let limits = Limits {
+        deadline: Some(deadline),
+        ..Limits::default()
+    };
+    let mut curve: Vec<(f64, f64)> = Vec::new();
+    let stop = AtomicBool::new(false);
+    trainer
+        .run(&limits, &stop, &mut |p| {
+            let (t, latency) = (t0.elapsed().as_secs_f64(), p.best_latency_s);
+            if latency.is_finite() && curve.last().is_none_or(|&(_, l)| latency < l) {
+                curve.push((t, latency));
+                on_best(t, latency);
+            }
+        })
+        .map_err(Box::new)?;
+    let dir = trainer.dir().to_path_buf();
+    let best = dir.join("best").join("mapping.json");
+    let mapping = if best.exists() {
+        let file = MappingFile::read(&best).map_err(|msg| RaceError::Io {
+            path: best.display().to_string(),
+            msg,
+        })?;
+        let m = file
+            .to_mapping(&case.program)
+            .map_err(|msg| RaceError::Io {
+                path: best.display().to_string(),
+                msg,
+            })?;
+        Some(m)
+    } else {
+        None
+    };
+    Ok((curve, mapping, dir.display().to_string()))
+}
+
+fn temp_run_dir(case: &Case) -> Result<PathBuf, RaceError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!(
+        "mallocmuzero-race-{}-{}-{nanos}",
+        std::process::id(),
+        case.program.name().replace(['/', '\\', '.'], "_")
+    ));
+    Ok(dir)
+}
+
+/// Writes `mapping` as a mapping file of `case` at `path` (atomically).
+pub fn save_mapping(case: &Case, mapping: &Mapping, path: &Path) -> Result<(), RaceError> {
+    let io = |msg: String| RaceError::Io {
+        path: path.display().to_string(),
+        msg,
+    };
+    let file = MappingFile::from_mapping(&case.program, mapping);
+    let text = serde_json::to_string_pretty(&file).map_err(|e| io(e.to_string()))?;
+    binio::write_bytes_atomic(path, text.as_bytes()).map_err(|e| io(e.to_string()))
+}
+
+/// An SVG of the race curves of one case: each solver's best latency against time, as a
+/// speedup over `xla_latency_s` (higher is better), a step line per solver.
+pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency_s: f64) -> String {
+    const COLORS: [&str; 8] = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    ];
+    let (w, h, left, right, top, bottom) = (720.0, 420.0, 70.0, 170.0, 40.0, 50.0);
+    let speedups: Vec<f64> = results
+        .iter()
+        .flat_map(|r| r.curve.iter().map(|&(_, l)| xla_latency_s / l))
+        .filter(|s| s.is_finite())
+        .collect();
+    let lo = speedups.iter().copied().fold(1.0f64, f64::min);
+    let hi = speedups.iter().copied().fold(1.0f64, f64::max);
+    let pad = ((hi - lo) * 0.1).max(0.005);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let x = |t: f64| left + (t / seconds).clamp(0.0, 1.0) * (w - left - right);
+    let y = |s: f64| top + (hi - s) / (hi - lo) * (h - top - bottom);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{left}" y="20" font-size="14">{}</text>
+<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/>
+<line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="black"/>
+<text x="{cx}" y="{xl}" text-anchor="middle">seconds</text>
+<text x="14" y="{cy}" transform="rotate(-90 14 {cy})" text-anchor="middle">speedup over xla</text>
+"#,
+        escape(title),
+        b = h - bottom,
+        r = w - right,
+        cx = (left + w - right) / 2.0,
+        xl = h - 12.0,
+        cy = (top + h - bottom) / 2.0,
+    );
+    for k in 0..=4 {
+        let s = lo + (hi - lo) * k as f64 / 4.0;
+        let t = seconds * k as f64 / 4.0;
+        svg += &format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{s:.3}x</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t:.0}</text>\n",
+            left - 6.0,
+            y(s) + 4.0,
+            x(t),
+            h - bottom + 16.0
+        );
+    }
+    for (i, r) in results.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let mut pts = Vec::new();
+        let mut last: Option<f64> = None;
+        for &(t, l) in &r.curve {
+            let s = xla_latency_s / l;
+            if let Some(prev) = last {
+                pts.push(format!("{:.1},{:.1}", x(t), y(prev)));
+            }
+            pts.push(format!("{:.1},{:.1}", x(t), y(s)));
+            last = Some(s);
+        }
+        if let Some(prev) = last {
+            pts.push(format!("{:.1},{:.1}", x(seconds), y(prev)));
+            svg += &format!(
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                pts.join(" ")
+            );
+        }
+        let ly = top + 16.0 * i as f64;
+        let best = r
+            .best_latency_s
+            .map_or("-".into(), |l| format!("{:.4}x", xla_latency_s / l));
+        svg += &format!(
+            "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{} {best}</text>\n",
+            w - right + 10.0,
+            ly - 9.0,
+            w - right + 24.0,
+            ly,
+            escape(&r.solver)
+        );
+    }
+    svg + "</svg>\n"
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

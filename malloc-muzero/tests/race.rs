@@ -1,0 +1,141 @@
+//! The race's agent and its demonstrations: the heuristics' games enter the learner's
+//! demonstrations buffer with their true returns, and a short race's agent finds the
+//! optimum of a small game with its own games.
+
+use accel_sim::Hardware;
+use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
+use malloc_game::{Game, GameOptions, GameSetup};
+use malloc_muzero::race::{race_case, RaceConfig};
+use malloc_muzero::train::{TrainConfig, Trainer};
+use malloc_muzero::Case;
+use muzero::{NetworkConfig, SearchConfig};
+use std::sync::Arc;
+
+fn options() -> GameOptions {
+    GameOptions {
+        slots: 2,
+        ..GameOptions::default()
+    }
+}
+
+/// A game of a handful of turns, small enough to solve by enumeration.
+fn tiny_case() -> Case {
+    let p = accel_sim::fixtures::three_ops("tiny", 1 << 20, 1e6);
+    let hw = Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap();
+    Case::new(p, hw).unwrap()
+}
+
+fn setup(case: &Case) -> Arc<GameSetup> {
+    GameSetup::new(Arc::clone(&case.program), case.hw.clone(), options()).unwrap()
+}
+
+fn optimum(g: Game) -> Game {
+    if g.is_terminal() {
+        return g;
+    }
+    g.legal_actions()
+        .into_iter()
+        .map(|a| {
+            let mut c = g.clone();
+            c.apply_action(a).unwrap();
+            optimum(c)
+        })
+        .max_by(|a, b| a.total_return().total_cmp(&b.total_return()))
+        .unwrap()
+}
+
+fn small_config(setup: &GameSetup) -> TrainConfig {
+    let obs = malloc_game::observation::observation_len(setup.options());
+    let mut network = NetworkConfig::small(obs, setup.action_count());
+    network.hidden = 32;
+    network.repr_layers = vec![64];
+    network.dyn_layers = vec![64];
+    network.pred_layers = vec![32];
+    TrainConfig {
+        network: Some(network),
+        search: SearchConfig {
+            simulations: 8,
+            ..TrainConfig::default().search
+        },
+        eval_simulations: 8,
+        batch_size: 32,
+        games_per_iteration: 4,
+        demo_pretrain_steps: 50,
+        train_steps_per_position: 0.5,
+        ..TrainConfig::default()
+    }
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mmz-race-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn demonstrations_enter_the_buffer_with_their_true_returns() {
+    let case = Case::named(Some("diamond"), None, Some("4MiB")).unwrap();
+    let s = setup(&case);
+    let dir = temp("demos");
+    let t = Trainer::start(Arc::clone(&s), "diamond", small_config(&s), &dir).unwrap();
+    let demos = t.demonstrations();
+    let mut stored: Vec<f64> = demos
+        .iter_games()
+        .map(|(_, h)| h.rewards.iter().map(|&r| r as f64).sum())
+        .collect();
+    // xla, greedy-size (its nearest game) and beam, then the best of them again as the
+    // one line the policy imitates.
+    assert_eq!(stored.len(), 4);
+    let xla = XlaPlayer.play(&s, 0).total_return();
+    let beam = BeamPlayer::new(8).play(&s, 0).total_return();
+    for want in [xla, beam] {
+        let i = stored
+            .iter()
+            .position(|&r| (r - want).abs() < 1e-5)
+            .unwrap_or_else(|| panic!("no stored game returns {want}: {stored:?}"));
+        stored.remove(i);
+    }
+    // Only the imitated line carries policy targets: one-hot on the moves it played.
+    let with_targets: Vec<_> = demos
+        .iter_games()
+        .filter(|(_, h)| h.policies.iter().any(|&p| p > 0.0))
+        .collect();
+    assert_eq!(with_targets.len(), 1);
+    let (_, h) = with_targets[0];
+    for (t, &a) in h.actions.iter().enumerate() {
+        assert_eq!(h.policy(t)[a], 1.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
+    let case = tiny_case();
+    let s = setup(&case);
+    let best = optimum(s.start()).final_latency().unwrap();
+    let dir = temp("tiny");
+    let config = RaceConfig {
+        seconds: 20.0,
+        threads: 2,
+        seed: 1,
+        options: options(),
+        // No demonstrations: what the agent finds, it finds by its own play.
+        train: TrainConfig {
+            demonstrations: Vec::new(),
+            ..small_config(&s)
+        },
+        checkpoint: None,
+        agent_dir: Some(dir.clone()),
+    };
+    let t0 = std::time::Instant::now();
+    let r = race_case(&case, "muzero", &config, &mut |_, _| {}).unwrap();
+    assert!(t0.elapsed().as_secs_f64() < 20.0 + 10.0);
+    assert!(r.valid);
+    let found = r.best_latency_s.unwrap();
+    assert!(
+        (found - best).abs() <= 1e-12 * best,
+        "found {found}, optimum {best}"
+    );
+    assert!(r.curve.iter().all(|&(t, _)| t <= 20.0 + 5.0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
