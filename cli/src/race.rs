@@ -76,11 +76,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let train = match &args.config {
-        Some(path) => {
-            let text = accel_sim::read_text(path)?;
-            serde_json::from_str::<TrainConfig>(&text)
-                .with_context(|| format!("{}", path.display()))?
-        }
+        Some(path) => crate::train::read_config(path)?,
         None => TrainConfig::default(),
     };
     let cases = if args.suite {
@@ -108,7 +104,11 @@ pub fn run(args: &RaceArgs) -> Result<()> {
                 options: args.game.options(&case.hw),
                 train: train.clone(),
                 checkpoint: args.checkpoint.clone(),
-                agent_dir: agent_dir(case_dir.as_deref())?,
+                agent_dir: if name == "muzero" {
+                    agent_dir(case_dir.as_deref())?
+                } else {
+                    None
+                },
             };
             let r = run_one(case, name, &config, args.json)?;
             if let (Some(dir), Some(m)) = (&case_dir, &r.mapping) {

@@ -47,6 +47,10 @@ pub struct TrainArgs {
     pub resume: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Self-play threads beside the learner (default: one per core; the run keeps the
+    /// number, and a run repeats exactly for the same seed and threads).
+    #[arg(long, conflicts_with = "resume")]
+    pub threads: Option<usize>,
     /// A JSON training config (fields of `TrainConfig`; missing ones take defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -111,7 +115,7 @@ fn limits(args: &TrainArgs) -> Result<Limits> {
     })
 }
 
-fn read_config(path: &Path) -> Result<TrainConfig> {
+pub(crate) fn read_config(path: &Path) -> Result<TrainConfig> {
     let text = accel_sim::read_text(path)?;
     serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
 }
@@ -141,6 +145,12 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let case = evaluate::single_case(&case_args)?;
     if let Some(s) = args.seed {
         config.seed = s;
+    }
+    if let Some(t) = args.threads {
+        if !(1..=256).contains(&t) {
+            bail!("--threads: must be in 1..=256, got {t}");
+        }
+        config.threads = t;
     }
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(

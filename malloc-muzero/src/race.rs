@@ -285,9 +285,11 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
         "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     ];
     let (w, h, left, right, top, bottom) = (720.0, 420.0, 70.0, 170.0, 40.0, 50.0);
+    // The axis spans the solvers' final results (and xla): a solver's early, far slower
+    // games would squeeze the differences that matter into a sliver; its line is clipped.
     let speedups: Vec<f64> = results
         .iter()
-        .flat_map(|r| r.curve.iter().map(|&(_, l)| xla_latency_s / l))
+        .filter_map(|r| r.best_latency_s.map(|l| xla_latency_s / l))
         .filter(|s| s.is_finite())
         .collect();
     let lo = speedups.iter().copied().fold(1.0f64, f64::min);
@@ -295,7 +297,7 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
     let pad = ((hi - lo) * 0.1).max(0.005);
     let (lo, hi) = (lo - pad, hi + pad);
     let x = |t: f64| left + (t / seconds).clamp(0.0, 1.0) * (w - left - right);
-    let y = |s: f64| top + (hi - s) / (hi - lo) * (h - top - bottom);
+    let y = |s: f64| top + (hi - s.clamp(lo, hi)) / (hi - lo) * (h - top - bottom);
     let mut svg = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
 <rect width="100%" height="100%" fill="white"/>

@@ -2,13 +2,14 @@
 //! demonstrations buffer with their true returns, and a short race's agent finds the
 //! optimum of a small game with its own games.
 
+mod common;
 use accel_sim::Hardware;
+use common::small_config;
 use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
 use malloc_game::{Game, GameOptions, GameSetup};
 use malloc_muzero::race::{race_case, RaceConfig};
 use malloc_muzero::train::{TrainConfig, Trainer};
 use malloc_muzero::Case;
-use muzero::{NetworkConfig, SearchConfig};
 use std::sync::Arc;
 
 fn options() -> GameOptions {
@@ -44,32 +45,8 @@ fn optimum(g: Game) -> Game {
         .unwrap()
 }
 
-fn small_config(setup: &GameSetup) -> TrainConfig {
-    let obs = malloc_game::observation::observation_len(setup.options());
-    let mut network = NetworkConfig::small(obs, setup.action_count());
-    network.hidden = 32;
-    network.repr_layers = vec![64];
-    network.dyn_layers = vec![64];
-    network.pred_layers = vec![32];
-    TrainConfig {
-        network: Some(network),
-        search: SearchConfig {
-            simulations: 8,
-            ..TrainConfig::default().search
-        },
-        eval_simulations: 8,
-        batch_size: 32,
-        games_per_iteration: 4,
-        demo_pretrain_steps: 50,
-        train_steps_per_position: 0.5,
-        ..TrainConfig::default()
-    }
-}
-
 fn temp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("mmz-race-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::temp(&format!("race-{name}"))
 }
 
 #[test]

@@ -4,12 +4,12 @@
 //! kill can leave resume; a file-loaded program resumes from the run folder alone; a
 //! damaged checkpoint is refused.
 
+mod common;
 use accel_sim::Hardware;
+use common::small_config;
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameOptions, GameSetup};
 use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
-use muzero::NetworkConfig;
-use muzero::SearchConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -42,33 +42,14 @@ fn optimum(g: Game) -> f64 {
 }
 
 fn config(setup: &GameSetup) -> TrainConfig {
-    let obs = malloc_game::observation::observation_len(setup.options());
-    let mut network = NetworkConfig::small(obs, setup.action_count());
-    network.hidden = 32;
-    network.repr_layers = vec![64];
-    network.dyn_layers = vec![64];
-    network.pred_layers = vec![32];
     TrainConfig {
-        network: Some(network),
-        // The training default's Gumbel root (c_scale 0.1), with fewer simulations.
-        search: SearchConfig {
-            simulations: 8,
-            ..TrainConfig::default().search
-        },
-        eval_simulations: 8,
-        batch_size: 32,
-        games_per_iteration: 4,
-        train_steps_per_position: 0.5,
         checkpoint_every: 3,
-        demo_pretrain_steps: 20,
-        ..TrainConfig::default()
+        ..small_config(setup)
     }
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("mmz-train-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::temp(&format!("train-{name}"))
 }
 
 /// The run (self-play with search, plus its evaluation games) finds the optimal mapping of

@@ -64,6 +64,10 @@ pub struct TrainConfig {
     /// fastest result, if faster, becomes the best game for the next round.
     pub proposal_rounds: usize,
     pub proposals_per_round: usize,
+    /// A round's fastest proposal slower than the current line by a relative `d` still
+    /// becomes the current line with probability `exp(-d / proposal_temperature)` (0: only
+    /// faster ones do). Each iteration starts again from the best game.
+    pub proposal_temperature: f64,
 }
 
 /// Whether a name is a demonstration [`TrainConfig::demonstrations`] knows.
@@ -107,6 +111,7 @@ impl Default for TrainConfig {
             branch_fraction: 0.5,
             proposal_rounds: 8,
             proposals_per_round: 32,
+            proposal_temperature: 5e-4,
         }
     }
 }
@@ -161,6 +166,10 @@ impl TrainConfig {
         }
         if self.proposal_rounds > 1 << 16 || self.proposals_per_round > 1 << 16 {
             return bad("proposal_rounds, proposals_per_round: must be at most 65536".into());
+        }
+        let t = self.proposal_temperature;
+        if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+            return bad(format!("proposal_temperature: must be in [0, 1], got {t}"));
         }
         if self.threads > 256 {
             return bad(format!("threads: must be in 0..=256, got {}", self.threads));

@@ -204,21 +204,20 @@ impl SelfPlay<'_> {
     }
 }
 
-/// Branch proposals: at `count` random turns of `line` (the agent's best game) the search
-/// picks a move; each that differs from the line's is played and the rest of the game
-/// repaired from the line ([`Line::branch`]). Returns the finished games (their
-/// histories are empty: the learner meets them only if one becomes the best game), or
-/// `None` if `cancelled` said so first.
+/// Branch proposals: at `count` random turns of `line` (the agent's current line) the
+/// search picks a move; each that differs from the line's is played and the rest of the
+/// game repaired from the line ([`Line::branch`]). Returns the new lines, or `None` if
+/// `cancelled` said so first.
 pub(super) fn propose(
     play: &SelfPlay,
     line: &Line,
     count: usize,
     seed: u64,
-) -> Result<Option<Vec<PlayedGame>>, TrainError> {
+) -> Result<Option<Vec<Line>>, TrainError> {
     if line.is_empty() || count == 0 {
         return Ok(Some(Vec::new()));
     }
-    let setup = Arc::clone(line.game().setup());
+    let setup = line.game().setup();
     let obs_len = observation::observation_len(setup.options());
     let a = setup.action_count();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -249,22 +248,26 @@ pub(super) fn propose(
     if cancelled() {
         return Ok(None);
     }
+    Ok(Some(branches.into_iter().flatten().collect()))
+}
+
+/// A proposal's game as a self-play result: no history (the learner meets it only if it
+/// becomes the best game) and no search statistics.
+pub(super) fn proposal_game(line: &Line) -> PlayedGame {
+    let setup = line.game().setup();
+    let (obs_len, a) = (
+        observation::observation_len(setup.options()),
+        setup.action_count(),
+    );
     let empty = SearchStats {
         visits: vec![0; a],
         root_value: 0.0,
     };
-    Ok(Some(
-        branches
-            .into_iter()
-            .flatten()
-            .filter(|b| b.latency() < line.latency())
-            .map(|b| PlayedGame {
-                search: vec![empty.clone(); b.len()],
-                game: b.game().clone(),
-                history: GameHistory::new(obs_len, a),
-            })
-            .collect(),
-    ))
+    PlayedGame {
+        search: vec![empty; line.len()],
+        game: line.game().clone(),
+        history: GameHistory::new(obs_len, a),
+    }
 }
 
 /// One iteration's reanalyse: games `iteration * count ..` (modulo the games stored,

@@ -3,7 +3,9 @@
 use super::best::{Best, Found};
 use super::demos::{corrected_history, demonstration, history_of, imitate};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
-use super::selfplay::{play_greedy, propose, reanalyse_round, seed_for, xla_latency};
+use super::selfplay::{
+    play_greedy, proposal_game, propose, reanalyse_round, seed_for, xla_latency,
+};
 use super::selfplay::{PlayedGame, SelfPlay};
 use super::{Limits, TrainConfig, TrainError};
 use malloc_game::anytime::Line;
@@ -83,6 +85,8 @@ pub(super) struct Learner {
 /// What a run keeps fixed: where it writes, what it plays and its baselines.
 struct Run {
     dir: RunDir,
+    /// The demonstrations' games (deterministic: recomputed when a run resumes).
+    demos: Vec<Game>,
     /// The threads that replay branch proposals.
     pool: rayon::ThreadPool,
     setup: Arc<GameSetup>,
@@ -212,15 +216,13 @@ impl Trainer {
         // agent's own best from an earlier start, else the best demonstration) is the
         // one the policy imitates.
         let mut first: Option<Game> = best.game.clone();
-        for name in &c.demonstrations {
-            if let Some(game) = demonstration(&run.setup, name) {
-                demos.push(history_of(&game, false)?)?;
-                if first
-                    .as_ref()
-                    .is_none_or(|f| game.total_return() > f.total_return())
-                {
-                    first = Some(game);
-                }
+        for game in &run.demos {
+            demos.push(history_of(game, false)?)?;
+            if first
+                .as_ref()
+                .is_none_or(|f| game.total_return() > f.total_return())
+            {
+                first = Some(game.clone());
             }
         }
         if let Some(game) = &first {
@@ -312,7 +314,7 @@ impl Trainer {
                 .pretrain(c, &mut self.counters, steps, &cancelled)?;
         }
         let weights = self.learner.net.snapshot()?;
-        let best = self.best.game.clone();
+        let best = self.line_to_improve();
         let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
         // The evaluation game plays the same weights as self-play, on a thread of its own.
@@ -379,9 +381,11 @@ impl Trainer {
         GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
         self.consider(&g, iteration)?;
         let c = &self.run.info.config;
-        let off_line = self.best.latency < g.game.final_latency().unwrap_or(f64::INFINITY);
+        let line = self.line_to_improve();
+        let best = line.as_ref().and_then(Game::final_latency);
+        let off_line = best.is_some_and(|b| b < g.game.final_latency().unwrap_or(f64::INFINITY));
         if c.demo_fraction > 0.0 && off_line {
-            if let Some(best) = self.best.game.as_ref().and_then(|b| Line::of(b, 16)) {
+            if let Some(best) = line.as_ref().and_then(|b| Line::of(b, 16)) {
                 let corrected = corrected_history(&g.game, &best)?;
                 self.learner.demos.push(corrected)?;
             }
@@ -389,10 +393,38 @@ impl Trainer {
         Ok(())
     }
 
-    /// Keeps `g` as the best if it is, and then lets the learner imitate it.
+    /// The game branch games and proposals start from: the agent's best game, or the best
+    /// demonstration where that is faster (search improves on the best heuristic).
+    fn line_to_improve(&self) -> Option<Game> {
+        let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
+        self.best
+            .game
+            .iter()
+            .chain(&self.run.demos)
+            .min_by(|a, b| latency(a).total_cmp(&latency(b)))
+            .cloned()
+    }
+
+    /// Keeps `g` as the best if it is, and then lets the learner imitate it. A game whose
+    /// mapping is a demonstration's (a branch game whose search chose the demonstration's
+    /// moves) is not the agent's result.
     fn consider(&mut self, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
+        if !self.run.demos.is_empty() {
+            let mapping = g.game.mapping();
+            if self.run.demos.iter().any(|d| d.mapping() == mapping) {
+                return Ok(());
+            }
+        }
+        let latency = g.game.final_latency().unwrap_or(f64::INFINITY);
+        let best_demo = self
+            .run
+            .demos
+            .iter()
+            .filter_map(Game::final_latency)
+            .fold(f64::INFINITY, f64::min);
         if self.best.consider(g, &self.found(iteration))?
             && self.run.info.config.demo_fraction > 0.0
+            && latency <= best_demo
         {
             imitate(&mut self.learner.demos, &g.game)?;
         }
@@ -520,7 +552,14 @@ impl Run {
             .num_threads(info.config.threads.max(1))
             .build()
             .map_err(|e| TrainError::Config(format!("threads: {e}")))?;
+        let demos = info
+            .config
+            .demonstrations
+            .iter()
+            .filter_map(|name| demonstration(&setup, name))
+            .collect();
         Ok(Run {
+            demos,
             pool,
             xla: xla_latency(&setup)?,
             all_slow: setup.all_slow_latency(),
@@ -572,26 +611,58 @@ impl Run {
         else {
             return Ok(None);
         };
-        let mut line = best.and_then(|b| Line::of(b, 16));
+        if !self.proposals(&play, best, iteration, &mut played)? {
+            return Ok(None);
+        }
+        Ok(Some(played))
+    }
+
+    /// The iteration's proposal rounds, from the agent's best game: each round's fastest
+    /// proposal becomes the current line if it is faster, or else with probability
+    /// `exp(-d / proposal_temperature)` for a relative slowdown `d` (annealing restarts from
+    /// the best game each iteration). Proposals faster than every game so far join
+    /// `played`. `Ok(false)` if the deadline came first.
+    fn proposals(
+        &self,
+        play: &SelfPlay,
+        best: Option<&Game>,
+        iteration: u64,
+        played: &mut Vec<PlayedGame>,
+    ) -> Result<bool, TrainError> {
+        let c = &self.info.config;
+        let Some(mut line) = best.and_then(|b| Line::of(b, 16)) else {
+            return Ok(true);
+        };
+        let mut record = played
+            .iter()
+            .filter_map(|g| g.game.final_latency())
+            .fold(line.latency(), f64::min);
+        let mut accept = StdRng::seed_from_u64(seed_for(c.seed, iteration, 99));
         for round in 0..c.proposal_rounds {
-            let Some(current) = &line else { break };
             let seed = seed_for(c.seed, iteration, 100 + round as u64);
             let found = self
                 .pool
-                .install(|| propose(&play, current, c.proposals_per_round, seed))?;
+                .install(|| propose(play, &line, c.proposals_per_round, seed))?;
             let Some(found) = found else {
-                return Ok(None);
+                return Ok(false);
             };
-            let latency = |g: &PlayedGame| g.game.final_latency().unwrap_or(f64::INFINITY);
-            if let Some(better) = found
-                .iter()
-                .min_by(|a, b| latency(a).total_cmp(&latency(b)))
-            {
-                line = Line::of(&better.game, 16);
+            let Some(next) = found
+                .into_iter()
+                .min_by(|a, b| a.latency().total_cmp(&b.latency()))
+            else {
+                continue;
+            };
+            if next.latency() < record {
+                record = next.latency();
+                played.push(proposal_game(&next));
             }
-            played.extend(found);
+            let d = (next.latency() - line.latency()) / line.latency();
+            let t = c.proposal_temperature;
+            if d < 0.0 || (t > 0.0 && accept.random_bool((-d / t).exp().clamp(0.0, 1.0))) {
+                line = next;
+            }
         }
-        Ok(Some(played))
+        Ok(true)
     }
 
     /// The evaluation game (no noise) with `weights`.

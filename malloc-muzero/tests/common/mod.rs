@@ -1,0 +1,37 @@
+//! What the training and race tests share: a small network's config and temporary folders.
+
+use malloc_game::GameSetup;
+use malloc_muzero::train::TrainConfig;
+use muzero::{NetworkConfig, SearchConfig};
+
+/// A training config for small test games: a small network, 8 simulations, short batches
+/// and few demonstration pre-training steps.
+pub fn small_config(setup: &GameSetup) -> TrainConfig {
+    let obs = malloc_game::observation::observation_len(setup.options());
+    let mut network = NetworkConfig::small(obs, setup.action_count());
+    network.hidden = 32;
+    network.repr_layers = vec![64];
+    network.dyn_layers = vec![64];
+    network.pred_layers = vec![32];
+    TrainConfig {
+        network: Some(network),
+        // The training default's Gumbel root (c_scale 0.1), with fewer simulations.
+        search: SearchConfig {
+            simulations: 8,
+            ..TrainConfig::default().search
+        },
+        eval_simulations: 8,
+        batch_size: 32,
+        games_per_iteration: 4,
+        train_steps_per_position: 0.5,
+        demo_pretrain_steps: 20,
+        ..TrainConfig::default()
+    }
+}
+
+/// A fresh temporary folder path (removed if it exists) for test `name`.
+pub fn temp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mmz-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
