@@ -405,11 +405,16 @@ impl Trainer {
             .cloned()
     }
 
-    /// Keeps `g` as the best if it is, and then lets the learner imitate it. A game whose
-    /// mapping is a demonstration's (a branch game whose search chose the demonstration's
-    /// moves) is not the agent's result.
+    /// Keeps `g` as the best if it is, and then lets the learner imitate it. A branch game
+    /// or proposal whose mapping is a demonstration's (its search chose the
+    /// demonstration's moves) is not the agent's result.
     fn consider(&mut self, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        if !self.run.demos.is_empty() {
+        // A branch game or a proposal played only part of the game itself (its history
+        // is shorter than the game); if its line was a demonstration's, it may be that
+        // demonstration. A game the agent played from the start counts even if it
+        // reproduces one.
+        let branched = g.history.len() < g.game.turn();
+        if branched && !self.run.demos.is_empty() {
             let mapping = g.game.mapping();
             if self.run.demos.iter().any(|d| d.mapping() == mapping) {
                 return Ok(());
