@@ -59,7 +59,7 @@ struct Saved {
     seconds: f64,
     seed: u64,
     threads: usize,
-    results: Vec<serde_json::Value>,
+    results: Vec<RaceResult>,
 }
 
 pub fn run(args: &RaceArgs) -> Result<()> {
@@ -115,10 +115,9 @@ pub fn run(args: &RaceArgs) -> Result<()> {
                 std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
                 race::save_mapping(case, m, &dir.join(format!("{name}.mapping.json")))?;
             }
-            let value = serde_json::to_value(&r)?;
-            saved.results.push(value.clone());
+            saved.results.push(r.clone());
             write_saved(args, &saved)?;
-            results.push(value);
+            results.push(r);
         }
         if let Some(dir) = &case_dir {
             write_svg(case, &results, args.seconds, dir)?;
@@ -228,14 +227,12 @@ fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
     Ok(saved)
 }
 
-fn find_saved(saved: &Saved, case: &Case, solver: &str) -> Option<serde_json::Value> {
+fn find_saved(saved: &Saved, case: &Case, solver: &str) -> Option<RaceResult> {
     saved
         .results
         .iter()
         .find(|r| {
-            r["workload"] == case.program.name()
-                && r["hardware"] == case.hw.name.as_str()
-                && r["solver"] == solver
+            r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
         })
         .cloned()
 }
@@ -252,60 +249,41 @@ fn write_saved(args: &RaceArgs, saved: &Saved) -> Result<()> {
     Ok(())
 }
 
-fn write_svg(case: &Case, results: &[serde_json::Value], seconds: f64, dir: &Path) -> Result<()> {
-    let parsed: Vec<RaceResult> = results.iter().filter_map(from_value).collect();
+fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> Result<()> {
     let xla = malloc_muzero::evaluate::xla_latency(&case.program, &case.hw)?;
     let title = format!(
         "{} on {}: best mapping against time",
         case.program.name(),
         case.hw.name
     );
-    let svg = race::curves_svg(&title, &parsed, seconds, xla);
+    let svg = race::curves_svg(&title, results, seconds, xla);
     std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
     Ok(())
 }
 
-fn from_value(v: &serde_json::Value) -> Option<RaceResult> {
-    let curve = v["curve"]
-        .as_array()?
-        .iter()
-        .filter_map(|p| Some((p[0].as_f64()?, p[1].as_f64()?)))
-        .collect();
-    Some(RaceResult {
-        workload: v["workload"].as_str()?.to_string(),
-        hardware: v["hardware"].as_str()?.to_string(),
-        solver: v["solver"].as_str()?.to_string(),
-        best_latency_s: v["best_latency_s"].as_f64(),
-        valid: v["valid"].as_bool()?,
-        curve,
-        mapping: None,
-        run_dir: None,
-    })
-}
-
-fn print_table(results: &[serde_json::Value]) {
+fn print_table(results: &[RaceResult]) {
     println!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
         "workload", "hardware", "solver", "best (us)", "vs xla", "improvements"
     );
     let mut xla = None;
     for r in results {
-        let l = r["best_latency_s"].as_f64();
-        if r["solver"] == "xla" {
+        let l = r.best_latency_s;
+        if r.solver == "xla" {
             xla = l;
         }
         println!(
             "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
-            r["workload"].as_str().unwrap_or_default(),
-            r["hardware"].as_str().unwrap_or_default(),
-            r["solver"].as_str().unwrap_or_default(),
+            r.workload,
+            r.hardware,
+            r.solver,
             l.map_or("-".into(), |l| format!("{:.2}", l * 1e6)),
             match (xla, l) {
                 (Some(x), Some(l)) => format!("{:.4}x", x / l),
                 _ => "-".into(),
             },
-            r["curve"].as_array().map_or(0, |c| c.len()),
+            r.curve.len(),
         );
     }
 }

@@ -12,7 +12,7 @@ use crate::train::{Limits, TrainConfig, TrainError, Trainer};
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
 use malloc_game::{baselines, GameOptions, GameSetup};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -62,8 +62,9 @@ pub struct RaceConfig {
     pub agent_dir: Option<PathBuf>,
 }
 
-/// One solver's result on one case (the JSON form of `race --json`).
-#[derive(Clone, Debug, Serialize)]
+/// One solver's result on one case (the JSON form of `race --json`; a race's saved
+/// results read back into it, without the mapping).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RaceResult {
     pub workload: String,
     pub hardware: String,
@@ -77,7 +78,7 @@ pub struct RaceResult {
     #[serde(skip)]
     pub mapping: Option<Mapping>,
     /// The agent's run folder.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
 }
 
@@ -204,7 +205,7 @@ fn race_agent(
         None => {
             let dir = match &config.agent_dir {
                 Some(d) => d.clone(),
-                None => temp_run_dir(case)?,
+                None => temp_run_dir(case),
             };
             let setup = GameSetup::new(
                 Arc::clone(&case.program),
@@ -254,17 +255,16 @@ fn race_agent(
     Ok((curve, mapping, dir.display().to_string()))
 }
 
-fn temp_run_dir(case: &Case) -> Result<PathBuf, RaceError> {
+fn temp_run_dir(case: &Case) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
+    std::env::temp_dir().join(format!(
         "mallocmuzero-race-{}-{}-{nanos}",
         std::process::id(),
         case.program.name().replace(['/', '\\', '.'], "_")
-    ));
-    Ok(dir)
+    ))
 }
 
 /// Writes `mapping` as a mapping file of `case` at `path` (atomically).

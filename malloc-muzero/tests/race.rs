@@ -6,7 +6,7 @@ mod common;
 use accel_sim::Hardware;
 use common::small_config;
 use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
-use malloc_game::{Game, GameOptions, GameSetup};
+use malloc_game::{GameOptions, GameSetup};
 use malloc_muzero::race::{race_case, RaceConfig};
 use malloc_muzero::train::{TrainConfig, Trainer};
 use malloc_muzero::Case;
@@ -28,21 +28,6 @@ fn tiny_case() -> Case {
 
 fn setup(case: &Case) -> Arc<GameSetup> {
     GameSetup::new(Arc::clone(&case.program), case.hw.clone(), options()).unwrap()
-}
-
-fn optimum(g: Game) -> Game {
-    if g.is_terminal() {
-        return g;
-    }
-    g.legal_actions()
-        .into_iter()
-        .map(|a| {
-            let mut c = g.clone();
-            c.apply_action(a).unwrap();
-            optimum(c)
-        })
-        .max_by(|a, b| a.total_return().total_cmp(&b.total_return()))
-        .unwrap()
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -89,7 +74,7 @@ fn demonstrations_enter_the_buffer_with_their_true_returns() {
 fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
     let case = tiny_case();
     let s = setup(&case);
-    let best = optimum(s.start()).final_latency().unwrap();
+    let best = common::optimal_game(s.start()).final_latency().unwrap();
     let dir = temp("tiny");
     let config = RaceConfig {
         seconds: 20.0,

@@ -28,17 +28,7 @@ fn tiny() -> Arc<GameSetup> {
 
 /// The best return over every action sequence.
 fn optimum(g: Game) -> f64 {
-    if g.is_terminal() {
-        return g.total_return();
-    }
-    g.legal_actions()
-        .into_iter()
-        .map(|a| {
-            let mut c = g.clone();
-            c.apply_action(a).unwrap();
-            optimum(c)
-        })
-        .fold(f64::NEG_INFINITY, f64::max)
+    common::optimal_game(g).total_return()
 }
 
 fn config(setup: &GameSetup) -> TrainConfig {

@@ -660,16 +660,21 @@ impl Pass<'_> {
         repacks_left: &mut usize,
     ) -> Vec<Allocation> {
         loop {
-            let before = (self.st.heap.clone(), budgets.clone(), self.st.stats.clone());
+            if *repacks_left == 0 {
+                return self.place(b, &allocs[b], budgets).0;
+            }
+            // The heap needs no snapshot: a re-pack rebuilds it from `allocs`, which do
+            // not hold this buffer's new allocations.
+            let before = (budgets.clone(), self.st.stats.clone());
             let (new, out_of_memory) = self.place(b, &allocs[b], budgets);
-            if !out_of_memory || *repacks_left == 0 {
+            if !out_of_memory {
                 return new;
             }
             *repacks_left -= 1;
             let Some(heap) = self.repacked(allocs) else {
                 return new;
             };
-            (self.st.heap, *budgets, self.st.stats) = before;
+            (*budgets, self.st.stats) = before;
             self.st.heap = heap;
             self.st.stats.repacks += 1;
         }

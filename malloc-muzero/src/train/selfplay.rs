@@ -76,16 +76,8 @@ impl SelfPlay<'_> {
         let mut games = starts;
         let mut histories = vec![GameHistory::new(obs_len, a); count];
         // A part-played game's earlier turns were not searched here: empty statistics.
-        let mut stats: Vec<Vec<SearchStats>> = games
-            .iter()
-            .map(|g| {
-                let empty = SearchStats {
-                    visits: vec![0; a],
-                    root_value: 0.0,
-                };
-                vec![empty; g.turn()]
-            })
-            .collect();
+        let mut stats: Vec<Vec<SearchStats>> =
+            games.iter().map(|g| unsearched(a, g.turn())).collect();
         let mut rng = StdRng::seed_from_u64(seed);
         let mut searcher = Searcher::new();
         let mut obs = vec![0f32; count * obs_len];
@@ -251,6 +243,16 @@ pub(super) fn propose(
     Ok(Some(branches.into_iter().flatten().collect()))
 }
 
+/// Search statistics for `turns` turns that were not searched (no visits among `a`
+/// actions): a saved game's record needs one entry per turn.
+fn unsearched(a: usize, turns: usize) -> Vec<SearchStats> {
+    let empty = SearchStats {
+        visits: vec![0; a],
+        root_value: 0.0,
+    };
+    vec![empty; turns]
+}
+
 /// A proposal's game as a self-play result: no history (the learner meets it only if it
 /// becomes the best game) and no search statistics.
 pub(super) fn proposal_game(line: &Line) -> PlayedGame {
@@ -259,12 +261,8 @@ pub(super) fn proposal_game(line: &Line) -> PlayedGame {
         observation::observation_len(setup.options()),
         setup.action_count(),
     );
-    let empty = SearchStats {
-        visits: vec![0; a],
-        root_value: 0.0,
-    };
     PlayedGame {
-        search: vec![empty; line.len()],
+        search: unsearched(a, line.len()),
         game: line.game().clone(),
         history: GameHistory::new(obs_len, a),
     }

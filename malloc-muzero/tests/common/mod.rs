@@ -1,6 +1,6 @@
 //! What the training and race tests share: a small network's config and temporary folders.
 
-use malloc_game::GameSetup;
+use malloc_game::{Game, GameSetup};
 use malloc_muzero::train::TrainConfig;
 use muzero::{NetworkConfig, SearchConfig};
 
@@ -34,4 +34,21 @@ pub fn temp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mmz-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// The finished game with the best return over every action sequence from `g` (small
+/// games only: it enumerates them all).
+pub fn optimal_game(g: Game) -> Game {
+    if g.is_terminal() {
+        return g;
+    }
+    g.legal_actions()
+        .into_iter()
+        .map(|a| {
+            let mut c = g.clone();
+            c.apply_action(a).unwrap();
+            optimal_game(c)
+        })
+        .max_by(|a, b| a.total_return().total_cmp(&b.total_return()))
+        .unwrap()
 }
