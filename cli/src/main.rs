@@ -2,6 +2,7 @@
 //! together. Errors print one line and exit with status 2; nothing here panics on input.
 
 mod bench;
+mod egrl;
 mod evaluate;
 mod play;
 mod race;
@@ -52,6 +53,9 @@ enum Command {
     /// Every solver under the same wall-clock budget and threads; the best valid mapping
     /// each finds against time.
     Race(race::RaceArgs),
+    /// EGRL (evolutionary graph RL, Khadka et al. 2021) or an ablation on one case, into a
+    /// resumable run folder (default: 3 minutes on resnet50, nnp-i-like).
+    TrainEgrl(egrl::TrainEgrlArgs),
 }
 
 fn main() {
@@ -70,6 +74,7 @@ fn main() {
         Some(Command::Replay(args)) => play::run_replay(&args),
         Some(Command::Train(args)) => train::run(&args),
         Some(Command::Race(args)) => race::run(&args),
+        Some(Command::TrainEgrl(args)) => egrl::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {}", one_line(&e));

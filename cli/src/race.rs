@@ -28,7 +28,7 @@ pub struct RaceArgs {
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
     /// Solvers (repeat the flag; default all): xla, xla-repack, greedy-size, beam,
-    /// local-search, random, muzero.
+    /// local-search, random, muzero, egrl, egrl-ea, egrl-pg, egrl-dp.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -46,6 +46,9 @@ pub struct RaceArgs {
     /// A JSON training config for the muzero solver (fields of `TrainConfig`).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// A JSON config for the EGRL solvers (fields of `EgrlConfig`).
+    #[arg(long)]
+    pub egrl_config: Option<PathBuf>,
     #[command(flatten)]
     pub game: GameArgs,
     /// Print one JSON object instead of a table.
@@ -79,6 +82,10 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         Some(path) => crate::train::read_config(path)?,
         None => TrainConfig::default(),
     };
+    let egrl = match &args.egrl_config {
+        Some(path) => crate::egrl::read_config(path)?,
+        None => egrl::EgrlConfig::default(),
+    };
     let cases = if args.suite {
         Case::suite()?
     } else {
@@ -109,6 +116,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
                 } else {
                     None
                 },
+                egrl: egrl.clone(),
             };
             let r = run_one(case, name, &config, args.json)?;
             if let (Some(dir), Some(m)) = (&case_dir, &r.mapping) {
@@ -259,6 +267,15 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
     let svg = race::curves_svg(&title, results, seconds, xla);
     std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
+    if results.iter().any(|r| !r.evaluations_curve.is_empty()) {
+        let title = format!(
+            "{} on {}: best mapping against mappings evaluated",
+            case.program.name(),
+            case.hw.name
+        );
+        let svg = race::evaluations_svg(&title, results, xla);
+        binio::write_bytes_atomic(&dir.join("evaluations.svg"), svg.as_bytes())?;
+    }
     Ok(())
 }
 

@@ -121,7 +121,7 @@ pub(crate) fn read_config(path: &Path) -> Result<TrainConfig> {
 }
 
 /// The first Ctrl-C raises `stop`; the second exits at once.
-fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar) -> Result<()> {
+pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar) -> Result<()> {
     ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {
             eprintln!("interrupted again: exiting now (resume continues from the last checkpoint)");

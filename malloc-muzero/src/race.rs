@@ -4,8 +4,10 @@
 //! Solvers: the baselines (`xla`, `xla-repack`, `greedy-size`: instant, one point each),
 //! the anytime game solvers (`beam`, `local-search`, `random`: see
 //! [`malloc_game::anytime`]) and `muzero` (a training run, from scratch or continuing a run
-//! folder, whose best counts only the agent's own games). Every result is the solver's
-//! best mapping validated and simulated here, by the same simulator for all.
+//! folder, whose best counts only the agent's own games), and EGRL's solvers (`egrl`,
+//! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
+//! crate). Every result is the solver's best mapping validated and simulated here, by the
+//! same simulator for all.
 
 use crate::evaluate::{Case, EvalError};
 use crate::train::{Limits, TrainConfig, TrainError, Trainer};
@@ -27,6 +29,10 @@ pub const RACE_SOLVERS: &[&str] = &[
     "local-search",
     "random",
     "muzero",
+    "egrl",
+    "egrl-ea",
+    "egrl-pg",
+    "egrl-dp",
 ];
 
 /// Why a race could not run.
@@ -40,6 +46,8 @@ pub enum RaceError {
     Train(#[from] Box<TrainError>),
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    #[error(transparent)]
+    Egrl(#[from] egrl::EgrlError),
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
 }
@@ -60,6 +68,8 @@ pub struct RaceConfig {
     pub checkpoint: Option<PathBuf>,
     /// Where the agent's run folder goes (a fresh folder; `None`: a temporary one).
     pub agent_dir: Option<PathBuf>,
+    /// EGRL's config (its variant, seed and threads are replaced by the race's).
+    pub egrl: egrl::EgrlConfig,
 }
 
 /// One solver's result on one case (the JSON form of `race --json`; a race's saved
@@ -80,6 +90,10 @@ pub struct RaceResult {
     /// The agent's run folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
+    /// For solvers that score candidate mappings one by one (EGRL's): `[evaluations,
+    /// best_latency_s]` at each improvement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evaluations_curve: Vec<(u64, f64)>,
 }
 
 /// Checks solver names before any solver runs, so a typo costs no budget.
@@ -101,6 +115,7 @@ pub fn race_case(
     on_best: &mut dyn FnMut(f64, f64),
 ) -> Result<RaceResult, RaceError> {
     let t0 = Instant::now();
+    let mut evaluations_curve = Vec::new();
     let (curve, mapping, run_dir) = match name {
         "xla" | "xla-repack" | "greedy-size" => {
             let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
@@ -110,6 +125,36 @@ pub fn race_case(
         "muzero" => {
             let (curve, mapping, dir) = race_agent(case, config, t0, on_best)?;
             (curve, mapping, Some(dir))
+        }
+        _ if egrl::SOLVER_NAMES.contains(&name) => {
+            let deadline = t0 + Duration::from_secs_f64(config.seconds);
+            let problem = egrl::Problem::new(
+                Arc::clone(&case.program),
+                case.hw.clone(),
+                config.egrl.violation_penalty,
+            )
+            .map_err(egrl::EgrlError::from)?;
+            let egrl_config = egrl::EgrlConfig {
+                seed: config.seed,
+                threads: config.threads,
+                ..config.egrl.clone()
+            };
+            // The search's clock starts after the problem is built: race time adds that.
+            let setup_s = t0.elapsed().as_secs_f64();
+            let mut shifted = |t: f64, l: f64| on_best(t + setup_s, l);
+            let outcome = egrl::race(name, Arc::new(problem), egrl_config, deadline, &mut shifted)
+                .ok_or(RaceError::UnknownSolver(name.into()))??;
+            evaluations_curve = outcome
+                .curve
+                .iter()
+                .map(|p| (p.evaluations, p.latency_s))
+                .collect();
+            let curve = outcome
+                .curve
+                .iter()
+                .map(|p| (p.elapsed_s + setup_s, p.latency_s))
+                .collect();
+            (curve, outcome.mapping, None)
         }
         _ => {
             let solver = anytime_solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
@@ -139,6 +184,7 @@ pub fn race_case(
         curve,
         mapping: None,
         run_dir,
+        evaluations_curve,
     };
     if let Some(m) = mapping {
         if m.validate(&case.program, &case.hw).is_ok() {
@@ -281,13 +327,93 @@ pub fn save_mapping(case: &Case, mapping: &Mapping, path: &Path) -> Result<(), R
 /// An SVG of the race curves of one case: each solver's best latency against time, as a
 /// speedup over `xla_latency_s` (higher is better), a step line per solver.
 pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency_s: f64) -> String {
+    let series: Vec<Series> = results
+        .iter()
+        .map(|r| Series {
+            name: &r.solver,
+            best_latency_s: r.best_latency_s,
+            points: r.curve.clone(),
+        })
+        .collect();
+    let axis = XAxis {
+        label: "seconds",
+        max: seconds,
+        log: false,
+    };
+    steps_svg(title, &series, &axis, xla_latency_s)
+}
+
+/// An SVG of the solvers that score mappings one by one (EGRL's): best speedup over
+/// `xla_latency_s` against the number of mappings evaluated, log scale (as EGRL's paper
+/// plots its Figure 4). Solvers without such a curve are left out.
+pub fn evaluations_svg(title: &str, results: &[RaceResult], xla_latency_s: f64) -> String {
+    let series: Vec<Series> = results
+        .iter()
+        .filter(|r| !r.evaluations_curve.is_empty())
+        .map(|r| Series {
+            name: &r.solver,
+            best_latency_s: r.best_latency_s,
+            points: r
+                .evaluations_curve
+                .iter()
+                .map(|&(e, l)| (e as f64, l))
+                .collect(),
+        })
+        .collect();
+    let max = series
+        .iter()
+        .flat_map(|s| s.points.last().map(|p| p.0))
+        .fold(10.0f64, f64::max);
+    let axis = XAxis {
+        label: "mappings evaluated",
+        max,
+        log: true,
+    };
+    steps_svg(title, &series, &axis, xla_latency_s)
+}
+
+struct Series<'a> {
+    name: &'a str,
+    best_latency_s: Option<f64>,
+    /// (x, best latency) at each improvement.
+    points: Vec<(f64, f64)>,
+}
+
+struct XAxis {
+    label: &'static str,
+    max: f64,
+    /// Log-10 scale from 1 to `max`.
+    log: bool,
+}
+
+impl XAxis {
+    /// Where `v` falls, 0 to 1.
+    fn fraction(&self, v: f64) -> f64 {
+        let f = if self.log {
+            v.max(1.0).log10() / self.max.max(10.0).log10()
+        } else {
+            v / self.max
+        };
+        f.clamp(0.0, 1.0)
+    }
+    /// The axis value at fraction `f`.
+    fn at(&self, f: f64) -> f64 {
+        if self.log {
+            10f64.powf(f * self.max.max(10.0).log10())
+        } else {
+            self.max * f
+        }
+    }
+}
+
+fn steps_svg(title: &str, series: &[Series], axis: &XAxis, xla_latency_s: f64) -> String {
     const COLORS: [&str; 8] = [
         "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     ];
     let (w, h, left, right, top, bottom) = (720.0, 420.0, 70.0, 170.0, 40.0, 50.0);
     // The axis spans the solvers' final results (and xla): a solver's early, far slower
-    // games would squeeze the differences that matter into a sliver; its line is clipped.
-    let speedups: Vec<f64> = results
+    // mappings would squeeze the differences that matter into a sliver; its line is clipped.
+    let speedups: Vec<f64> = series
         .iter()
         .filter_map(|r| r.best_latency_s.map(|l| xla_latency_s / l))
         .filter(|s| s.is_finite())
@@ -296,7 +422,7 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
     let hi = speedups.iter().copied().fold(1.0f64, f64::max);
     let pad = ((hi - lo) * 0.1).max(0.005);
     let (lo, hi) = (lo - pad, hi + pad);
-    let x = |t: f64| left + (t / seconds).clamp(0.0, 1.0) * (w - left - right);
+    let x = |v: f64| left + axis.fraction(v) * (w - left - right);
     let y = |s: f64| top + (hi - s.clamp(lo, hi)) / (hi - lo) * (h - top - bottom);
     let mut svg = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
@@ -304,10 +430,11 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
 <text x="{left}" y="20" font-size="14">{}</text>
 <line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/>
 <line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="black"/>
-<text x="{cx}" y="{xl}" text-anchor="middle">seconds</text>
+<text x="{cx}" y="{xl}" text-anchor="middle">{}</text>
 <text x="14" y="{cy}" transform="rotate(-90 14 {cy})" text-anchor="middle">speedup over xla</text>
 "#,
         escape(title),
+        axis.label,
         b = h - bottom,
         r = w - right,
         cx = (left + w - right) / 2.0,
@@ -316,7 +443,7 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
     );
     for k in 0..=4 {
         let s = lo + (hi - lo) * k as f64 / 4.0;
-        let t = seconds * k as f64 / 4.0;
+        let t = axis.at(k as f64 / 4.0);
         svg += &format!(
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{s:.3}x</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t:.0}</text>\n",
             left - 6.0,
@@ -325,11 +452,11 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
             h - bottom + 16.0
         );
     }
-    for (i, r) in results.iter().enumerate() {
+    for (i, r) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let mut pts = Vec::new();
         let mut last: Option<f64> = None;
-        for &(t, l) in &r.curve {
+        for &(t, l) in &r.points {
             let s = xla_latency_s / l;
             if let Some(prev) = last {
                 pts.push(format!("{:.1},{:.1}", x(t), y(prev)));
@@ -338,7 +465,7 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
             last = Some(s);
         }
         if let Some(prev) = last {
-            pts.push(format!("{:.1},{:.1}", x(seconds), y(prev)));
+            pts.push(format!("{:.1},{:.1}", x(axis.max), y(prev)));
             svg += &format!(
                 "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
                 pts.join(" ")
@@ -354,7 +481,7 @@ pub fn curves_svg(title: &str, results: &[RaceResult], seconds: f64, xla_latency
             ly - 9.0,
             w - right + 24.0,
             ly,
-            escape(&r.solver)
+            escape(r.name)
         );
     }
     svg + "</svg>\n"

@@ -1,0 +1,226 @@
+//! `mallocmuzero train-egrl`: the EGRL search (or one of its ablations) on one case, into a
+//! run folder with `train`'s conventions (docs/egrl.md).
+//!
+//! Ctrl-C (or SIGTERM) stops after the current generation and writes a checkpoint; a
+//! checkpoint is also written every `--checkpoint-seconds`, so a run killed with -9 loses
+//! at most that much; `--resume DIR` continues exactly.
+
+use crate::evaluate;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use egrl::{EgrlConfig, Problem, RunFolder, RunLimits, Variant};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Clone)]
+pub struct TrainEgrlArgs {
+    #[command(flatten)]
+    pub case: evaluate::CaseArgs,
+    /// egrl (population and learner), egrl-ea (population alone), egrl-pg (learner alone).
+    #[arg(long, default_value = "egrl")]
+    pub variant: String,
+    /// Wall-clock minutes of this session (default 3 unless --generations is given).
+    #[arg(long)]
+    pub minutes: Option<f64>,
+    /// Stop once the run has this many generations in all.
+    #[arg(long)]
+    pub generations: Option<u64>,
+    /// The run folder (default runs/egrl-<workload>-seed<seed>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the run in this folder.
+    #[arg(long, conflicts_with_all = ["out", "workload", "hw", "fast_capacity", "seed", "config", "variant"])]
+    pub resume: Option<PathBuf>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Threads (default: one per core); results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A JSON config (fields of `EgrlConfig`; absent fields keep their defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Seconds between checkpoints.
+    #[arg(long, default_value_t = 30.0, value_parser = crate::positive_seconds)]
+    pub checkpoint_seconds: f64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &TrainEgrlArgs) -> Result<()> {
+    if args.minutes.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+        bail!("--minutes: must be > 0");
+    }
+    if args.generations == Some(0) {
+        bail!("--generations: must be >= 1");
+    }
+    let threads = match args.threads {
+        Some(t) if !(1..=256).contains(&t) => bail!("--threads: must be in 1..=256, got {t}"),
+        t => t,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    crate::train::install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    let (folder, mut search) = match &args.resume {
+        Some(dir) => RunFolder::resume(dir, threads)?,
+        None => start(args, threads)?,
+    };
+    if !args.json {
+        eprintln!(
+            "{} on {} ({} decisions) on {} into {}{}",
+            search.config().variant.name(),
+            search.problem().program().name(),
+            search.problem().decisions().len(),
+            search.problem().hardware().name,
+            folder.root().display(),
+            match search.generation() {
+                0 => String::new(),
+                g => format!(" (resumed after generation {})", g - 1),
+            }
+        );
+    }
+    let minutes = args.minutes.or(args.generations.is_none().then_some(3.0));
+    let limits = RunLimits {
+        deadline: minutes.map(|m| Instant::now() + Duration::from_secs_f64(m * 60.0)),
+        generations: args.generations,
+        evaluations: None,
+    };
+    let every = Duration::from_secs_f64(args.checkpoint_seconds);
+    let mut last_save = Instant::now();
+    let (t0, evals0) = (Instant::now(), search.evaluations());
+    search.run(&limits, &stop, &mut |s, m| {
+        let speed = (s.evaluations() - evals0) as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+        bar.set_message(format!(
+            "generation {} | {} evaluations ({speed:.0}/s) | best {:.2} us | top {} fitness {:.4}",
+            m.generation,
+            m.evaluations,
+            m.best_latency_s * 1e6,
+            m.top_by,
+            m.top_fitness
+        ));
+        bar.tick();
+        if last_save.elapsed() >= every {
+            folder.save(s)?;
+            last_save = Instant::now();
+        }
+        Ok(())
+    })?;
+    folder.save(&search)?;
+    bar.finish_and_clear();
+    report(&folder, &search, args.json)?;
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!(
+            "interrupted after generation {}: checkpoint and best mapping written; continue with: mallocmuzero train-egrl --resume {}",
+            search.generation().saturating_sub(1),
+            folder.root().display()
+        );
+        std::process::exit(crate::train::INTERRUPTED);
+    }
+    Ok(())
+}
+
+fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egrl::Egrl)> {
+    let mut config = match &args.config {
+        Some(path) => read_config(path)?,
+        None => EgrlConfig::default(),
+    };
+    config.variant = Variant::named(&args.variant).with_context(|| {
+        format!(
+            "--variant: unknown `{}` (egrl, egrl-ea, egrl-pg)",
+            args.variant
+        )
+    })?;
+    if let Some(s) = args.seed {
+        config.seed = s;
+    }
+    if let Some(t) = threads {
+        config.threads = t;
+    }
+    config
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", config_origin(args)))?;
+    let mut case_args = args.case.clone();
+    let workload = case_args
+        .workload
+        .get_or_insert_with(|| "resnet50".into())
+        .clone();
+    if case_args.hw.is_none() {
+        case_args.hw = Some("nnp-i-like".into());
+    }
+    let case = evaluate::single_case(&case_args)?;
+    let dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("runs").join(format!(
+            "egrl-{}-seed{}",
+            workload.replace(['/', '\\', '.'], "_"),
+            config.seed
+        ))
+    });
+    // Checked here so a bad case costs no folder.
+    Problem::new(
+        Arc::clone(&case.program),
+        case.hw.clone(),
+        config.violation_penalty,
+    )?;
+    Ok(RunFolder::create(
+        &dir,
+        &workload,
+        case.program,
+        case.hw,
+        config,
+    )?)
+}
+
+fn config_origin(args: &TrainEgrlArgs) -> String {
+    args.config
+        .as_ref()
+        .map_or("config".into(), |p| p.display().to_string())
+}
+
+pub(crate) fn read_config(path: &Path) -> Result<EgrlConfig> {
+    let text = accel_sim::read_text(path)?;
+    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+}
+
+fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {
+    let problem = search.problem();
+    let xla = malloc_muzero::evaluate::xla_latency(problem.program(), problem.hardware())?;
+    let best = search.best();
+    if json {
+        let v = serde_json::json!({
+            "run": folder.root().display().to_string(),
+            "solver": search.config().variant.name(),
+            "generations": search.generation(),
+            "evaluations": search.evaluations(),
+            "best_latency_s": best.map(|b| b.latency_s),
+            "xla_latency_s": xla,
+            "all_slow_latency_s": problem.all_slow_s(),
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    match best {
+        Some(b) => println!(
+            "{}: best {:.2} us ({:.4}x xla, {:.4}x all-slow) after {} generations, {} evaluations; mapping in {}",
+            search.config().variant.name(),
+            b.latency_s * 1e6,
+            xla / b.latency_s,
+            problem.all_slow_s() / b.latency_s,
+            search.generation(),
+            search.evaluations(),
+            folder.root().join("best").join("mapping.json").display()
+        ),
+        None => println!("no generation ran"),
+    }
+    Ok(())
+}

@@ -1,0 +1,639 @@
+//! The EGRL loop, one generation at a time:
+//! 1. every member of the population acts (a GNN greedily, a Boltzmann chromosome by
+//!    sampling) and the learner's actor plays its rollouts (sampled from its policy);
+//! 2. every action is decoded and simulated, on the thread pool, while the learner takes
+//!    its gradient steps on the replay buffer as it stood before this generation;
+//! 3. every scored action enters the shared replay buffer; the best mapping is kept;
+//! 4. the population breeds the next generation (elite, tournament, crossover, mutation);
+//! 5. every `migrate_every` generations the learner's actor joins the population, as a
+//!    GNN policy and as a Boltzmann chromosome with its logits as the prior.
+//!
+//! The variants: [`Variant::Egrl`] all of it, [`Variant::Ea`] without the learner,
+//! [`Variant::Pg`] without the population (its actor plays as many games per generation as
+//! the population would). Every random draw comes from the seed, the generation and the
+//! member, so a run is reproducible for any thread count and resumes exactly.
+
+use crate::boltzmann::Boltzmann;
+use crate::evolve::{next_generation, EvolutionConfig, Member};
+use crate::features::{feature_width, OpGraph};
+use crate::gnn::{argmax_levels, forward, GnnShape, GraphTensors};
+use crate::learner::{Learner, LearnerConfig, LearnerState, StepStats};
+use crate::problem::{Assignment, Problem, Scored};
+use crate::replay::Replay;
+use crate::EgrlError;
+use candle_core::Device;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Which system runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Population and learner (`egrl`).
+    Egrl,
+    /// The population alone (`egrl-ea`).
+    Ea,
+    /// The learner alone (`egrl-pg`).
+    Pg,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Egrl => "egrl",
+            Variant::Ea => "egrl-ea",
+            Variant::Pg => "egrl-pg",
+        }
+    }
+    pub fn named(name: &str) -> Option<Variant> {
+        [Variant::Egrl, Variant::Ea, Variant::Pg]
+            .into_iter()
+            .find(|v| v.name() == name)
+    }
+    fn evolves(self) -> bool {
+        self != Variant::Pg
+    }
+    fn learns(self) -> bool {
+        self != Variant::Ea
+    }
+}
+
+/// Everything that decides a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgrlConfig {
+    pub variant: Variant,
+    pub seed: u64,
+    /// GNN policies in the population.
+    pub gnn_members: usize,
+    /// Boltzmann chromosomes in the population.
+    pub boltzmann_members: usize,
+    pub hidden: usize,
+    /// Message-passing rounds.
+    pub rounds: usize,
+    pub evolution: EvolutionConfig,
+    pub learner: LearnerConfig,
+    /// Generations between migrations of the learner's actor into the population.
+    pub migrate_every: u64,
+    pub replay_capacity: usize,
+    /// The weight of the violation in the fitness (see [`crate::problem`]).
+    pub violation_penalty: f64,
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+}
+
+impl Default for EgrlConfig {
+    fn default() -> Self {
+        EgrlConfig {
+            variant: Variant::Egrl,
+            seed: 0,
+            gnn_members: 10,
+            boltzmann_members: 20,
+            hidden: 32,
+            rounds: 3,
+            evolution: EvolutionConfig::default(),
+            learner: LearnerConfig::default(),
+            migrate_every: 5,
+            replay_capacity: 20_000,
+            violation_penalty: 0.1,
+            threads: 0,
+        }
+    }
+}
+
+impl EgrlConfig {
+    /// Rejects settings that cannot run, naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        let positive = [
+            ("hidden", self.hidden),
+            ("learner.batch", self.learner.batch),
+            ("replay_capacity", self.replay_capacity),
+            ("evolution.tournament", self.evolution.tournament),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err(format!("{field} is 0, must be at least 1"));
+            }
+        }
+        if self.variant.evolves() && self.gnn_members + self.boltzmann_members == 0 {
+            return Err("gnn_members + boltzmann_members is 0: the population is empty".into());
+        }
+        if self.variant == Variant::Egrl && self.migrate_every == 0 {
+            return Err("migrate_every is 0, must be at least 1".into());
+        }
+        let unit = [
+            ("evolution.elite_fraction", self.evolution.elite_fraction),
+            (
+                "evolution.crossover_probability",
+                self.evolution.crossover_probability,
+            ),
+            (
+                "evolution.gnn_mutation_rate",
+                self.evolution.gnn_mutation_rate,
+            ),
+            (
+                "evolution.boltzmann_mutation_rate",
+                self.evolution.boltzmann_mutation_rate,
+            ),
+        ];
+        for (field, v) in unit {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{field} is {v}, must be in [0, 1]"));
+            }
+        }
+        let finite = [
+            ("violation_penalty", self.violation_penalty),
+            ("learner.learning_rate", self.learner.learning_rate),
+            ("learner.initial_alpha", self.learner.initial_alpha),
+        ];
+        for (field, v) in finite {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{field} is {v}, must be finite and >= 0"));
+            }
+        }
+        Ok(())
+    }
+
+    fn resolved_threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+}
+
+/// The best mapping found so far, as the assignment that gave it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Found {
+    pub assignment: Assignment,
+    pub latency_s: f64,
+    pub fitness: f64,
+    pub violation: f64,
+    pub generation: u64,
+    pub evaluations: u64,
+    pub elapsed_s: f64,
+    /// Who played it: `gnn`, `boltzmann` or `actor`.
+    pub by: String,
+}
+
+/// A point of the improvement curve.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub elapsed_s: f64,
+    pub evaluations: u64,
+    pub latency_s: f64,
+}
+
+/// What one generation did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GenerationMetrics {
+    pub generation: u64,
+    pub evaluations: u64,
+    pub elapsed_s: f64,
+    pub best_latency_s: f64,
+    /// This generation's best and mean fitness.
+    pub top_fitness: f64,
+    pub mean_fitness: f64,
+    /// Who played this generation's best.
+    pub top_by: String,
+    pub learner_steps: u64,
+    #[serde(default)]
+    pub critic_loss: Option<f64>,
+    #[serde(default)]
+    pub entropy: Option<f64>,
+    #[serde(default)]
+    pub alpha: Option<f64>,
+}
+
+/// Everything a checkpoint holds: with the problem, the run continues exactly.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EgrlState {
+    pub config: EgrlConfig,
+    pub generation: u64,
+    pub evaluations: u64,
+    pub elapsed_s: f64,
+    pub population: Vec<Member>,
+    pub replay: Replay,
+    pub learner: Option<LearnerState>,
+    pub best: Option<Found>,
+    pub curve: Vec<CurvePoint>,
+    pub metrics: Vec<GenerationMetrics>,
+}
+
+/// When [`Egrl::run`] stops (besides its stop flag).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunLimits {
+    pub deadline: Option<Instant>,
+    /// Total generations (counting those before a resume).
+    pub generations: Option<u64>,
+    /// Total evaluations.
+    pub evaluations: Option<u64>,
+}
+
+/// A running EGRL search over one problem.
+pub struct Egrl {
+    problem: Arc<Problem>,
+    shape: GnnShape,
+    graph: Arc<GraphTensors>,
+    learner: Option<Learner>,
+    state: EgrlState,
+    pool: rayon::ThreadPool,
+}
+
+/// One action to score, and who played it.
+struct Action {
+    assignment: Assignment,
+    /// The member's index, or `None` for the actor's rollouts.
+    member: Option<usize>,
+    by: &'static str,
+}
+
+/// A seed for one purpose of one generation.
+fn mix(seed: u64, generation: u64, purpose: u64) -> u64 {
+    let mut x = seed
+        ^ generation.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ purpose.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}
+
+const LEARNER_PURPOSE: u64 = 1 << 40;
+const BREEDING_PURPOSE: u64 = 1 << 41;
+const ROLLOUT_PURPOSE: u64 = 1 << 42;
+const INIT_PURPOSE: u64 = 1 << 43;
+
+impl Egrl {
+    /// A fresh run on `problem`.
+    pub fn new(problem: Arc<Problem>, config: EgrlConfig) -> Result<Egrl, EgrlError> {
+        config.check().map_err(EgrlError::Config)?;
+        let shape = shape_of(&problem, &config);
+        let d = problem.decisions().len();
+        let levels = problem.levels();
+        let mut population = Vec::new();
+        if config.variant.evolves() {
+            for i in 0..config.gnn_members {
+                let mut rng = StdRng::seed_from_u64(mix(config.seed, 0, INIT_PURPOSE + i as u64));
+                population.push(Member::Gnn(shape.init(&mut rng)));
+            }
+            for i in 0..config.boltzmann_members {
+                let purpose = INIT_PURPOSE + (config.gnn_members + i) as u64;
+                let mut rng = StdRng::seed_from_u64(mix(config.seed, 0, purpose));
+                population.push(Member::Boltzmann(Boltzmann::random(
+                    d, levels, 1.0, &mut rng,
+                )));
+            }
+        }
+        let learner = if config.variant.learns() {
+            let mut rng = StdRng::seed_from_u64(mix(config.seed, 0, LEARNER_PURPOSE));
+            let graph = graph_of(&problem)?;
+            Some(Learner::new(shape, graph, config.learner.clone(), &mut rng)?.state()?)
+        } else {
+            None
+        };
+        let state = EgrlState {
+            replay: Replay::new(config.replay_capacity),
+            config,
+            generation: 0,
+            evaluations: 0,
+            elapsed_s: 0.0,
+            population,
+            learner,
+            best: None,
+            curve: Vec::new(),
+            metrics: Vec::new(),
+        };
+        Egrl::from_state(problem, state)
+    }
+
+    /// A run continued from `state` (a checkpoint of a run on the same problem).
+    pub fn from_state(problem: Arc<Problem>, state: EgrlState) -> Result<Egrl, EgrlError> {
+        state.config.check().map_err(EgrlError::Config)?;
+        let shape = shape_of(&problem, &state.config);
+        let graph = graph_of(&problem)?;
+        let d = problem.decisions().len();
+        for m in &state.population {
+            let fits = match m {
+                Member::Gnn(p) => shape.fits(p),
+                Member::Boltzmann(b) => b.levels == problem.levels() && b.decisions() == d,
+            };
+            if !fits {
+                return Err(EgrlError::Config(
+                    "the checkpoint's population was made for another program or hardware".into(),
+                ));
+            }
+        }
+        let learner = match &state.learner {
+            Some(s) => Some(Learner::restore(
+                shape,
+                Arc::clone(&graph),
+                state.config.learner.clone(),
+                s,
+            )?),
+            None => None,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(state.config.resolved_threads())
+            .build()
+            .map_err(|e| EgrlError::Config(format!("thread pool: {e}")))?;
+        Ok(Egrl {
+            problem,
+            shape,
+            graph,
+            learner,
+            state,
+            pool,
+        })
+    }
+
+    /// A snapshot for a checkpoint.
+    pub fn state(&self) -> Result<EgrlState, EgrlError> {
+        let mut s = self.state.clone();
+        s.learner = match &self.learner {
+            Some(l) => Some(l.state()?),
+            None => None,
+        };
+        Ok(s)
+    }
+
+    pub fn problem(&self) -> &Arc<Problem> {
+        &self.problem
+    }
+    pub fn config(&self) -> &EgrlConfig {
+        &self.state.config
+    }
+    pub fn best(&self) -> Option<&Found> {
+        self.state.best.as_ref()
+    }
+    pub fn curve(&self) -> &[CurvePoint] {
+        &self.state.curve
+    }
+    pub fn metrics(&self) -> &[GenerationMetrics] {
+        &self.state.metrics
+    }
+    pub fn generation(&self) -> u64 {
+        self.state.generation
+    }
+    pub fn evaluations(&self) -> u64 {
+        self.state.evaluations
+    }
+
+    /// Runs generations until a limit or `stop`; `on_generation` hears of each (and may
+    /// checkpoint). Returns the generations run.
+    pub fn run(
+        &mut self,
+        limits: &RunLimits,
+        stop: &AtomicBool,
+        on_generation: &mut dyn FnMut(&Egrl, &GenerationMetrics) -> Result<(), EgrlError>,
+    ) -> Result<u64, EgrlError> {
+        let _matmuls = crate::gnn::SingleThreadedMatmuls::new();
+        let start = Instant::now();
+        let base = self.state.elapsed_s;
+        let mut ran = 0;
+        loop {
+            let done = limits.deadline.is_some_and(|d| Instant::now() >= d)
+                || limits
+                    .generations
+                    .is_some_and(|g| self.state.generation >= g)
+                || limits
+                    .evaluations
+                    .is_some_and(|e| self.state.evaluations >= e)
+                || stop.load(Ordering::SeqCst);
+            if done {
+                return Ok(ran);
+            }
+            let metrics = self.step(base, start)?;
+            ran += 1;
+            on_generation(self, &metrics)?;
+        }
+    }
+
+    /// One generation (see the module docs).
+    fn step(&mut self, base_s: f64, start: Instant) -> Result<GenerationMetrics, EgrlError> {
+        let config = self.state.config.clone();
+        let generation = self.state.generation;
+        let mut actions = self.member_actions()?;
+        actions.extend(self.rollouts()?);
+        let problem = Arc::clone(&self.problem);
+        let replay = &self.state.replay;
+        let learner = &mut self.learner;
+        let mut learner_rng = StdRng::seed_from_u64(mix(config.seed, generation, LEARNER_PURPOSE));
+        let (scores, stats) = self.pool.install(|| {
+            rayon::join(
+                || score_all(&problem, &actions),
+                || -> Result<Option<StepStats>, EgrlError> {
+                    let Some(l) = learner.as_mut() else {
+                        return Ok(None);
+                    };
+                    let mut last = None;
+                    if replay.is_empty() {
+                        return Ok(None);
+                    }
+                    for _ in 0..config.learner.steps_per_generation {
+                        let batch = replay.sample(config.learner.batch, &mut learner_rng);
+                        last = Some(l.train_step(&batch)?);
+                    }
+                    Ok(last)
+                },
+            )
+        });
+        let stats = stats?;
+        let elapsed_s = base_s + start.elapsed().as_secs_f64();
+        let member_fitness = self.record(&actions, &scores, elapsed_s);
+        if config.variant.evolves() {
+            let mut rng = StdRng::seed_from_u64(mix(config.seed, generation, BREEDING_PURPOSE));
+            let next = next_generation(
+                &self.state.population,
+                &member_fitness,
+                &config.evolution,
+                &mut rng,
+            );
+            self.state.population = next;
+            if config.variant == Variant::Egrl && (generation + 1) % config.migrate_every == 0 {
+                self.migrate()?;
+            }
+        }
+        self.state.generation += 1;
+        self.state.elapsed_s = base_s + start.elapsed().as_secs_f64();
+        let metrics = self.metrics_of(&actions, &scores, stats);
+        self.state.metrics.push(metrics.clone());
+        Ok(metrics)
+    }
+
+    /// Each member's action this generation.
+    fn member_actions(&self) -> Result<Vec<Action>, EgrlError> {
+        let generation = self.state.generation;
+        let seed = self.state.config.seed;
+        let device = Device::Cpu;
+        let out: Vec<Result<Action, EgrlError>> = self.pool.install(|| {
+            self.state
+                .population
+                .par_iter()
+                // One task per member: the GNNs (slow) come first and would all land on
+                // one thread under the default split.
+                .with_max_len(1)
+                .enumerate()
+                .map(|(i, m)| {
+                    let (assignment, by) = match m {
+                        Member::Gnn(p) => {
+                            let t = p.tensors(&self.shape, &device)?;
+                            let out = forward(&self.shape, &t, &self.graph)?;
+
+                            (Assignment(argmax_levels(&out)?), "gnn")
+                        }
+                        Member::Boltzmann(b) => {
+                            let mut rng = StdRng::seed_from_u64(mix(seed, generation, i as u64));
+                            (b.sample(&mut rng), "boltzmann")
+                        }
+                    };
+                    Ok(Action {
+                        assignment,
+                        member: Some(i),
+                        by,
+                    })
+                })
+                .collect()
+        });
+        out.into_iter().collect()
+    }
+
+    /// The actor's games this generation, sampled from its policy.
+    fn rollouts(&self) -> Result<Vec<Action>, EgrlError> {
+        let Some(learner) = &self.learner else {
+            return Ok(Vec::new());
+        };
+        let config = &self.state.config;
+        let count = match config.variant {
+            Variant::Pg => config.gnn_members + config.boltzmann_members,
+            _ => config.learner.rollouts_per_generation,
+        }
+        .max(1);
+        let policy = Boltzmann::from_logits(learner.actor_logits()?, self.problem.levels());
+        let generation = self.state.generation;
+        Ok((0..count)
+            .map(|r| {
+                let purpose = ROLLOUT_PURPOSE + r as u64;
+                let mut rng = StdRng::seed_from_u64(mix(config.seed, generation, purpose));
+                Action {
+                    assignment: policy.sample(&mut rng),
+                    member: None,
+                    by: "actor",
+                }
+            })
+            .collect())
+    }
+
+    /// Enters every scored action into the replay buffer and the best; returns each
+    /// member's fitness.
+    fn record(&mut self, actions: &[Action], scores: &[Scored], elapsed_s: f64) -> Vec<f64> {
+        let mut member_fitness = vec![f64::NEG_INFINITY; self.state.population.len()];
+        for (a, s) in actions.iter().zip(scores) {
+            self.state.evaluations += 1;
+            if let Some(i) = a.member {
+                member_fitness[i] = s.fitness;
+            }
+            self.state.replay.push(a.assignment.clone(), s.fitness);
+            let better = self
+                .state
+                .best
+                .as_ref()
+                .is_none_or(|b| s.latency_s < b.latency_s);
+            if better {
+                self.state.best = Some(Found {
+                    assignment: a.assignment.clone(),
+                    latency_s: s.latency_s,
+                    fitness: s.fitness,
+                    violation: s.violation,
+                    generation: self.state.generation,
+                    evaluations: self.state.evaluations,
+                    elapsed_s,
+                    by: a.by.to_string(),
+                });
+                self.state.curve.push(CurvePoint {
+                    elapsed_s,
+                    evaluations: self.state.evaluations,
+                    latency_s: s.latency_s,
+                });
+            }
+        }
+        member_fitness
+    }
+
+    /// The actor joins the population in place of its two last children: as a GNN
+    /// policy, and as a Boltzmann chromosome whose prior is its logits.
+    fn migrate(&mut self) -> Result<(), EgrlError> {
+        let Some(learner) = &self.learner else {
+            return Ok(());
+        };
+        let n = self.state.population.len();
+        let elite = ((n as f64 * self.state.config.evolution.elite_fraction).ceil() as usize)
+            .clamp(1, n.max(1));
+        if n > elite {
+            self.state.population[n - 1] = Member::Gnn(learner.actor_params()?);
+        }
+        if n > elite + 1 {
+            let logits = learner.actor_logits()?;
+            self.state.population[n - 2] =
+                Member::Boltzmann(Boltzmann::from_logits(logits, self.problem.levels()));
+        }
+        Ok(())
+    }
+
+    fn metrics_of(
+        &self,
+        actions: &[Action],
+        scores: &[Scored],
+        stats: Option<StepStats>,
+    ) -> GenerationMetrics {
+        let top = scores
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.fitness.total_cmp(&b.1.fitness).then(b.0.cmp(&a.0)));
+        let mean = scores.iter().map(|s| s.fitness).sum::<f64>() / scores.len().max(1) as f64;
+        GenerationMetrics {
+            generation: self.state.generation,
+            evaluations: self.state.evaluations,
+            elapsed_s: self.state.elapsed_s,
+            best_latency_s: self.state.best.as_ref().map_or(f64::NAN, |b| b.latency_s),
+            top_fitness: top.map_or(f64::NAN, |t| t.1.fitness),
+            mean_fitness: mean,
+            top_by: top.map_or(String::new(), |t| actions[t.0].by.to_string()),
+            learner_steps: self.learner.as_ref().map_or(0, Learner::steps),
+            critic_loss: stats.map(|s| s.critic_loss),
+            entropy: stats.map(|s| s.entropy),
+            alpha: stats.map(|s| s.alpha),
+        }
+    }
+}
+
+/// Decodes and simulates every action, a simulator per worker thread.
+fn score_all(problem: &Problem, actions: &[Action]) -> Vec<Scored> {
+    actions
+        .par_iter()
+        .map_init(
+            || problem.simulator(),
+            |sim, a| problem.score(sim, &a.assignment).1,
+        )
+        .collect()
+}
+
+fn shape_of(problem: &Problem, config: &EgrlConfig) -> GnnShape {
+    GnnShape {
+        features: feature_width(problem.levels()),
+        hidden: config.hidden,
+        rounds: config.rounds,
+        levels: problem.levels(),
+    }
+}
+
+fn graph_of(problem: &Problem) -> Result<Arc<GraphTensors>, EgrlError> {
+    Ok(Arc::new(GraphTensors::new(
+        &OpGraph::of(problem),
+        &Device::Cpu,
+    )?))
+}

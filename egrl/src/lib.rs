@@ -1,0 +1,54 @@
+//! egrl: EGRL (Khadka et al., "Optimizing Memory Placement using Evolutionary Graph
+//! Reinforcement Learning", ICLR 2021) over accel-sim, with the baselines it is compared
+//! with.
+//!
+//! - [`Problem`]: what EGRL decides (per op, the level of its weights and of its output
+//!   activations), the repair of choices that do not fit, and the fitness.
+//! - [`Egrl`]: the search: a population of GNN policies and Boltzmann chromosomes
+//!   ([`evolve`]) beside a discrete-SAC learner ([`learner`]) through a shared replay
+//!   buffer, with [`Variant::Ea`] (evolution alone) and [`Variant::Pg`] (the learner
+//!   alone) as ablations.
+//! - [`dp_assignment`]: the knapsack (dynamic-programming) mapper, `egrl-dp`.
+//! - [`RunFolder`]: `train-egrl`'s run folder (checkpoint, metrics, best mapping), resumable.
+//! - [`race`]: one solver under a deadline, for `mallocmuzero race`.
+
+pub mod boltzmann;
+mod dp;
+mod engine;
+pub mod evolve;
+mod features;
+pub mod gnn;
+pub mod learner;
+mod problem;
+mod race;
+mod replay;
+mod run_dir;
+
+pub use dp::{dp_assignment, knapsack, KNAPSACK_UNITS};
+pub use engine::{
+    CurvePoint, Egrl, EgrlConfig, EgrlState, Found, GenerationMetrics, RunLimits, Variant,
+};
+pub use features::{feature_width, OpGraph, KIND_BUCKETS};
+pub use problem::{Assignment, Decision, Decoded, Problem, ProblemError, Scored, Slot};
+pub use race::{race, RaceOutcome, SOLVER_NAMES};
+pub use replay::Replay;
+pub use run_dir::{RunFolder, RunInfo, Summary};
+
+/// Why an EGRL run could not go on; each names the file or the field.
+#[derive(Debug, thiserror::Error)]
+pub enum EgrlError {
+    #[error("egrl config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error("network: {0}")]
+    Candle(#[from] candle_core::Error),
+    #[error(transparent)]
+    Bin(#[from] binio::BinError),
+    #[error(transparent)]
+    Workload(#[from] bench_workloads::WorkloadError),
+    #[error(transparent)]
+    Hardware(#[from] accel_sim::HardwareError),
+    #[error("{path}: {msg}")]
+    File { path: String, msg: String },
+}
