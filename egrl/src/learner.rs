@@ -82,10 +82,13 @@ impl Adam {
         let c2 = 1.0 - BETA2.powi(self.t.min(i32::MAX as u64) as i32);
         for (i, var) in vars.iter().enumerate() {
             let Some(g) = grads.get(var) else { continue };
-            self.m[i] = ((&self.m[i] * BETA1)? + (g * (1.0 - BETA1))?)?;
-            self.v[i] = ((&self.v[i] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?;
+            // Gradients of ops on variables track their graph: without `detach` every
+            // moment would keep every earlier step's graph alive (gigabytes in a minute).
+            let g = g.detach();
+            self.m[i] = ((&self.m[i] * BETA1)? + (&g * (1.0 - BETA1))?)?.detach();
+            self.v[i] = ((&self.v[i] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?.detach();
             let step = ((&self.m[i] / c1)? / ((&self.v[i] / c2)?.sqrt()? + EPS)?)?;
-            var.set(&(var.as_tensor() - (step * self.lr)?)?)?;
+            var.set(&(var.as_tensor().detach() - (step * self.lr)?)?)?;
         }
         Ok(())
     }

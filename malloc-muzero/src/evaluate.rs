@@ -39,7 +39,7 @@ pub enum EvalError {
         program: String,
         smallest: u64,
     },
-    #[error("unknown solver `{0}` (baselines: {b}; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
+    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
     #[error("--solver muzero needs a checkpoint (a `train` run folder)")]
     NoCheckpoint,
@@ -156,6 +156,9 @@ impl Solver {
         if let Some(s) = baselines::solver(name) {
             return Ok(Solver::Baseline(s));
         }
+        if name == "egrl-dp" {
+            return Ok(Solver::Baseline(Box::new(EgrlKnapsack)));
+        }
         let player = malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name));
         player
             .map(|p| Solver::Player(p, ctx.seed))
@@ -209,6 +212,23 @@ impl Solver {
             Solver::MuZero(agent) => agent.play(program, hw)?,
             Solver::File(path) => read_mapping(path, program)?,
         })
+    }
+}
+
+/// EGRL's knapsack mapper (`egrl-dp`) as a baseline.
+struct EgrlKnapsack;
+
+impl baselines::Solver for EgrlKnapsack {
+    fn name(&self) -> &str {
+        "egrl-dp"
+    }
+    fn solve(&self, program: &Program, hw: &Hardware) -> Mapping {
+        // The penalty only shapes EGRL's search; the mapper does not read it.
+        match egrl::Problem::new(Arc::new(program.clone()), hw.clone(), 0.0) {
+            Ok(problem) => problem.decode(&egrl::dp_assignment(&problem)).mapping,
+            // One level, or nothing to place: everything stays in level 0.
+            Err(_) => Mapping::all_slow(program),
+        }
     }
 }
 
