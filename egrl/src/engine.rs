@@ -32,13 +32,15 @@ use std::time::Instant;
 
 /// Which system runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum Variant {
     /// Population and learner (`egrl`).
+    #[serde(rename = "egrl")]
     Egrl,
     /// The population alone (`egrl-ea`).
+    #[serde(rename = "egrl-ea")]
     Ea,
     /// The learner alone (`egrl-pg`).
+    #[serde(rename = "egrl-pg")]
     Pg,
 }
 
@@ -65,7 +67,7 @@ impl Variant {
 
 /// Everything that decides a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct EgrlConfig {
     pub variant: Variant,
     pub seed: u64,
@@ -120,6 +122,32 @@ impl EgrlConfig {
                 return Err(format!("{field} is 0, must be at least 1"));
             }
         }
+        // Bounds that keep a typo from asking for terabytes.
+        let at_most = [
+            ("hidden", self.hidden, 4096),
+            ("rounds", self.rounds, 64),
+            ("gnn_members", self.gnn_members, 100_000),
+            ("boltzmann_members", self.boltzmann_members, 100_000),
+            ("replay_capacity", self.replay_capacity, 10_000_000),
+            ("learner.batch", self.learner.batch, 1 << 16),
+            (
+                "learner.steps_per_generation",
+                self.learner.steps_per_generation,
+                1 << 16,
+            ),
+            (
+                "learner.rollouts_per_generation",
+                self.learner.rollouts_per_generation,
+                100_000,
+            ),
+            ("evolution.tournament", self.evolution.tournament, 100_000),
+            ("threads", self.threads, 256),
+        ];
+        for (field, v, max) in at_most {
+            if v > max {
+                return Err(format!("{field} is {v}, must be at most {max}"));
+            }
+        }
         if self.variant.evolves() && self.gnn_members + self.boltzmann_members == 0 {
             return Err("gnn_members + boltzmann_members is 0: the population is empty".into());
         }
@@ -150,6 +178,19 @@ impl EgrlConfig {
             ("violation_penalty", self.violation_penalty),
             ("learner.learning_rate", self.learner.learning_rate),
             ("learner.initial_alpha", self.learner.initial_alpha),
+            ("learner.target_entropy", self.learner.target_entropy),
+            (
+                "learner.alpha_learning_rate",
+                self.learner.alpha_learning_rate,
+            ),
+            (
+                "evolution.gnn_mutation_sigma",
+                f64::from(self.evolution.gnn_mutation_sigma),
+            ),
+            (
+                "evolution.boltzmann_mutation_sigma",
+                f64::from(self.evolution.boltzmann_mutation_sigma),
+            ),
         ];
         for (field, v) in finite {
             if !(v.is_finite() && v >= 0.0) {
@@ -426,20 +467,7 @@ impl Egrl {
         let (scores, stats) = self.pool.install(|| {
             rayon::join(
                 || score_all(&problem, &actions),
-                || -> Result<Option<StepStats>, EgrlError> {
-                    let Some(l) = learner.as_mut() else {
-                        return Ok(None);
-                    };
-                    let mut last = None;
-                    if replay.is_empty() {
-                        return Ok(None);
-                    }
-                    for _ in 0..config.learner.steps_per_generation {
-                        let batch = replay.sample(config.learner.batch, &mut learner_rng);
-                        last = Some(l.train_step(&batch)?);
-                    }
-                    Ok(last)
-                },
+                || learn(learner.as_mut(), replay, &config.learner, &mut learner_rng),
             )
         });
         let stats = stats?;
@@ -609,6 +637,28 @@ impl Egrl {
             alpha: stats.map(|s| s.alpha),
         }
     }
+}
+
+/// The learner's steps of one generation, on batches from `replay` (none while it is
+/// empty); the last step's statistics.
+fn learn(
+    learner: Option<&mut Learner>,
+    replay: &Replay,
+    config: &LearnerConfig,
+    rng: &mut StdRng,
+) -> Result<Option<StepStats>, EgrlError> {
+    let Some(learner) = learner else {
+        return Ok(None);
+    };
+    if replay.is_empty() {
+        return Ok(None);
+    }
+    let mut last = None;
+    for _ in 0..config.steps_per_generation {
+        let batch = replay.sample(config.batch, rng);
+        last = Some(learner.train_step(&batch)?);
+    }
+    Ok(last)
 }
 
 /// Decodes and simulates every action, a simulator per worker thread.

@@ -27,6 +27,7 @@ impl Member {
 
 /// The breeding knobs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct EvolutionConfig {
     /// Share of the population copied unchanged (at least one member).
     pub elite_fraction: f64,

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 /// The learner's knobs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LearnerConfig {
     pub learning_rate: f64,
     pub batch: usize,
