@@ -9,7 +9,6 @@ use crate::evaluate;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use egrl::{EgrlConfig, Problem, RunFolder, RunLimits, Variant};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -62,15 +61,7 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
         t => t,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let bar = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new_spinner()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
+    let bar = crate::train::spinner(args.json);
     crate::train::install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
     let (folder, mut search) = match &args.resume {
         Some(dir) => RunFolder::resume(dir, threads)?,

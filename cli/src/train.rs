@@ -66,15 +66,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         Some(path) => Some(read_config(path)?),
         None => None,
     };
-    let bar = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new_spinner()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
+    let bar = spinner(args.json);
     // Installed before anything is written, so no interrupt finds a half-made run.
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
@@ -121,6 +113,20 @@ pub(crate) fn read_config(path: &Path) -> Result<TrainConfig> {
 }
 
 /// The first Ctrl-C raises `stop`; the second exits at once.
+/// The progress line of a long run (hidden when the output is JSON).
+pub(crate) fn spinner(hidden: bool) -> ProgressBar {
+    let bar = if hidden {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar
+}
+
 pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar) -> Result<()> {
     ctrlc::set_handler(move || {
         if stop.swap(true, Ordering::SeqCst) {

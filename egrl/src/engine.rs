@@ -21,7 +21,9 @@ use crate::learner::{Learner, LearnerConfig, LearnerState, StepStats};
 use crate::problem::{Assignment, Problem, Scored};
 use crate::replay::Replay;
 use crate::EgrlError;
+// A seed for one purpose of one generation.
 use candle_core::Device;
+use malloc_game::seed_for as mix;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rayon::prelude::*;
@@ -292,16 +294,6 @@ struct Action {
     /// The member's index, or `None` for the actor's rollouts.
     member: Option<usize>,
     by: &'static str,
-}
-
-/// A seed for one purpose of one generation.
-fn mix(seed: u64, generation: u64, purpose: u64) -> u64 {
-    let mut x = seed
-        ^ generation.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ purpose.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    x ^= x >> 31;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^ (x >> 29)
 }
 
 const LEARNER_PURPOSE: u64 = 1 << 40;

@@ -12,15 +12,8 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// A seed for one role in one iteration, so every draw is reproducible and resumable.
-pub(super) fn seed_for(seed: u64, iteration: u64, role: u64) -> u64 {
-    let mut x = seed
-        ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ role.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    x ^= x >> 31;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^ (x >> 29)
-}
+// A seed for one role in one iteration, so every draw is reproducible and resumable.
+pub(super) use malloc_game::seed_for;
 
 /// One finished game with what the learner and the records need.
 pub struct PlayedGame {
