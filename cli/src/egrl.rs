@@ -8,7 +8,7 @@
 use crate::evaluate;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use egrl::{EgrlConfig, Problem, RunFolder, RunLimits, Variant};
+use egrl::{EgrlConfig, RunFolder, RunLimits, Variant};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -157,12 +157,6 @@ fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egr
             config.seed
         ))
     });
-    // Checked here so a bad case costs no folder.
-    Problem::new(
-        Arc::clone(&case.program),
-        case.hw.clone(),
-        config.violation_penalty,
-    )?;
     Ok(RunFolder::create(
         &dir,
         &workload,

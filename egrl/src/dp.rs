@@ -29,9 +29,10 @@ pub const MARGINAL_ROUNDS: usize = 3;
 /// for each limit on prefetching (see [`prefetch_limits`]).
 pub fn dp_assignment(problem: &Problem) -> Assignment {
     let mut sim = problem.simulator();
+    let cost = CostModel::new(problem.program(), problem.hardware());
     let mut best: Option<(f64, Assignment)> = None;
     for lowest in prefetch_limits(problem.levels()) {
-        for a in passes(problem, lowest) {
+        for a in passes(problem, &cost, lowest) {
             let latency = problem.score(&mut sim, &a).1.latency_s;
             if best.as_ref().is_none_or(|(l, _)| latency < *l) {
                 best = Some((latency, a));
@@ -54,9 +55,8 @@ fn prefetch_limits(levels: usize) -> Vec<usize> {
 
 /// The first pass (valued against all-slow) and the [`MARGINAL_ROUNDS`] after it, with
 /// prefetches into levels below `limit` only.
-fn passes(problem: &Problem, limit: usize) -> Vec<Assignment> {
+fn passes(problem: &Problem, cost: &CostModel, limit: usize) -> Vec<Assignment> {
     let decisions = problem.decisions();
-    let cost = CostModel::new(problem.program(), problem.hardware());
     let allowed = |d: usize, level: usize| decisions[d].slot == Slot::A || level < limit;
     let all_slow_value = |d: usize, level: usize| -> f64 {
         if !allowed(d, level) {
@@ -73,7 +73,7 @@ fn passes(problem: &Problem, limit: usize) -> Vec<Assignment> {
         let mapping = problem
             .decode(out.last().expect("one pass at least"))
             .mapping;
-        let state = CostState::from_mapping(&cost, &mapping);
+        let state = CostState::from_mapping(cost, &mapping);
         let marginal = |d: usize, level: usize| -> f64 {
             if !allowed(d, level) {
                 return 0.0;

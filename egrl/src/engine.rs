@@ -324,8 +324,7 @@ impl Egrl {
         }
         let learner = if config.variant.learns() {
             let mut rng = StdRng::seed_from_u64(mix(config.seed, 0, LEARNER_PURPOSE));
-            let graph = graph_of(&problem)?;
-            Some(Learner::new(shape, graph, config.learner.clone(), &mut rng)?.state()?)
+            Some(LearnerState::fresh(shape, &config.learner, &mut rng))
         } else {
             None
         };

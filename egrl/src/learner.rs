@@ -143,6 +143,26 @@ pub struct LearnerState {
     pub steps: u64,
 }
 
+impl LearnerState {
+    /// The state of a learner that has not trained: random networks, no Adam moments.
+    pub fn fresh(shape: GnnShape, config: &LearnerConfig, rng: &mut impl Rng) -> LearnerState {
+        let no_moments = AdamState {
+            m: vec![],
+            v: vec![],
+            t: 0,
+        };
+        LearnerState {
+            actor: shape.init(rng),
+            critic: shape.init(rng),
+            critic_bias: 0.0,
+            actor_adam: no_moments.clone(),
+            critic_adam: no_moments,
+            log_alpha: config.initial_alpha.max(1e-12).ln(),
+            steps: 0,
+        }
+    }
+}
+
 /// What one gradient step measured.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StepStats {
@@ -174,23 +194,7 @@ impl Learner {
         config: LearnerConfig,
         rng: &mut impl Rng,
     ) -> Result<Learner> {
-        let state = LearnerState {
-            actor: shape.init(rng),
-            critic: shape.init(rng),
-            critic_bias: 0.0,
-            actor_adam: AdamState {
-                m: vec![],
-                v: vec![],
-                t: 0,
-            },
-            critic_adam: AdamState {
-                m: vec![],
-                v: vec![],
-                t: 0,
-            },
-            log_alpha: config.initial_alpha.max(1e-12).ln(),
-            steps: 0,
-        };
+        let state = LearnerState::fresh(shape, &config, rng);
         Learner::restore(shape, graph, config, &state)
     }
 

@@ -66,6 +66,13 @@ impl RunFolder {
                 "a run is already here: resume it (--resume) or choose another folder",
             ));
         }
+        // Built first, so a case or config the search refuses leaves no folder behind.
+        let problem = Arc::new(Problem::new(
+            Arc::clone(&program),
+            hw.clone(),
+            config.violation_penalty,
+        )?);
+        let egrl = Egrl::new(problem, config.clone())?;
         std::fs::create_dir_all(root.join("best"))
             .map_err(|e| file_error(root, &format!("cannot create: {e}")))?;
         let info = RunInfo {
@@ -79,8 +86,6 @@ impl RunFolder {
         let text = bench_workloads::json::to_json(&program, None);
         binio::write_bytes_atomic(&root.join("program.json"), text.as_bytes())?;
         write_json(&root.join("run.json"), &info)?;
-        let problem = Arc::new(Problem::new(program, hw, config.violation_penalty)?);
-        let egrl = Egrl::new(problem, config)?;
         let folder = RunFolder {
             root: root.to_path_buf(),
             workload: workload.to_string(),
