@@ -424,6 +424,59 @@ impl Program {
     pub fn peak_live_bytes(&self) -> u64 {
         self.live_bytes().into_iter().max().unwrap_or(0)
     }
+    /// The ops `ops.start..ops.end` as a program of their own (a cut of a workload, small
+    /// enough to solve exactly). A buffer the window touches keeps its name and size; one
+    /// made before the window and read in it becomes an input (weights stay weights), and
+    /// one made in the window and read after it, or a program output, becomes an output,
+    /// since the rest of the program needs it back in level 0.
+    pub fn window(&self, ops: std::ops::Range<OpId>) -> Result<Program, ProgramError> {
+        let ops = ops.start.min(self.len())..ops.end.min(self.len());
+        let mut index: Vec<Option<BufferId>> = vec![None; self.buffers.len()];
+        let mut buffers = Vec::new();
+        let mut cut_ops = Vec::with_capacity(ops.len());
+        for t in ops.clone() {
+            let op = &self.ops[t];
+            let mut renumber = |list: &[BufferId]| -> Vec<BufferId> {
+                list.iter()
+                    .map(|&b| {
+                        *index[b].get_or_insert_with(|| {
+                            buffers.push(self.window_buffer(b, &ops));
+                            buffers.len() - 1
+                        })
+                    })
+                    .collect()
+            };
+            let reads = renumber(&op.reads);
+            let writes = renumber(&op.writes);
+            cut_ops.push(Op {
+                reads,
+                writes,
+                ..op.clone()
+            });
+        }
+        let name = format!("{}@{}..{}", self.name, ops.start, ops.end);
+        let description = format!("ops {}..{} of {}", ops.start, ops.end, self.name);
+        Program::new(name, description, buffers, cut_ops)
+    }
+
+    /// Buffer `b` as the window `ops` sees it.
+    fn window_buffer(&self, b: BufferId, ops: &std::ops::Range<OpId>) -> Buffer {
+        let buf = &self.buffers[b];
+        let made_before = self.def[b].is_none_or(|d| d < ops.start);
+        let read_after = self.uses[b].last().is_some_and(|&u| u >= ops.end);
+        let kind = match buf.kind {
+            BufferKind::Weight => BufferKind::Weight,
+            _ if made_before => BufferKind::Input,
+            BufferKind::Output => BufferKind::Output,
+            _ if read_after => BufferKind::Output,
+            _ => BufferKind::Activation,
+        };
+        Buffer {
+            kind,
+            ..buf.clone()
+        }
+    }
+
     /// A stable 64-bit FNV-1a hash of the program's contents (names, sizes, kinds, ops),
     /// used by saved games to detect a changed workload.
     pub fn content_hash(&self) -> u64 {
@@ -488,6 +541,32 @@ mod tests {
             reads: reads.to_vec(),
             writes: writes.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_window_turns_what_crosses_its_edges_into_inputs_and_outputs() {
+        let p = crate::fixtures::three_ops("p", 8, 1.0);
+        // op1 alone: `a` comes from before (input), `b` is read after (output).
+        let w = p.window(1..2).unwrap();
+        assert_eq!(w.name(), "p@1..2");
+        assert_eq!(w.len(), 1);
+        let kinds: Vec<(&str, BufferKind)> = w
+            .buffers()
+            .iter()
+            .map(|b| (b.name.as_str(), b.kind))
+            .collect();
+        assert_eq!(kinds, [("a", BufferKind::Input), ("b", BufferKind::Output)]);
+        // ops 1..3: `w` stays a weight, `b` is made and used inside, `y` stays an output.
+        let w = p.window(1..3).unwrap();
+        let kind = |n: &str| w.buffers().iter().find(|b| b.name == n).unwrap().kind;
+        assert_eq!(kind("w"), BufferKind::Weight);
+        assert_eq!(kind("b"), BufferKind::Activation);
+        assert_eq!(kind("y"), BufferKind::Output);
+        assert_eq!(w.op(1).reads.len(), 2);
+        // The whole program is itself; an empty window is an error.
+        assert_eq!(p.window(0..3).unwrap().buffers(), p.buffers());
+        assert_eq!(p.window(2..2), Err(ProgramError::NoOps));
+        assert_eq!(p.window(5..9), Err(ProgramError::NoOps));
     }
 
     #[test]

@@ -28,9 +28,10 @@ pub struct EvaluateArgs {
     /// Every case of the benchmark suite (each with its own hardware and capacity).
     #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity", "mapping"])]
     pub suite: bool,
-    /// Solvers to run (repeat the flag): baselines (all-slow, xla, greedy-size), game
-    /// players (random, greedy, beam, beam:W, xla-game), and muzero (with --checkpoint).
-    /// Default: all-slow, xla, greedy-size, greedy, beam.
+    /// Solvers to run (repeat the flag): baselines (all-slow, xla, xla-repack,
+    /// greedy-size, egrl-dp), exact (the cost model's proven optimum; gives every row its
+    /// gap to it), game players (random, greedy, beam, beam:W, xla-game), and muzero (with
+    /// --checkpoint). Default: all-slow, xla, greedy-size, greedy, beam.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     /// Seed of the game players.
@@ -48,6 +49,8 @@ pub struct EvaluateArgs {
     /// A mapping file (JSON, `mallocmuzero-mapping`) to evaluate beside the solvers.
     #[arg(long)]
     pub mapping: Option<PathBuf>,
+    #[command(flatten)]
+    pub exact: ExactArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -68,6 +71,7 @@ impl Default for EvaluateArgs {
             simulations: None,
             game: crate::play::GameArgs::default(),
             mapping: None,
+            exact: ExactArgs::default(),
             json: false,
         }
     }
@@ -83,6 +87,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         seed: args.seed,
         checkpoint: args.checkpoint.clone(),
         simulations: args.simulations,
+        exact: args.exact.config(),
     };
     let mut solvers = Solver::all_named(&args.solvers, &ctx)?;
     if let Some(path) = &args.mapping {
@@ -140,6 +145,44 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
     Ok(())
 }
 
+/// The exact solver's limits.
+#[derive(Args, Clone, Debug)]
+pub struct ExactArgs {
+    /// Seconds the exact solver (`--solver exact`) gets to prove its optimum; past them
+    /// it returns its best mapping and the gap it proved.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::positive_seconds)]
+    pub exact_seconds: f64,
+    /// Stop the exact solver once within this relative gap of its bound (0.01 = 1%; 0:
+    /// prove the optimum).
+    #[arg(long, default_value_t = 0.0, value_parser = gap_fraction)]
+    pub exact_gap: f64,
+}
+
+impl Default for ExactArgs {
+    fn default() -> Self {
+        ExactArgs {
+            exact_seconds: 60.0,
+            exact_gap: 0.0,
+        }
+    }
+}
+
+impl ExactArgs {
+    pub fn config(&self) -> exact::ExactConfig {
+        exact::ExactConfig {
+            seconds: self.exact_seconds,
+            relative_gap: self.exact_gap,
+        }
+    }
+}
+
+fn gap_fraction(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(g) if (0.0..1.0).contains(&g) => Ok(g),
+        _ => Err(format!("expected a fraction in [0, 1), got `{text}`")),
+    }
+}
+
 /// The case named by `--workload`, `--hw` and `--fast-capacity`.
 pub fn single_case(args: &CaseArgs) -> Result<Case> {
     Ok(Case::named(
@@ -151,7 +194,16 @@ pub fn single_case(args: &CaseArgs) -> Result<Case> {
 
 fn print_table(rows: &[Row]) {
     use accel_sim::format_size;
-    println!(
+    let known = rows.iter().any(|r| r.gap_to_optimum.is_some());
+    let opt = |r: &Row| match (known, r.gap_to_optimum, r.sim_gap_to_optimum) {
+        (false, _, _) => String::new(),
+        (true, g, s) => format!(
+            " {:>8} {:>8}",
+            g.map_or("-".into(), percent),
+            s.map_or("-".into(), percent)
+        ),
+    };
+    print!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
         "workload",
         "hardware",
@@ -164,6 +216,10 @@ fn print_table(rows: &[Row]) {
         "fast used",
         "solve ms"
     );
+    if known {
+        print!(" {:>8} {:>8}", "opt mdl", "opt sim");
+    }
+    println!();
     let mut last_case = String::new();
     for r in rows {
         let case = format!("{} {}", r.workload, r.hardware);
@@ -175,7 +231,7 @@ fn print_table(rows: &[Row]) {
             v.map_or("-".to_string(), |x| format!("{:.*}", prec, x * scale))
         };
         println!(
-            "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}",
+            "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}{}",
             r.workload,
             r.hardware,
             format_size(r.fast_capacity_bytes),
@@ -187,12 +243,45 @@ fn print_table(rows: &[Row]) {
                 .map_or("-".into(), |g| format!("+{:.1}%", g * 100.0)),
             r.fast_bytes_used.map_or("-".into(), format_size),
             r.solve_s * 1e3,
+            opt(r),
         );
         if let Some(e) = &r.error {
             println!("    invalid mapping: {e}");
+        }
+        if let Some(p) = &r.proof {
+            println!("    {}", proof_line(p));
         }
     }
     println!(
         "\n`vs bound`: each solver's gap to the physical limit (fastest level unbounded, copies free)."
     );
+    if known {
+        println!("`opt mdl`, `opt sim`: each solver's gap to the proven cost-model optimum, in cost-model and in simulated latency (the optimal mapping's; `-` without a solve: the optimum is the checked-in one of a small case).");
+    }
+}
+
+fn percent(g: f64) -> String {
+    format!("{:+.2}%", g * 100.0)
+}
+
+/// What the exact solver proved, in words.
+pub fn proof_line(p: &malloc_muzero::evaluate::Proof) -> String {
+    let bound = format!(
+        "lower bound {:.2} us; {} candidate holds, {} models solved",
+        p.lower_bound_s * 1e6,
+        p.candidates,
+        p.rounds
+    );
+    if p.optimal {
+        format!("exact: optimal for the cost model ({bound})")
+    } else {
+        format!(
+            "exact: not proven optimal ({}): within {:.2}% of the optimum ({bound})",
+            match p.status {
+                exact::Status::GapReached => "gap reached",
+                _ => "time limit",
+            },
+            p.gap * 100.0
+        )
+    }
 }

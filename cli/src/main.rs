@@ -40,6 +40,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Cut ops `A..B` of a workload out as a program file of its own (every command also
+    /// takes `--workload W@A..B` directly).
+    Cut {
+        /// A built-in workload name or a program file.
+        #[arg(long)]
+        workload: String,
+        /// The ops to keep, `A..B` (half-open), or `..B` for the first B.
+        #[arg(long)]
+        ops: String,
+        /// The program file to write (JSON, the workload format).
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
     /// Run solvers on workloads, validate and simulate their mappings, print a table.
     Evaluate(evaluate::EvaluateArgs),
     /// Throughput figures of the simulator, the cost model and the game.
@@ -68,6 +81,7 @@ fn main() {
         Some(Command::Workloads { json }) => workloads(json),
         Some(Command::Hardware { json }) => hardware(json),
         Some(Command::Suite { json }) => suite(json),
+        Some(Command::Cut { workload, ops, out }) => cut(&workload, &ops, &out),
         Some(Command::Evaluate(args)) => evaluate::run(&args),
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Play(args)) => play::run_play(&args),
@@ -94,6 +108,26 @@ fn one_line(e: &anyhow::Error) -> String {
         }
     }
     msg
+}
+
+fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
+    let ops = if ops.starts_with("..") {
+        format!("0{ops}")
+    } else {
+        ops.to_string()
+    };
+    let program = bench_workloads::load(&format!("{workload}@{ops}"))?;
+    let text = bench_workloads::json::to_json(&program, None);
+    binio::write_bytes_atomic(out, text.as_bytes())
+        .with_context(|| format!("{}", out.display()))?;
+    println!(
+        "{}: {} ops, {} buffers -> {}",
+        program.name(),
+        program.len(),
+        program.buffers().len(),
+        out.display()
+    );
+    Ok(())
 }
 
 fn workloads(json: bool) -> Result<()> {

@@ -28,7 +28,7 @@ pub struct RaceArgs {
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
     /// Solvers (repeat the flag; default all): xla, xla-repack, greedy-size, beam,
-    /// local-search, random, muzero, egrl, egrl-ea, egrl-pg, egrl-dp.
+    /// local-search, random, muzero, egrl, egrl-ea, egrl-pg, egrl-dp, exact.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -127,6 +127,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             write_saved(args, &saved)?;
             results.push(r);
         }
+        race::fill_gaps(&mut results);
         if let Some(dir) = &case_dir {
             write_svg(case, &results, args.seconds, dir)?;
         }
@@ -280,18 +281,28 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
 }
 
 fn print_table(results: &[RaceResult]) {
-    println!(
+    let known = results.iter().any(|r| r.gap_to_optimum.is_some());
+    print!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
         "workload", "hardware", "solver", "best (us)", "vs xla", "improvements"
     );
+    if known {
+        print!(" {:>8} {:>8}", "opt mdl", "opt sim");
+    }
+    println!();
     let mut xla = None;
     for r in results {
         let l = r.best_latency_s;
         if r.solver == "xla" {
             xla = l;
         }
+        let opt = match (r.gap_to_optimum, r.sim_gap_to_optimum) {
+            _ if !known => String::new(),
+            (Some(g), Some(s)) => format!(" {:>+7.2}% {:>+7.2}%", g * 100.0, s * 100.0),
+            _ => format!(" {:>8} {:>8}", "-", "-"),
+        };
         println!(
-            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
+            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}{opt}",
             r.workload,
             r.hardware,
             r.solver,
@@ -302,5 +313,11 @@ fn print_table(results: &[RaceResult]) {
             },
             r.curve.len(),
         );
+        if let Some(p) = &r.proof {
+            println!("    {}", crate::evaluate::proof_line(p));
+        }
+    }
+    if known {
+        println!("\n`opt mdl`, `opt sim`: gap to the proven cost-model optimum, in cost-model and in simulated latency (the optimal mapping's).");
     }
 }

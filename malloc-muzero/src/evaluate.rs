@@ -39,7 +39,7 @@ pub enum EvalError {
         program: String,
         smallest: u64,
     },
-    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
+    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp, exact; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
     #[error("--solver muzero needs a checkpoint (a `train` run folder)")]
     NoCheckpoint,
@@ -52,6 +52,8 @@ pub enum EvalError {
     /// A mapping file that could not be read or parsed (the message names the file).
     #[error("{0}")]
     MappingRead(String),
+    #[error("exact solver: {0}")]
+    Exact(#[from] exact::ExactError),
     #[error("the {solver} baseline produced an invalid mapping (a bug): {msg}")]
     BaselineInvalid { solver: String, msg: String },
 }
@@ -132,6 +134,8 @@ pub struct SolverContext {
     pub checkpoint: Option<PathBuf>,
     /// Search simulations per move of `muzero` (default: the run's evaluation setting).
     pub simulations: Option<usize>,
+    /// The `exact` solver's time limit and gap tolerance.
+    pub exact: exact::ExactConfig,
 }
 
 /// A named way to get a mapping.
@@ -143,6 +147,8 @@ pub enum Solver {
     MuZero(Box<Agent>),
     /// A mapping file, resolved against each case's program by buffer name.
     File(PathBuf),
+    /// The exact solver: its rows carry what it proved.
+    Exact(exact::Exact),
 }
 
 impl Solver {
@@ -158,6 +164,11 @@ impl Solver {
         }
         if name == "egrl-dp" {
             return Ok(Solver::Baseline(Box::new(EgrlKnapsack)));
+        }
+        if name == "exact" {
+            return Ok(Solver::Exact(exact::Exact {
+                config: ctx.exact.clone(),
+            }));
         }
         let player = malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name));
         player
@@ -185,6 +196,7 @@ impl Solver {
             Solver::Player(p, _) => p.name(),
             Solver::MuZero(_) => "muzero".to_string(),
             Solver::File(path) => format!("file:{}", path.display()),
+            Solver::Exact(_) => "exact".to_string(),
         }
     }
 
@@ -211,6 +223,7 @@ impl Solver {
             }
             Solver::MuZero(agent) => agent.play(program, hw)?,
             Solver::File(path) => read_mapping(path, program)?,
+            Solver::Exact(e) => e.solve_proven(program, hw)?.mapping,
         })
     }
 }
@@ -266,6 +279,78 @@ pub struct Row {
     /// The validator's message when `valid` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the exact solver proved (its rows only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
+    /// Where the cost-model optimum is known (the exact solver proved it on this case):
+    /// `proxy_latency / optimum - 1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_to_optimum: Option<f64>,
+    /// The same in simulated latency, against the optimal mapping's simulated latency (a
+    /// cost-model optimum, so other mappings may simulate faster: the gap can be < 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_gap_to_optimum: Option<f64>,
+}
+
+/// What the exact solver proved on a case.
+#[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct Proof {
+    /// The mapping is the cost model's optimum.
+    pub optimal: bool,
+    /// `optimal`, `gap-reached` or `time-limit`.
+    pub status: exact::Status,
+    /// No mapping's cost-model latency is lower, seconds.
+    pub lower_bound_s: f64,
+    /// `(cost-model latency - lower bound) / cost-model latency`.
+    pub gap: f64,
+    /// Candidate holds in the model, and models solved.
+    pub candidates: usize,
+    pub rounds: usize,
+}
+
+impl Proof {
+    pub fn of(s: &exact::ExactSolution) -> Proof {
+        Proof {
+            optimal: s.optimal(),
+            status: s.status,
+            lower_bound_s: s.lower_bound_s,
+            gap: s.gap,
+            candidates: s.candidates,
+            rounds: s.rounds,
+        }
+    }
+}
+
+/// The optimum's cost-model and simulated latency, from a row whose proof says optimal.
+pub fn proven_optimum(rows: &[Row]) -> Option<(f64, f64)> {
+    rows.iter()
+        .filter(|r| r.valid && r.proof.as_ref().is_some_and(|p| p.optimal))
+        .find_map(|r| Some((r.proxy_latency_s?, r.latency_s?)))
+}
+
+/// Fills every valid row's gap to the optimum, where one of `rows` proved it; else, on a
+/// small case with a checked-in optimum ([`known_optimum`]), the cost-model gap alone.
+pub fn fill_gaps(rows: &mut [Row], case: &Case) {
+    if let Some((model, sim)) = proven_optimum(rows) {
+        for r in rows.iter_mut().filter(|r| r.valid) {
+            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
+            r.sim_gap_to_optimum = r.latency_s.map(|l| l / sim - 1.0);
+        }
+    } else if let Some(model) = known_optimum(case) {
+        for r in rows.iter_mut().filter(|r| r.valid) {
+            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
+        }
+    }
+}
+
+/// The checked-in cost-model optimum of `case`, if it is one of the small cases
+/// (`bench_workloads::small`): same program, same hardware.
+pub fn known_optimum(case: &Case) -> Option<f64> {
+    let c = bench_workloads::small::cases()
+        .into_iter()
+        .find(|c| c.workload == case.program.name() && c.hardware() == case.hw)?;
+    let program = bench_workloads::load(c.workload).ok()?;
+    (program == *case.program).then_some(c.optimum_s)
 }
 
 /// The standalone xla solver's simulated latency: every speedup is measured against it.
@@ -340,6 +425,9 @@ impl<'a> CaseScorer<'a> {
             fast_bytes_used: None,
             solve_s,
             error: None,
+            proof: None,
+            gap_to_optimum: None,
+            sim_gap_to_optimum: None,
         };
         match mapping.validate(program, hw) {
             Ok(stats) => {
@@ -385,6 +473,13 @@ pub fn evaluate_case(
                 let (mapping, solve_s) = (scorer.xla_mapping.clone(), scorer.xla_solve_s);
                 scorer.row(name, &mapping, solve_s)
             }
+            Solver::Exact(e) => {
+                let t0 = Instant::now();
+                let solution = e.solve_proven(&case.program, &case.hw)?;
+                let mut row = scorer.row(name, &solution.mapping, t0.elapsed().as_secs_f64());
+                row.proof = Some(Proof::of(&solution));
+                row
+            }
             _ => {
                 let t0 = Instant::now();
                 let mapping = solver.solve_with_progress(case, options, &mut |done, total| {
@@ -396,6 +491,7 @@ pub fn evaluate_case(
         progress(EvalProgress::Solved(&row));
         rows.push(row);
     }
+    fill_gaps(&mut rows, case);
     Ok(rows)
 }
 
@@ -438,6 +534,25 @@ mod tests {
             Err(EvalError::NoCheckpoint)
         ));
         assert_eq!(Solver::named("xla-game", &ctx).unwrap().name(), "xla-game");
+    }
+
+    #[test]
+    fn a_small_case_gets_its_checked_in_optimum_without_a_solve() {
+        let c = &bench_workloads::small::cases()[1];
+        let cap = c.fast_capacity.to_string();
+        let case = Case::named(Some(c.workload), Some(c.hardware), Some(&cap)).unwrap();
+        let solvers = Solver::all_named(&["xla".into()], &SolverContext::default()).unwrap();
+        let rows = evaluate_case(&case, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
+        let xla = &rows[0];
+        let want = xla.proxy_latency_s.unwrap() / c.optimum_s - 1.0;
+        assert!((xla.gap_to_optimum.unwrap() - want).abs() < 1e-12);
+        assert!(want >= 0.0);
+        // The simulated gap needs the optimal mapping, which only a solve gives.
+        assert_eq!(xla.sim_gap_to_optimum, None);
+        // Another capacity is another case: no optimum known.
+        let other = Case::named(Some(c.workload), Some(c.hardware), Some("1MiB")).unwrap();
+        let rows = evaluate_case(&other, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(rows[0].gap_to_optimum, None);
     }
 
     #[test]

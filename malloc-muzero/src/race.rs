@@ -6,10 +6,11 @@
 //! [`malloc_game::anytime`]) and `muzero` (a training run, from scratch or continuing a run
 //! folder, whose best counts only the agent's own games), and EGRL's solvers (`egrl`,
 //! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
-//! crate). Every result is the solver's best mapping validated and simulated here, by the
+//! crate), and `exact` (the MIP solver, which proves its optimum where it can; its proof
+//! gives every result of the case its gap to the optimum). Every result is the solver's best mapping validated and simulated here, by the
 //! same simulator for all.
 
-use crate::evaluate::{Case, EvalError};
+use crate::evaluate::{Case, EvalError, Proof};
 use crate::train::{Limits, TrainConfig, TrainError, Trainer};
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
@@ -33,6 +34,7 @@ pub const RACE_SOLVERS: &[&str] = &[
     "egrl-ea",
     "egrl-pg",
     "egrl-dp",
+    "exact",
 ];
 
 /// Why a race could not run.
@@ -94,6 +96,44 @@ pub struct RaceResult {
     /// best_latency_s]` at each improvement.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evaluations_curve: Vec<(u64, f64)>,
+    /// The best mapping's cost-model latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_latency_s: Option<f64>,
+    /// What the exact solver proved (its results only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
+    /// Gaps to the cost-model optimum where a result of the same case proved it (as in
+    /// [`crate::evaluate::Row`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_to_optimum: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_gap_to_optimum: Option<f64>,
+}
+
+/// Fills each valid result's gap to the optimum where a result of the same case (workload
+/// and hardware) proved it.
+pub fn fill_gaps(results: &mut [RaceResult]) {
+    let optima: Vec<(String, String, f64, f64)> = results
+        .iter()
+        .filter(|r| r.valid && r.proof.as_ref().is_some_and(|p| p.optimal))
+        .filter_map(|r| {
+            Some((
+                r.workload.clone(),
+                r.hardware.clone(),
+                r.proxy_latency_s?,
+                r.best_latency_s?,
+            ))
+        })
+        .collect();
+    for r in results.iter_mut().filter(|r| r.valid) {
+        if let Some((_, _, model, sim)) = optima
+            .iter()
+            .find(|o| o.0 == r.workload && o.1 == r.hardware)
+        {
+            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
+            r.sim_gap_to_optimum = r.best_latency_s.map(|l| l / sim - 1.0);
+        }
+    }
 }
 
 /// Checks solver names before any solver runs, so a typo costs no budget.
@@ -116,7 +156,21 @@ pub fn race_case(
 ) -> Result<RaceResult, RaceError> {
     let t0 = Instant::now();
     let mut evaluations_curve = Vec::new();
+    let mut proof = None;
     let (curve, mapping, run_dir) = match name {
+        "exact" => {
+            let exact = exact::Exact {
+                config: exact::ExactConfig {
+                    seconds: config.seconds,
+                    relative_gap: 0.0,
+                },
+            };
+            let solution = exact
+                .solve_proven(&case.program, &case.hw)
+                .map_err(EvalError::from)?;
+            proof = Some(Proof::of(&solution));
+            (vec![], Some(solution.mapping), None)
+        }
         "xla" | "xla-repack" | "greedy-size" => {
             let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let m = solver.solve(&case.program, &case.hw);
@@ -185,6 +239,10 @@ pub fn race_case(
         mapping: None,
         run_dir,
         evaluations_curve,
+        proxy_latency_s: None,
+        proof,
+        gap_to_optimum: None,
+        sim_gap_to_optimum: None,
     };
     if let Some(m) = mapping {
         if m.validate(&case.program, &case.hw).is_ok() {
@@ -193,6 +251,8 @@ pub fn race_case(
                 .latency_s;
             result.valid = true;
             result.best_latency_s = Some(latency);
+            result.proxy_latency_s =
+                Some(accel_sim::CostModel::new(&case.program, &case.hw).latency(&m));
             if result.curve.is_empty() {
                 // An instant solver: one point, when it finished.
                 result.curve.push((t0.elapsed().as_secs_f64(), latency));

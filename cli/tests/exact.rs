@@ -1,0 +1,161 @@
+//! `evaluate --solver exact`, `race --solver exact` and workload windows, end to end.
+
+mod common;
+use common::run;
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The done-when of the exact solver: a valid mapping, `"optimal": true`, and no
+/// solver's cost-model latency below it; every row carries its gap to the optimum.
+#[test]
+fn evaluate_exact_proves_a_small_case_and_gives_every_row_its_gap() {
+    let c = &bench_workloads::small::cases()[0];
+    let cap = c.fast_capacity.to_string();
+    let v = json(&[
+        "evaluate",
+        "--workload",
+        c.workload,
+        "--hw",
+        c.hardware,
+        "--fast-capacity",
+        &cap,
+        "--solver",
+        "xla",
+        "--solver",
+        "greedy-size",
+        "--solver",
+        "beam:8",
+        "--solver",
+        "exact",
+        "--json",
+    ]);
+    let rows = v["results"].as_array().unwrap();
+    let exact = rows.iter().find(|r| r["solver"] == "exact").unwrap();
+    assert_eq!(exact["valid"], true);
+    assert_eq!(exact["proof"]["optimal"], true, "{exact}");
+    assert_eq!(exact["proof"]["status"], "optimal");
+    let optimum = exact["proxy_latency_s"].as_f64().unwrap();
+    assert!((optimum - c.optimum_s).abs() <= 1e-9 * c.optimum_s);
+    for r in rows {
+        let model = r["proxy_latency_s"].as_f64().unwrap();
+        assert!(model >= optimum * (1.0 - 1e-9), "{r}");
+        let gap = r["gap_to_optimum"].as_f64().unwrap();
+        assert!((gap - (model / optimum - 1.0)).abs() < 1e-9);
+        assert!(r["sim_gap_to_optimum"].is_f64());
+    }
+    // The table says it in words.
+    let (code, out, err) = run(&[
+        "evaluate",
+        "--workload",
+        c.workload,
+        "--hw",
+        c.hardware,
+        "--fast-capacity",
+        &cap,
+        "--solver",
+        "exact",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("exact: optimal for the cost model"), "{out}");
+    assert!(out.contains("opt mdl"), "{out}");
+}
+
+#[test]
+fn a_time_limit_too_short_to_prove_still_returns_a_valid_mapping_and_its_gap() {
+    // A nanosecond is over before the first model is built: the answer is the best of
+    // the mappings the solve starts from (xla's, greedy-size's), with no proof.
+    let v = json(&[
+        "evaluate",
+        "--workload",
+        "random-dag",
+        "--solver",
+        "exact",
+        "--exact-seconds",
+        "1e-9",
+        "--json",
+    ]);
+    let r = &v["results"][0];
+    assert_eq!(r["valid"], true);
+    assert_eq!(r["proof"]["optimal"], false, "{r}");
+    assert_eq!(r["proof"]["status"], "time-limit");
+    assert!(r["proof"]["gap"].as_f64().unwrap() > 0.0);
+    assert!(r.get("gap_to_optimum").is_none());
+}
+
+#[test]
+fn race_exact_fills_the_gap_column() {
+    let c = &bench_workloads::small::cases()[1];
+    let cap = c.fast_capacity.to_string();
+    let v = json(&[
+        "race",
+        "--workload",
+        c.workload,
+        "--hw",
+        c.hardware,
+        "--fast-capacity",
+        &cap,
+        "--seconds",
+        "1",
+        "--threads",
+        "1",
+        "--solver",
+        "xla",
+        "--solver",
+        "local-search",
+        "--solver",
+        "exact",
+        "--json",
+    ]);
+    for r in v["results"].as_array().unwrap() {
+        assert!(r["gap_to_optimum"].as_f64().unwrap() >= -1e-9, "{r}");
+    }
+}
+
+#[test]
+fn bad_exact_flags_and_windows_are_one_line_errors() {
+    // Flag values are refused by clap: its error line names the flag (a hint follows).
+    for (args, flag) in [
+        (
+            &["evaluate", "--solver", "exact", "--exact-gap", "1.5"][..],
+            "--exact-gap",
+        ),
+        (
+            &["evaluate", "--solver", "exact", "--exact-seconds", "0"],
+            "--exact-seconds",
+        ),
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.lines().next().unwrap().contains(flag),
+            "{args:?}: {err}"
+        );
+    }
+    for spec in ["resnet50@40..10", "resnet50@0..100000", "resnet50@x..3"] {
+        let (code, _, err) = run(&["evaluate", "--workload", spec, "--solver", "xla"]);
+        assert_eq!(code, 2, "{spec}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{spec}: {err}");
+        assert!(err.contains(spec) && err.contains("window"), "{err}");
+    }
+}
+
+#[test]
+fn cut_writes_a_window_as_a_program_file_that_loads_as_the_same_program() {
+    let dir = std::env::temp_dir().join(format!("mmz-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("cut.json");
+    let o = out.to_str().unwrap();
+    let (code, _, err) = run(&["cut", "--workload", "resnet50", "--ops", "..20", "--out", o]);
+    assert_eq!(code, 0, "{err}");
+    let from_file = bench_workloads::load(o).unwrap();
+    let direct = bench_workloads::load("resnet50@0..20").unwrap();
+    assert_eq!(from_file.buffers(), direct.buffers());
+    assert_eq!(from_file.ops(), direct.ops());
+    let (code, _, err) = run(&["cut", "--workload", "resnet50", "--ops", "5..", "--out", o]);
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,53 @@
+//! exact: the cost model's optimum of a mapping problem, where it can be proven.
+//!
+//! A mixed-integer program over the mapping's decisions (docs/exact.md): for each buffer,
+//! level 0 or one of its candidate holds per fast level (defined there, or prefetched, each
+//! with its interval), an offset for each hold, time x address non-overlap by disjunctive
+//! constraints, capacity, and each op's latency `max(compute, memory traffic)` made linear
+//! with one variable per op; it minimises the cost model's latency. Solved by HiGHS
+//! (feature `highs`, default) through `good_lp`, or by the pure-Rust microlp (feature
+//! `microlp`, small programs only, no time limit).
+//!
+//! - [`solve`]: the optimum (or the best mapping found and a proven lower bound) within
+//!   an [`ExactConfig`]'s time limit and gap tolerance, as an [`ExactSolution`].
+//! - [`Exact`]: the solver as a baseline, started from the xla and greedy-size mappings.
+
+mod candidates;
+mod model;
+mod packing;
+mod solve;
+
+pub use model::MipError;
+pub use solve::{solve, ExactConfig, ExactError, ExactSolution, Status};
+
+use accel_sim::{Hardware, Program};
+use malloc_game::baselines::{self, Solver as _};
+
+/// The MIP solver this build uses.
+pub const BACKEND: &str = if cfg!(feature = "highs") {
+    "highs"
+} else {
+    "microlp"
+};
+
+/// The exact solver as a baseline: [`solve`] started from the xla and greedy-size
+/// mappings, so it never returns worse than either.
+#[derive(Clone, Debug, Default)]
+pub struct Exact {
+    pub config: ExactConfig,
+}
+
+impl Exact {
+    /// The solve with its proof.
+    pub fn solve_proven(
+        &self,
+        program: &Program,
+        hw: &Hardware,
+    ) -> Result<ExactSolution, ExactError> {
+        let known = [
+            baselines::Xla::default().solve(program, hw),
+            baselines::GreedySize.solve(program, hw),
+        ];
+        solve(program, hw, &self.config, &known)
+    }
+}

@@ -1,0 +1,406 @@
+//! The solve: the model without offsets first, then offsets lazily (docs/exact.md).
+//!
+//! Each round solves the model with the disjunctions added so far, which is a relaxation
+//! of the whole one: its bound is a bound on every mapping. If the holds it takes can be
+//! given offsets, that mapping costs what the model says and, the round being solved to
+//! optimality, is optimal. Offsets come from first fit, then from the model's own offsets
+//! when it already keeps every pair of those holds apart, then from a search for offsets
+//! alone with those holds fixed (a far smaller problem). If none places them, what first
+//! fit can place of them is kept as a valid mapping, the disjunctions of every pair of
+//! holds taken so far that meet in time join the model, and it is solved again.
+
+use crate::candidates::{self, Candidate};
+use crate::model::{MipError, MipLimits, Model, Pair, Start};
+use crate::packing;
+use accel_sim::{BufferPlacement, CostModel, Hardware, Mapping, Program};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+/// The solver's limits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExactConfig {
+    /// Wall-clock seconds for the whole solve.
+    pub seconds: f64,
+    /// Stop once the best mapping is within this fraction of the bound (0: prove it).
+    pub relative_gap: f64,
+}
+
+impl Default for ExactConfig {
+    fn default() -> Self {
+        ExactConfig {
+            seconds: 60.0,
+            relative_gap: 0.0,
+        }
+    }
+}
+
+/// Where the solve ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The mapping is optimal for the cost model.
+    Optimal,
+    /// Within the requested gap of the bound.
+    GapReached,
+    /// The time limit came first: the gap is what was proven.
+    TimeLimit,
+}
+
+/// The exact solver's answer.
+#[derive(Clone, Debug)]
+pub struct ExactSolution {
+    /// The best valid mapping found.
+    pub mapping: Mapping,
+    /// Its cost-model latency, seconds.
+    pub latency_s: f64,
+    /// No valid mapping has a lower cost-model latency, seconds.
+    pub lower_bound_s: f64,
+    pub status: Status,
+    /// `(latency - lower bound) / latency`.
+    pub gap: f64,
+    pub solve_s: f64,
+    /// Candidate holds in the model.
+    pub candidates: usize,
+    /// Disjunctions (pairs of holds kept apart by offsets) in the last model.
+    pub pairs: usize,
+    /// Models solved.
+    pub rounds: usize,
+}
+
+impl ExactSolution {
+    /// Proven optimal (to the solver's tolerance).
+    pub fn optimal(&self) -> bool {
+        self.status == Status::Optimal
+    }
+}
+
+/// Why the solve failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExactError {
+    #[error(transparent)]
+    Mip(#[from] MipError),
+    #[error("config: {0}")]
+    Config(String),
+    #[error("the exact solver built an invalid mapping (a bug): {0}")]
+    Invalid(String),
+}
+
+/// Relative gap under which a proven solution counts as optimal: HiGHS's tolerances.
+const OPTIMAL_GAP: f64 = 1e-6;
+
+/// The cost-model optimum of `program` on `hw` (or the best found and a bound on it within
+/// `config`'s limits). `known` mappings (valid ones; others are skipped) start the search:
+/// the answer is never worse than any of them.
+pub fn solve(
+    program: &Program,
+    hw: &Hardware,
+    config: &ExactConfig,
+    known: &[Mapping],
+) -> Result<ExactSolution, ExactError> {
+    check(config)?;
+    let t0 = Instant::now();
+    let cost = CostModel::new(program, hw);
+    let cands = candidates::enumerate(program, hw, &cost);
+    let mut search = Search {
+        program,
+        hw,
+        cost: &cost,
+        cands: &cands,
+        best: None,
+    };
+    for m in known {
+        search.offer_known(m);
+    }
+    let model = Model {
+        candidates: &cands,
+        cost: &cost,
+        hw,
+    };
+    let mut lazy = Lazy {
+        pairs: BTreeSet::new(),
+        ever: BTreeSet::new(),
+        bound: f64::NEG_INFINITY,
+        rounds: 0,
+        proven: cands.is_empty(),
+    };
+    while !cands.is_empty() && lazy.round(&model, &mut search, config, t0)? {}
+    search.finish(Finish {
+        bound: lazy.bound,
+        proven: lazy.proven,
+        config,
+        t0,
+        pairs: lazy.pairs.len(),
+        rounds: lazy.rounds,
+    })
+}
+
+/// The rounds of the solve: the disjunctions added so far and what was proven.
+struct Lazy {
+    pairs: BTreeSet<Pair>,
+    /// Every hold taken in some round.
+    ever: BTreeSet<usize>,
+    /// The best proven lower bound, seconds.
+    bound: f64,
+    rounds: usize,
+    proven: bool,
+}
+
+impl Lazy {
+    /// One round; `Ok(true)` when another is wanted.
+    fn round(
+        &mut self,
+        model: &Model,
+        search: &mut Search,
+        config: &ExactConfig,
+        t0: Instant,
+    ) -> Result<bool, ExactError> {
+        let left = left_of(config, t0);
+        if left <= 0.0 {
+            return Ok(false);
+        }
+        let pair_list: Vec<Pair> = self.pairs.iter().copied().collect();
+        let limits = MipLimits {
+            fixed: None,
+            seconds: left,
+            relative_gap: config.relative_gap,
+        };
+        let start = search.best.as_ref().map(|b| &b.start);
+        let r = match model.solve(&pair_list, start, &limits) {
+            Ok(r) => r,
+            Err(MipError::NoSolution) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        self.rounds += 1;
+        self.bound = self.bound.max(r.bound_s);
+        let cands = model.candidates;
+        let hw = model.hw;
+        let taken: Vec<usize> = (0..cands.len()).filter(|&c| r.taken[c]).collect();
+        let offsets = packing::first_fit(cands, &taken, hw)
+            .or_else(|| {
+                let all_in = meeting_pairs(cands, &taken)
+                    .iter()
+                    .all(|p| self.pairs.contains(p));
+                all_in
+                    .then(|| packing::stacked(cands, &taken, &r.offsets, hw))
+                    .flatten()
+            })
+            .or_else(|| offsets_alone(model, &taken, left_of(config, t0)));
+        if let Some(offsets) = offsets {
+            search.offer(&taken, &offsets);
+            self.proven = r.optimal;
+            return Ok(false);
+        }
+        // A valid mapping near the model's: what first fit places of it.
+        let (kept, offsets) = packing::repair(cands, &taken, hw, |kept, offsets| {
+            model.cost.latency(&search.mapping(kept, offsets))
+        });
+        search.offer(&kept, &offsets);
+        // Holds taken in any round so far are likely again: keep every pair of them apart
+        // from now on, not only this round's.
+        self.ever.extend(taken.iter().copied());
+        let pool: Vec<usize> = self.ever.iter().copied().collect();
+        let before = self.pairs.len();
+        self.pairs.extend(meeting_pairs(cands, &pool));
+        // No new pair: the model's own offsets did not place its holds (numerical
+        // trouble), and another round would return the same.
+        Ok(self.pairs.len() > before)
+    }
+}
+
+fn left_of(config: &ExactConfig, t0: Instant) -> f64 {
+    config.seconds - t0.elapsed().as_secs_f64()
+}
+
+/// Offsets for exactly the holds `taken`, from the model with them fixed and only their
+/// pairs' disjunctions: a far smaller search than the whole model, given a share of the
+/// time left. `None` when it finds none in time (or none exist).
+fn offsets_alone(model: &Model, taken: &[usize], left: f64) -> Option<Vec<u64>> {
+    let cands = model.candidates;
+    let pairs = meeting_pairs(cands, taken);
+    let mut fixed = vec![false; cands.len()];
+    for &c in taken {
+        fixed[c] = true;
+    }
+    let limits = MipLimits {
+        fixed: Some(fixed),
+        seconds: left * OFFSETS_ALONE_SHARE,
+        relative_gap: 0.0,
+    };
+    let r = model.solve(&pairs, None, &limits).ok()?;
+    packing::stacked(cands, taken, &r.offsets, model.hw)
+}
+
+/// The share of the time left one search for offsets alone gets: most rounds end there.
+const OFFSETS_ALONE_SHARE: f64 = 0.5;
+
+fn check(config: &ExactConfig) -> Result<(), ExactError> {
+    if !(config.seconds.is_finite() && config.seconds > 0.0) {
+        return Err(ExactError::Config(format!(
+            "seconds must be a positive number, got {}",
+            config.seconds
+        )));
+    }
+    if !(0.0..1.0).contains(&config.relative_gap) {
+        return Err(ExactError::Config(format!(
+            "relative gap must be in [0, 1), got {}",
+            config.relative_gap
+        )));
+    }
+    Ok(())
+}
+
+/// The pairs of `taken` holds in one level that meet in time.
+fn meeting_pairs(cands: &[Candidate], taken: &[usize]) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for (i, &a) in taken.iter().enumerate() {
+        for &b in &taken[i + 1..] {
+            let (ca, cb) = (&cands[a], &cands[b]);
+            if ca.buffer != cb.buffer
+                && ca.hold.level == cb.hold.level
+                && ca.hold.start <= cb.hold.end
+                && cb.hold.start <= ca.hold.end
+            {
+                out.push((a.min(b), a.max(b)));
+            }
+        }
+    }
+    out
+}
+
+/// The best mapping so far, as holds with offsets.
+struct Best {
+    latency_s: f64,
+    start: Start,
+}
+
+struct Search<'a> {
+    program: &'a Program,
+    hw: &'a Hardware,
+    cost: &'a CostModel,
+    cands: &'a [Candidate],
+    best: Option<Best>,
+}
+
+struct Finish<'a> {
+    bound: f64,
+    proven: bool,
+    config: &'a ExactConfig,
+    t0: Instant,
+    pairs: usize,
+    rounds: usize,
+}
+
+impl Search<'_> {
+    /// A known mapping as candidate holds: each hold made canonical (no costlier, no
+    /// larger), holds never worth their copy dropped.
+    fn offer_known(&mut self, mapping: &Mapping) {
+        if mapping.validate(self.program, self.hw).is_err() {
+            return;
+        }
+        let index: HashMap<(usize, accel_sim::Allocation), usize> = self
+            .cands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ((c.buffer, c.hold), i))
+            .collect();
+        let mut taken = Vec::new();
+        let mut offsets = Vec::new();
+        for (b, p) in mapping.buffers.iter().enumerate() {
+            for a in &p.allocations {
+                let mut hold = candidates::canonical(self.program, self.cost, b, a);
+                hold.offset = 0;
+                if let Some(&c) = index.get(&(b, hold)) {
+                    taken.push(c);
+                    offsets.push(a.offset);
+                }
+            }
+        }
+        self.offer(&taken, &offsets);
+    }
+
+    /// Holds `taken` at `offsets`, kept if better than the best so far.
+    fn offer(&mut self, taken: &[usize], offsets: &[u64]) {
+        let mapping = self.mapping(taken, offsets);
+        let latency_s = self.cost.latency(&mapping);
+        if self.best.as_ref().is_some_and(|b| b.latency_s <= latency_s) {
+            return;
+        }
+        let mut start = Start {
+            taken: vec![false; self.cands.len()],
+            offsets: vec![0; self.cands.len()],
+        };
+        for (&c, &o) in taken.iter().zip(offsets) {
+            start.taken[c] = true;
+            start.offsets[c] = o;
+        }
+        self.best = Some(Best { latency_s, start });
+    }
+
+    fn mapping(&self, taken: &[usize], offsets: &[u64]) -> Mapping {
+        let mut mapping = Mapping::all_slow(self.program);
+        for (&c, &o) in taken.iter().zip(offsets) {
+            let cand = &self.cands[c];
+            let mut hold = cand.hold;
+            hold.offset = o;
+            mapping.buffers[cand.buffer].allocations.push(hold);
+        }
+        for p in &mut mapping.buffers {
+            p.allocations.sort_by_key(|a| a.start);
+        }
+        mapping
+    }
+
+    fn finish(self, f: Finish) -> Result<ExactSolution, ExactError> {
+        let mapping = match &self.best {
+            Some(b) => {
+                let taken: Vec<usize> = (0..self.cands.len())
+                    .filter(|&c| b.start.taken[c])
+                    .collect();
+                let offsets: Vec<u64> = taken.iter().map(|&c| b.start.offsets[c]).collect();
+                self.mapping(&taken, &offsets)
+            }
+            None => Mapping {
+                buffers: vec![BufferPlacement::default(); self.program.buffers().len()],
+            },
+        };
+        mapping
+            .validate(self.program, self.hw)
+            .map_err(|e| ExactError::Invalid(e.to_string()))?;
+        let latency_s = self.cost.latency(&mapping);
+        let lower_bound_s = if f.proven && self.cands.is_empty() {
+            latency_s
+        } else {
+            f.bound.min(latency_s)
+        };
+        let gap = if lower_bound_s.is_finite() {
+            ((latency_s - lower_bound_s) / latency_s).max(0.0)
+        } else {
+            1.0
+        };
+        let status = if f.proven && gap <= OPTIMAL_GAP.max(f.config.relative_gap) {
+            if gap <= OPTIMAL_GAP {
+                Status::Optimal
+            } else {
+                Status::GapReached
+            }
+        } else {
+            Status::TimeLimit
+        };
+        Ok(ExactSolution {
+            mapping,
+            latency_s,
+            lower_bound_s: if lower_bound_s.is_finite() {
+                lower_bound_s
+            } else {
+                0.0
+            },
+            status,
+            gap,
+            solve_s: f.t0.elapsed().as_secs_f64(),
+            candidates: self.cands.len(),
+            pairs: f.pairs,
+            rounds: f.rounds,
+        })
+    }
+}

@@ -1,0 +1,124 @@
+//! Every solver against the true optimum on the small cases (`bench_workloads::small`):
+//! the exact solver proves each checked-in optimum again, no solver's mapping costs less,
+//! and `evaluate` and `race` report each one's gap to it.
+
+#[allow(dead_code)] // each test binary uses its own part of the shared helpers
+mod common;
+use malloc_game::{GameOptions, GameSetup};
+use malloc_muzero::race::{fill_gaps, race_case, RaceConfig, RaceResult};
+use malloc_muzero::train::TrainConfig;
+use malloc_muzero::{evaluate_case, Case, Solver, SolverContext};
+use std::sync::Arc;
+
+fn small_case(c: &bench_workloads::small::SmallCase) -> Case {
+    Case::new(bench_workloads::load(c.workload).unwrap(), c.hardware()).unwrap()
+}
+
+fn race_config(seconds: f64, train: TrainConfig) -> RaceConfig {
+    RaceConfig {
+        seconds,
+        threads: 2,
+        seed: 0,
+        options: GameOptions::default(),
+        train,
+        checkpoint: None,
+        agent_dir: None,
+        egrl: egrl::EgrlConfig::default(),
+    }
+}
+
+#[test]
+fn no_solver_beats_the_proven_optimum_of_any_small_case() {
+    let names = [
+        "xla",
+        "greedy-size",
+        "greedy",
+        "beam:64",
+        "egrl-dp",
+        "exact",
+    ];
+    let ctx = SolverContext::default();
+    let solvers: Vec<Solver> = names
+        .iter()
+        .map(|n| Solver::named(n, &ctx).unwrap())
+        .collect();
+    for c in bench_workloads::small::cases() {
+        let case = small_case(&c);
+        let rows = evaluate_case(&case, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
+        let exact = rows.iter().find(|r| r.solver == "exact").unwrap();
+        let proof = exact.proof.as_ref().unwrap();
+        assert!(proof.optimal, "{}: {proof:?}", c.workload);
+        let optimum = exact.proxy_latency_s.unwrap();
+        assert!(
+            (optimum - c.optimum_s).abs() <= 1e-9 * c.optimum_s,
+            "{}: proved {optimum:e}, checked in {:e}",
+            c.workload,
+            c.optimum_s
+        );
+        for r in &rows {
+            assert!(r.valid, "{} {}", c.workload, r.solver);
+            let gap = r.gap_to_optimum.unwrap();
+            assert!(gap >= -1e-9, "{} {}: {gap}", c.workload, r.solver);
+            assert!(r.sim_gap_to_optimum.is_some());
+        }
+        // The anytime solvers, briefly.
+        // The race's exact solver stops once it has proved the optimum.
+        let mut results: Vec<RaceResult> = [("local-search", 1.5), ("egrl", 1.5), ("exact", 60.0)]
+            .iter()
+            .map(|&(n, s)| {
+                race_case(
+                    &case,
+                    n,
+                    &race_config(s, TrainConfig::default()),
+                    &mut |_, _| {},
+                )
+                .unwrap()
+            })
+            .collect();
+        fill_gaps(&mut results);
+        for r in &results {
+            assert!(r.valid, "{} {}", c.workload, r.solver);
+            let gap = r.gap_to_optimum.unwrap();
+            assert!(gap >= -1e-9, "{} {}: {gap}", c.workload, r.solver);
+        }
+    }
+}
+
+#[test]
+fn a_short_agent_run_is_measured_against_the_optimum() {
+    let c = &bench_workloads::small::cases()[0];
+    let case = small_case(c);
+    let setup = GameSetup::new(
+        Arc::clone(&case.program),
+        case.hw.clone(),
+        GameOptions::default(),
+    )
+    .unwrap();
+    let mut results = vec![
+        race_case(
+            &case,
+            "muzero",
+            &race_config(8.0, common::small_config(&setup)),
+            &mut |_, _| {},
+        )
+        .unwrap(),
+        race_case(
+            &case,
+            "exact",
+            &race_config(8.0, TrainConfig::default()),
+            &mut |_, _| {},
+        )
+        .unwrap(),
+    ];
+    fill_gaps(&mut results);
+    let agent = &results[0];
+    assert!(agent.valid);
+    assert!(agent.proxy_latency_s.unwrap() >= c.optimum_s * (1.0 - 1e-9));
+    assert!(agent.gap_to_optimum.unwrap() >= -1e-9);
+    // The race's JSON carries the gaps.
+    let json = serde_json::to_value(agent).unwrap();
+    assert!(json["gap_to_optimum"].is_f64(), "{json}");
+    if let Some(dir) = &agent.run_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
