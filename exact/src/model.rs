@@ -410,7 +410,9 @@ mod backend {
     use super::{MipError, MipLimits, Solved};
     use good_lp::{Constraint, Expression, ProblemVariables, Solution, SolverModel};
 
-    /// microlp has no time limit and no starting solution: it solves to optimality.
+    /// microlp has no time limit, no gap tolerance and no starting solution: it runs to
+    /// the optimum on a thread of its own, and the solve stops waiting at the time limit
+    /// (the thread cannot be stopped: it runs on until it ends or the process does).
     pub(super) fn solve(
         problem: ProblemVariables,
         objective: Expression,
@@ -418,8 +420,24 @@ mod backend {
         _start: Option<Vec<f64>>,
         limits: &MipLimits,
     ) -> Result<Solved, MipError> {
-        // Neither limit can be passed on: microlp always proves the optimum.
-        let _ = (limits.seconds, limits.relative_gap);
+        // No gap tolerance to pass on: microlp proves the optimum or runs on.
+        let _ = limits.relative_gap;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(solve_to_optimum(problem, objective, rows));
+        });
+        let wait = std::time::Duration::from_secs_f64(limits.seconds.max(0.0));
+        match rx.recv_timeout(wait) {
+            Ok(result) => result,
+            Err(_) => Err(MipError::NoSolution),
+        }
+    }
+
+    fn solve_to_optimum(
+        problem: ProblemVariables,
+        objective: Expression,
+        rows: Vec<Constraint>,
+    ) -> Result<Solved, MipError> {
         let vars: Vec<good_lp::Variable> =
             problem.iter_variables_with_def().map(|(v, _)| v).collect();
         let value_of = objective.clone();
