@@ -128,6 +128,18 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             results.push(r);
         }
         race::fill_gaps(&mut results);
+        if results.iter().any(|r| r.gap_to_optimum.is_some()) {
+            // results.json gets the gaps too, once the case's optimum is known.
+            for r in &results {
+                if let Some(s) = saved.results.iter_mut().find(|s| {
+                    s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
+                }) {
+                    s.gap_to_optimum = r.gap_to_optimum;
+                    s.sim_gap_to_optimum = r.sim_gap_to_optimum;
+                }
+            }
+            write_saved(args, &saved)?;
+        }
         if let Some(dir) = &case_dir {
             write_svg(case, &results, args.seconds, dir)?;
         }

@@ -90,6 +90,9 @@ fn a_time_limit_too_short_to_prove_still_returns_a_valid_mapping_and_its_gap() {
 fn race_exact_fills_the_gap_column() {
     let c = &bench_workloads::small::cases()[1];
     let cap = c.fast_capacity.to_string();
+    let dir = std::env::temp_dir().join(format!("mmz-race-exact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_str().unwrap();
     let v = json(&[
         "race",
         "--workload",
@@ -108,11 +111,20 @@ fn race_exact_fills_the_gap_column() {
         "local-search",
         "--solver",
         "exact",
+        "--out",
+        out,
         "--json",
     ]);
     for r in v["results"].as_array().unwrap() {
         assert!(r["gap_to_optimum"].as_f64().unwrap() >= -1e-9, "{r}");
     }
+    // The saved results carry them too.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    for r in saved["results"].as_array().unwrap() {
+        assert!(r["gap_to_optimum"].is_f64(), "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
