@@ -99,6 +99,14 @@ impl Candidate {
     pub fn covers(&self, t: OpId) -> bool {
         self.hold.start <= t && t <= self.hold.end
     }
+
+    /// Whether it and `other` hold the same level at some op: then their offsets must keep
+    /// them apart.
+    pub fn meets(&self, other: &Candidate) -> bool {
+        self.hold.level == other.hold.level
+            && self.hold.start <= other.hold.end
+            && other.hold.start <= self.hold.end
+    }
 }
 
 /// Every candidate hold of every buffer of `program` (see the module docs), by buffer.

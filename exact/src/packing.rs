@@ -146,9 +146,7 @@ fn fit(
     let mut below: Vec<(u64, u64)> = placed
         .iter()
         .map(|&(p, o)| (&candidates[p], o))
-        .filter(|(p, _)| {
-            p.hold.level == c.hold.level && p.hold.start <= c.hold.end && c.hold.start <= p.hold.end
-        })
+        .filter(|(p, _)| p.meets(c))
         .map(|(p, o)| (o, p.stacked_size))
         .collect();
     below.sort_unstable();

@@ -12,7 +12,7 @@
 use crate::candidates::{self, Candidate};
 use crate::model::{MipError, MipLimits, Model, Pair, Start};
 use crate::packing;
-use accel_sim::{BufferPlacement, CostModel, Hardware, Mapping, Program};
+use accel_sim::{CostModel, Hardware, Mapping, Program};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
@@ -109,9 +109,7 @@ pub fn solve(
         cands: &cands,
         best: None,
     };
-    for m in known {
-        search.offer_known(m);
-    }
+    search.offer_known(known);
     let model = Model {
         candidates: &cands,
         cost: &cost,
@@ -256,11 +254,7 @@ fn meeting_pairs(cands: &[Candidate], taken: &[usize]) -> Vec<Pair> {
     for (i, &a) in taken.iter().enumerate() {
         for &b in &taken[i + 1..] {
             let (ca, cb) = (&cands[a], &cands[b]);
-            if ca.buffer != cb.buffer
-                && ca.hold.level == cb.hold.level
-                && ca.hold.start <= cb.hold.end
-                && cb.hold.start <= ca.hold.end
-            {
+            if ca.buffer != cb.buffer && ca.meets(cb) {
                 out.push((a.min(b), a.max(b)));
             }
         }
@@ -268,9 +262,10 @@ fn meeting_pairs(cands: &[Candidate], taken: &[usize]) -> Vec<Pair> {
     out
 }
 
-/// The best mapping so far, as holds with offsets.
+/// The best mapping so far, and the same as holds with offsets (the next round's start).
 struct Best {
     latency_s: f64,
+    mapping: Mapping,
     start: Start,
 }
 
@@ -292,31 +287,33 @@ struct Finish<'a> {
 }
 
 impl Search<'_> {
-    /// A known mapping as candidate holds: each hold made canonical (no costlier, no
-    /// larger), holds never worth their copy dropped.
-    fn offer_known(&mut self, mapping: &Mapping) {
-        if mapping.validate(self.program, self.hw).is_err() {
-            return;
-        }
+    /// Known mappings as candidate holds: each hold made canonical (no costlier, no
+    /// larger), holds never worth their copy dropped; invalid mappings skipped.
+    fn offer_known(&mut self, known: &[Mapping]) {
         let index: HashMap<(usize, accel_sim::Allocation), usize> = self
             .cands
             .iter()
             .enumerate()
             .map(|(i, c)| ((c.buffer, c.hold), i))
             .collect();
-        let mut taken = Vec::new();
-        let mut offsets = Vec::new();
-        for (b, p) in mapping.buffers.iter().enumerate() {
-            for a in &p.allocations {
-                let mut hold = candidates::canonical(self.program, self.cost, b, a);
-                hold.offset = 0;
-                if let Some(&c) = index.get(&(b, hold)) {
-                    taken.push(c);
-                    offsets.push(a.offset);
+        for mapping in known {
+            if mapping.validate(self.program, self.hw).is_err() {
+                continue;
+            }
+            let mut taken = Vec::new();
+            let mut offsets = Vec::new();
+            for (b, p) in mapping.buffers.iter().enumerate() {
+                for a in &p.allocations {
+                    let mut hold = candidates::canonical(self.program, self.cost, b, a);
+                    hold.offset = 0;
+                    if let Some(&c) = index.get(&(b, hold)) {
+                        taken.push(c);
+                        offsets.push(a.offset);
+                    }
                 }
             }
+            self.offer(&taken, &offsets);
         }
-        self.offer(&taken, &offsets);
     }
 
     /// Holds `taken` at `offsets`, kept if better than the best so far.
@@ -334,7 +331,11 @@ impl Search<'_> {
             start.taken[c] = true;
             start.offsets[c] = o;
         }
-        self.best = Some(Best { latency_s, start });
+        self.best = Some(Best {
+            latency_s,
+            mapping,
+            start,
+        });
     }
 
     fn mapping(&self, taken: &[usize], offsets: &[u64]) -> Mapping {
@@ -352,22 +353,16 @@ impl Search<'_> {
     }
 
     fn finish(self, f: Finish) -> Result<ExactSolution, ExactError> {
-        let mapping = match &self.best {
-            Some(b) => {
-                let taken: Vec<usize> = (0..self.cands.len())
-                    .filter(|&c| b.start.taken[c])
-                    .collect();
-                let offsets: Vec<u64> = taken.iter().map(|&c| b.start.offsets[c]).collect();
-                self.mapping(&taken, &offsets)
-            }
-            None => Mapping {
-                buffers: vec![BufferPlacement::default(); self.program.buffers().len()],
-            },
+        let (mapping, latency_s) = match self.best {
+            Some(b) => (b.mapping, b.latency_s),
+            None => (
+                Mapping::all_slow(self.program),
+                self.cost.all_slow_latency(),
+            ),
         };
         mapping
             .validate(self.program, self.hw)
             .map_err(|e| ExactError::Invalid(e.to_string()))?;
-        let latency_s = self.cost.latency(&mapping);
         let lower_bound_s = if f.proven && self.cands.is_empty() {
             latency_s
         } else {
