@@ -195,14 +195,6 @@ pub fn single_case(args: &CaseArgs) -> Result<Case> {
 fn print_table(rows: &[Row]) {
     use accel_sim::format_size;
     let known = rows.iter().any(|r| r.gap_to_optimum.is_some());
-    let opt = |r: &Row| match (known, r.gap_to_optimum, r.sim_gap_to_optimum) {
-        (false, _, _) => String::new(),
-        (true, g, s) => format!(
-            " {:>8} {:>8}",
-            g.map_or("-".into(), percent),
-            s.map_or("-".into(), percent)
-        ),
-    };
     print!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
         "workload",
@@ -216,10 +208,7 @@ fn print_table(rows: &[Row]) {
         "fast used",
         "solve ms"
     );
-    if known {
-        print!(" {:>8} {:>8}", "opt mdl", "opt sim");
-    }
-    println!();
+    println!("{}", optimum_header(known));
     let mut last_case = String::new();
     for r in rows {
         let case = format!("{} {}", r.workload, r.hardware);
@@ -243,7 +232,7 @@ fn print_table(rows: &[Row]) {
                 .map_or("-".into(), |g| format!("+{:.1}%", g * 100.0)),
             r.fast_bytes_used.map_or("-".into(), format_size),
             r.solve_s * 1e3,
-            opt(r),
+            optimum_cells(known, r.gap_to_optimum, r.sim_gap_to_optimum),
         );
         if let Some(e) = &r.error {
             println!("    invalid mapping: {e}");
@@ -260,8 +249,23 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-fn percent(g: f64) -> String {
-    format!("{:+.2}%", g * 100.0)
+/// The `opt mdl` and `opt sim` column heads, when some row has a gap to the optimum.
+pub(crate) fn optimum_header(known: bool) -> String {
+    if known {
+        format!(" {:>8} {:>8}", "opt mdl", "opt sim")
+    } else {
+        String::new()
+    }
+}
+
+/// A row's `opt mdl` and `opt sim` cells (`-` for a gap not known), when the columns show.
+pub(crate) fn optimum_cells(known: bool, gap: Option<f64>, sim_gap: Option<f64>) -> String {
+    let percent = |g: Option<f64>| g.map_or("-".into(), |g| format!("{:+.2}%", g * 100.0));
+    if known {
+        format!(" {:>8} {:>8}", percent(gap), percent(sim_gap))
+    } else {
+        String::new()
+    }
 }
 
 /// What the exact solver proved, in words.

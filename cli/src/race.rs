@@ -298,21 +298,14 @@ fn print_table(results: &[RaceResult]) {
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
         "workload", "hardware", "solver", "best (us)", "vs xla", "improvements"
     );
-    if known {
-        print!(" {:>8} {:>8}", "opt mdl", "opt sim");
-    }
-    println!();
+    println!("{}", crate::evaluate::optimum_header(known));
     let mut xla = None;
     for r in results {
         let l = r.best_latency_s;
         if r.solver == "xla" {
             xla = l;
         }
-        let opt = match (r.gap_to_optimum, r.sim_gap_to_optimum) {
-            _ if !known => String::new(),
-            (Some(g), Some(s)) => format!(" {:>+7.2}% {:>+7.2}%", g * 100.0, s * 100.0),
-            _ => format!(" {:>8} {:>8}", "-", "-"),
-        };
+        let opt = crate::evaluate::optimum_cells(known, r.gap_to_optimum, r.sim_gap_to_optimum);
         println!(
             "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}{opt}",
             r.workload,

@@ -321,24 +321,54 @@ impl Proof {
     }
 }
 
-/// The optimum's cost-model and simulated latency, from a row whose proof says optimal.
-pub fn proven_optimum(rows: &[Row]) -> Option<(f64, f64)> {
-    rows.iter()
-        .filter(|r| r.valid && r.proof.as_ref().is_some_and(|p| p.optimal))
-        .find_map(|r| Some((r.proxy_latency_s?, r.latency_s?)))
+/// A case's cost-model optimum, and the simulated latency of its optimal mapping when a
+/// solve gave one (a checked-in optimum has none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Optimum {
+    pub model_s: f64,
+    pub sim_s: Option<f64>,
+}
+
+impl Optimum {
+    /// The optimum a valid result proved, from its cost-model and simulated latency.
+    pub fn proven(
+        proof: Option<&Proof>,
+        model_s: Option<f64>,
+        sim_s: Option<f64>,
+    ) -> Option<Optimum> {
+        proof.filter(|p| p.optimal)?;
+        Some(Optimum {
+            model_s: model_s?,
+            sim_s: Some(sim_s?),
+        })
+    }
+
+    /// `(gap_to_optimum, sim_gap_to_optimum)` of a result with these latencies.
+    pub fn gaps(&self, model_s: Option<f64>, sim_s: Option<f64>) -> (Option<f64>, Option<f64>) {
+        let gap = |l: f64, opt: f64| l / opt - 1.0;
+        (
+            model_s.map(|l| gap(l, self.model_s)),
+            sim_s.zip(self.sim_s).map(|(l, opt)| gap(l, opt)),
+        )
+    }
 }
 
 /// Fills every valid row's gap to the optimum, where one of `rows` proved it; else, on a
 /// small case with a checked-in optimum ([`known_optimum`]), the cost-model gap alone.
 pub fn fill_gaps(rows: &mut [Row], case: &Case) {
-    if let Some((model, sim)) = proven_optimum(rows) {
+    let optimum = rows
+        .iter()
+        .filter(|r| r.valid)
+        .find_map(|r| Optimum::proven(r.proof.as_ref(), r.proxy_latency_s, r.latency_s))
+        .or_else(|| {
+            known_optimum(case).map(|model_s| Optimum {
+                model_s,
+                sim_s: None,
+            })
+        });
+    if let Some(o) = optimum {
         for r in rows.iter_mut().filter(|r| r.valid) {
-            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
-            r.sim_gap_to_optimum = r.latency_s.map(|l| l / sim - 1.0);
-        }
-    } else if let Some(model) = known_optimum(case) {
-        for r in rows.iter_mut().filter(|r| r.valid) {
-            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
+            (r.gap_to_optimum, r.sim_gap_to_optimum) = o.gaps(r.proxy_latency_s, r.latency_s);
         }
     }
 }

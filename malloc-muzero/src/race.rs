@@ -7,10 +7,10 @@
 //! folder, whose best counts only the agent's own games), and EGRL's solvers (`egrl`,
 //! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
 //! crate), and `exact` (the MIP solver, which proves its optimum where it can; its proof
-//! gives every result of the case its gap to the optimum). Every result is the solver's best mapping validated and simulated here, by the
-//! same simulator for all.
+//! gives every result of the case its gap to the optimum). Every result is the solver's
+//! best mapping validated and simulated here, by the same simulator for all.
 
-use crate::evaluate::{Case, EvalError, Proof};
+use crate::evaluate::{Case, EvalError, Optimum, Proof};
 use crate::train::{Limits, TrainConfig, TrainError, Trainer};
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
@@ -113,25 +113,20 @@ pub struct RaceResult {
 /// Fills each valid result's gap to the optimum where a result of the same case (workload
 /// and hardware) proved it.
 pub fn fill_gaps(results: &mut [RaceResult]) {
-    let optima: Vec<(String, String, f64, f64)> = results
+    let optima: Vec<(String, String, Optimum)> = results
         .iter()
-        .filter(|r| r.valid && r.proof.as_ref().is_some_and(|p| p.optimal))
+        .filter(|r| r.valid)
         .filter_map(|r| {
-            Some((
-                r.workload.clone(),
-                r.hardware.clone(),
-                r.proxy_latency_s?,
-                r.best_latency_s?,
-            ))
+            let o = Optimum::proven(r.proof.as_ref(), r.proxy_latency_s, r.best_latency_s)?;
+            Some((r.workload.clone(), r.hardware.clone(), o))
         })
         .collect();
     for r in results.iter_mut().filter(|r| r.valid) {
-        if let Some((_, _, model, sim)) = optima
+        if let Some((_, _, o)) = optima
             .iter()
             .find(|o| o.0 == r.workload && o.1 == r.hardware)
         {
-            r.gap_to_optimum = r.proxy_latency_s.map(|l| l / model - 1.0);
-            r.sim_gap_to_optimum = r.best_latency_s.map(|l| l / sim - 1.0);
+            (r.gap_to_optimum, r.sim_gap_to_optimum) = o.gaps(r.proxy_latency_s, r.best_latency_s);
         }
     }
 }
