@@ -1,7 +1,29 @@
 //! `evaluate --solver exact`, `race --solver exact` and workload windows, end to end.
 
 mod common;
+use bench_workloads::small::SmallCase;
 use common::run;
+
+/// `command` on small case `c` (its workload, hardware and capacity), then `rest`.
+fn on_case(command: &str, c: &SmallCase, rest: &[&str]) -> Vec<String> {
+    let case = [
+        command,
+        "--workload",
+        c.workload,
+        "--hw",
+        c.hardware,
+        "--fast-capacity",
+        &c.fast_capacity.to_string(),
+    ]
+    .map(String::from);
+    case.into_iter()
+        .chain(rest.iter().map(|a| a.to_string()))
+        .collect()
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
 
 fn json(args: &[&str]) -> serde_json::Value {
     let (code, out, err) = run(args);
@@ -14,25 +36,22 @@ fn json(args: &[&str]) -> serde_json::Value {
 #[test]
 fn evaluate_exact_proves_a_small_case_and_gives_every_row_its_gap() {
     let c = &bench_workloads::small::cases()[0];
-    let cap = c.fast_capacity.to_string();
-    let v = json(&[
+    let args = on_case(
         "evaluate",
-        "--workload",
-        c.workload,
-        "--hw",
-        c.hardware,
-        "--fast-capacity",
-        &cap,
-        "--solver",
-        "xla",
-        "--solver",
-        "greedy-size",
-        "--solver",
-        "beam:8",
-        "--solver",
-        "exact",
-        "--json",
-    ]);
+        c,
+        &[
+            "--solver",
+            "xla",
+            "--solver",
+            "greedy-size",
+            "--solver",
+            "beam:8",
+            "--solver",
+            "exact",
+            "--json",
+        ],
+    );
+    let v = json(&strs(&args));
     let rows = v["results"].as_array().unwrap();
     let exact = rows.iter().find(|r| r["solver"] == "exact").unwrap();
     assert_eq!(exact["valid"], true);
@@ -48,17 +67,7 @@ fn evaluate_exact_proves_a_small_case_and_gives_every_row_its_gap() {
         assert!(r["sim_gap_to_optimum"].is_f64());
     }
     // The table says it in words.
-    let (code, out, err) = run(&[
-        "evaluate",
-        "--workload",
-        c.workload,
-        "--hw",
-        c.hardware,
-        "--fast-capacity",
-        &cap,
-        "--solver",
-        "exact",
-    ]);
+    let (code, out, err) = run(&strs(&on_case("evaluate", c, &["--solver", "exact"])));
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("exact: optimal for the cost model"), "{out}");
     assert!(out.contains("opt mdl"), "{out}");
@@ -89,32 +98,29 @@ fn a_time_limit_too_short_to_prove_still_returns_a_valid_mapping_and_its_gap() {
 #[test]
 fn race_exact_fills_the_gap_column() {
     let c = &bench_workloads::small::cases()[1];
-    let cap = c.fast_capacity.to_string();
     let dir = std::env::temp_dir().join(format!("mmz-race-exact-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.to_str().unwrap();
-    let v = json(&[
+    let args = on_case(
         "race",
-        "--workload",
-        c.workload,
-        "--hw",
-        c.hardware,
-        "--fast-capacity",
-        &cap,
-        "--seconds",
-        "1",
-        "--threads",
-        "1",
-        "--solver",
-        "xla",
-        "--solver",
-        "local-search",
-        "--solver",
-        "exact",
-        "--out",
-        out,
-        "--json",
-    ]);
+        c,
+        &[
+            "--seconds",
+            "1",
+            "--threads",
+            "1",
+            "--solver",
+            "xla",
+            "--solver",
+            "local-search",
+            "--solver",
+            "exact",
+            "--out",
+            out,
+            "--json",
+        ],
+    );
+    let v = json(&strs(&args));
     for r in v["results"].as_array().unwrap() {
         assert!(r["gap_to_optimum"].as_f64().unwrap() >= -1e-9, "{r}");
     }
