@@ -22,10 +22,7 @@ pub struct SmallCase {
 impl SmallCase {
     /// The case's hardware with its fast capacity applied.
     pub fn hardware(&self) -> Hardware {
-        let hw = Hardware::preset(self.hardware).expect("small cases name built-in presets");
-        let fastest = hw.fastest();
-        hw.with_capacity(fastest, self.fast_capacity)
-            .expect("small-case capacities are valid")
+        crate::suite::preset_with_fast_capacity(self.hardware, self.fast_capacity)
     }
 }
 
@@ -93,13 +90,6 @@ pub fn cases() -> Vec<SmallCase> {
             5.044369605211725e-5,
         ),
     ]
-}
-
-/// The small case of a workload on a hardware at a fast capacity, if there is one.
-pub fn case_of(workload: &str, hardware: &str, fast_capacity: u64) -> Option<SmallCase> {
-    cases().into_iter().find(|c| {
-        c.workload == workload && c.hardware == hardware && c.fast_capacity == fast_capacity
-    })
 }
 
 #[cfg(test)]

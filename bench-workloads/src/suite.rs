@@ -57,11 +57,17 @@ pub fn case_of(workload: &str, hardware: &str) -> Option<SuiteCase> {
 impl SuiteCase {
     /// The case's hardware with its fast capacity applied.
     pub fn hardware(&self) -> Hardware {
-        let hw = Hardware::preset(self.hardware).expect("suite names a built-in preset");
-        let fastest = hw.fastest();
-        hw.with_capacity(fastest, self.fast_capacity)
-            .expect("suite capacities are > 0")
+        preset_with_fast_capacity(self.hardware, self.fast_capacity)
     }
+}
+
+/// A built-in preset with its fastest level at `capacity` bytes: the hardware of the
+/// suite's and the small cases' tables, whose entries are known to be valid.
+pub(crate) fn preset_with_fast_capacity(preset: &str, capacity: u64) -> Hardware {
+    let hw = Hardware::preset(preset).expect("case tables name built-in presets");
+    let fastest = hw.fastest();
+    hw.with_capacity(fastest, capacity)
+        .expect("case tables hold valid capacities")
 }
 
 /// The most bytes live at one time among buffers that would make some op faster if they
