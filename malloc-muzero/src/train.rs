@@ -33,12 +33,14 @@ mod best;
 mod config;
 mod demos;
 mod error;
+mod remote;
 mod run_dir;
 mod selfplay;
 mod trainer;
 
 pub use config::{Limits, TrainConfig};
 pub use error::TrainError;
+pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
 pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
 pub use trainer::{Progress, TrainSummary, Trainer};

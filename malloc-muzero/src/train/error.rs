@@ -74,6 +74,10 @@ pub enum TrainError {
     RunExists { dir: String, what: &'static str },
     #[error("{dir}: no checkpoint yet (checkpoints/latest.json is missing)")]
     NoCheckpoint { dir: String },
+    /// Remote self-play: a run description, work order or batch of games that does not
+    /// fit the run (another build, another run) or a worker used out of turn.
+    #[error("remote self-play: {0}")]
+    Remote(String),
     #[error("resume: {0}")]
     Resume(String),
 }

@@ -95,7 +95,7 @@ impl RunInfo {
         self.same_program(p, || self.workload.clone())
     }
 
-    fn same_program(
+    pub(super) fn same_program(
         &self,
         p: Program,
         origin: impl FnOnce() -> String,
@@ -115,8 +115,17 @@ impl RunInfo {
     /// hardware with its options.
     pub fn setup(&self, dir: &Path) -> Result<Arc<GameSetup>, TrainError> {
         let program = self.load_program(dir)?;
-        let context = format!("{}: ", dir.join("run.json").display());
-        let hw = self.hardware.clone().into_hardware(&context)?;
+        self.setup_of(program, &dir.join("run.json").display().to_string())
+    }
+
+    /// The game this run plays on `program` (already checked to be the run's); `origin`
+    /// names the run in errors.
+    pub(super) fn setup_of(
+        &self,
+        program: Program,
+        origin: &str,
+    ) -> Result<Arc<GameSetup>, TrainError> {
+        let hw = self.hardware.clone().into_hardware(&format!("{origin}: "))?;
         Ok(GameSetup::new(Arc::new(program), hw, self.options.clone())?)
     }
 

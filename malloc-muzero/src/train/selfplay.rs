@@ -189,6 +189,108 @@ impl SelfPlay<'_> {
     }
 }
 
+/// What one batch of self-play needs: the game, the run's config, and the threads that
+/// replay branch proposals. The trainer and a remote worker ([`super::SelfPlayWorker`])
+/// collect games the same way.
+pub(super) struct Collector<'a> {
+    pub setup: &'a Arc<GameSetup>,
+    pub config: &'a TrainConfig,
+    pub pool: &'a rayon::ThreadPool,
+}
+
+impl Collector<'_> {
+    /// One iteration's self-play games, with `weights` (run on the self-play thread): a
+    /// share of them branch from `best`, the agent's best game so far. `None` if
+    /// `cancelled` said so first.
+    pub fn collect(
+        &self,
+        weights: &MuZeroNet,
+        iteration: u64,
+        best: Option<&Game>,
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Option<Vec<PlayedGame>>, TrainError> {
+        let c = self.config;
+        let count = c.games_per_iteration;
+        let branches = best.map_or(0, |_| (count as f64 * c.branch_fraction).round() as usize);
+        let mut rng = StdRng::seed_from_u64(seed_for(c.seed, iteration, 5));
+        let mut starts = Vec::with_capacity(count);
+        for _ in 0..branches {
+            let Some(best) = best else { break };
+            let turn = rng.random_range(0..best.turn().max(1));
+            let mut g = self.setup.start();
+            for a in best.actions().into_iter().take(turn) {
+                g.apply_action(a)?;
+            }
+            starts.push(g);
+        }
+        starts.extend((starts.len()..count).map(|_| self.setup.start()));
+        let play = SelfPlay {
+            net: weights,
+            search: &c.search,
+            explore_epsilon: c.explore_epsilon,
+            cancelled,
+        };
+        let Some(mut played) =
+            play.play_threaded(starts, seed_for(c.seed, iteration, 1), c.threads)?
+        else {
+            return Ok(None);
+        };
+        if !self.proposals(&play, best, iteration, &mut played)? {
+            return Ok(None);
+        }
+        Ok(Some(played))
+    }
+
+    /// The iteration's proposal rounds, from the agent's best game: each round's fastest
+    /// proposal becomes the current line if it is faster, or else with probability
+    /// `exp(-d / proposal_temperature)` for a relative slowdown `d` (annealing restarts from
+    /// the best game each iteration). Proposals faster than every game so far join
+    /// `played`. `Ok(false)` if the deadline came first.
+    fn proposals(
+        &self,
+        play: &SelfPlay,
+        best: Option<&Game>,
+        iteration: u64,
+        played: &mut Vec<PlayedGame>,
+    ) -> Result<bool, TrainError> {
+        let c = self.config;
+        let Some(mut line) = best.and_then(|b| Line::of(b, 16)) else {
+            return Ok(true);
+        };
+        let mut record = played
+            .iter()
+            .filter_map(|g| g.game.final_latency())
+            .fold(line.latency(), f64::min);
+        let mut accept = StdRng::seed_from_u64(seed_for(c.seed, iteration, 99));
+        for round in 0..c.proposal_rounds {
+            let seed = seed_for(c.seed, iteration, 100 + round as u64);
+            let found = self
+                .pool
+                .install(|| propose(play, &line, c.proposals_per_round, seed))?;
+            let Some(found) = found else {
+                return Ok(false);
+            };
+            let Some(next) = found
+                .into_iter()
+                .min_by(|a, b| a.latency().total_cmp(&b.latency()))
+            else {
+                continue;
+            };
+            if next.latency() < record {
+                record = next.latency();
+                played.push(proposal_game(&next));
+            }
+            let d = (next.latency() - line.latency()) / line.latency();
+            let t = c.proposal_temperature;
+            if d < 0.0 || (t > 0.0 && accept.random_bool((-d / t).exp().clamp(0.0, 1.0))) {
+                line = next;
+            }
+        }
+        Ok(true)
+    }
+
+}
+
 /// Branch proposals: at `count` random turns of `line` (the agent's current line) the
 /// search picks a move; each that differs from the line's is played and the rest of the
 /// game repaired from the line ([`Line::branch`]). Returns the new lines, or `None` if

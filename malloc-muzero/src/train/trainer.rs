@@ -3,10 +3,9 @@
 use super::best::{Best, Found};
 use super::demos::{corrected_history, demonstration, history_of, imitate};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
-use super::selfplay::{
-    play_greedy, proposal_game, propose, reanalyse_round, seed_for, xla_latency,
-};
-use super::selfplay::{PlayedGame, SelfPlay};
+use super::selfplay::{play_greedy, reanalyse_round, seed_for, xla_latency};
+use super::remote::{self, BatchInfo};
+use super::selfplay::{Collector, PlayedGame};
 use super::{Limits, TrainConfig, TrainError};
 use malloc_game::anytime::Line;
 use malloc_game::record::GameRecord;
@@ -16,7 +15,6 @@ use muzero::{device, LossParts, MuZeroNet};
 use muzero::{Optimizer, StepStats};
 use muzero::{ReplayBuffer, TrainingBatch};
 use rand::rngs::StdRng;
-use rand::Rng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -125,6 +123,8 @@ pub struct Trainer {
     /// The last iteration the newest checkpoint includes.
     saved_through: Option<u64>,
     session: Instant,
+    /// The next remote work order's ticket (see [`Trainer::order`]).
+    next_ticket: u64,
 }
 
 impl Trainer {
@@ -241,6 +241,7 @@ impl Trainer {
             last_eval: None,
             saved_through: None,
             session: Instant::now(),
+            next_ticket: 0,
         })
     }
 
@@ -262,6 +263,7 @@ impl Trainer {
             last_eval: latest.eval_latency_s,
             saved_through: Some(latest.iteration),
             session: Instant::now(),
+            next_ticket: 0,
         })
     }
 
@@ -303,23 +305,15 @@ impl Trainer {
     /// came during the iteration, which is dropped (its games are not kept).
     pub fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
         let iteration = self.counters.iterations;
-        let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
         let cancelled = move || past(limits.deadline);
-        if self.counters.train_steps == 0 && iteration == 0 {
-            let c = &self.run.info.config;
-            let steps = limits
-                .steps
-                .map_or(c.demo_pretrain_steps, |s| s.min(c.demo_pretrain_steps));
-            self.learner
-                .pretrain(c, &mut self.counters, steps, &cancelled)?;
-        }
+        self.pretrain(limits)?;
         let weights = self.learner.net.snapshot()?;
         let best = self.line_to_improve();
         let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
         // The evaluation game plays the same weights as self-play, on a thread of its own.
         let (learned, played, eval) = std::thread::scope(|s| {
-            let selfplay = s.spawn(|| run.collect(&weights, iteration, best.as_ref(), &cancelled));
+            let selfplay = s.spawn(|| run.collector().collect(&weights, iteration, best.as_ref(), &cancelled));
             let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
             let learned = learner
                 .learn(
@@ -339,16 +333,97 @@ impl Trainer {
             return Ok(None);
         };
         let returns = self.absorb(played, iteration)?;
-        if let Some(g) = eval.transpose()? {
+        self.end_iteration(iteration, &learned, &returns, eval.transpose()?)
+            .map(Some)
+    }
+
+    /// The demonstrations-only training steps that come before the first self-play games
+    /// (at most `limits.steps`); nothing once the run has trained.
+    pub fn pretrain(&mut self, limits: &Limits) -> Result<(), TrainError> {
+        if self.counters.train_steps > 0 || self.counters.iterations > 0 {
+            return Ok(());
+        }
+        let c = &self.run.info.config;
+        let steps = limits
+            .steps
+            .map_or(c.demo_pretrain_steps, |s| s.min(c.demo_pretrain_steps));
+        let cancelled = move || past(limits.deadline);
+        self.learner
+            .pretrain(c, &mut self.counters, steps, &cancelled)
+    }
+
+    /// The end of every iteration: the evaluation game (if one was played), the metrics
+    /// line, and a checkpoint when one is due.
+    fn end_iteration(
+        &mut self,
+        iteration: u64,
+        learned: &Learned,
+        returns: &[f64],
+        eval: Option<PlayedGame>,
+    ) -> Result<Progress, TrainError> {
+        if let Some(g) = eval {
             self.record_eval(g, iteration)?;
         }
         self.counters.iterations += 1;
-        let p = self.progress(iteration, &learned, &returns);
+        let p = self.progress(iteration, learned, returns);
         self.run.dir.append_metrics(&p)?;
         if self.counters.iterations % self.run.info.config.checkpoint_every as u64 == 0 {
             self.checkpoint()?;
         }
-        Ok(Some(p))
+        Ok(p)
+    }
+
+    /// The run as a remote self-play worker needs it ([`super::SelfPlayWorker::new`]).
+    pub fn describe(&self) -> Result<Vec<u8>, TrainError> {
+        remote::describe(&self.run.info, &self.run.setup)
+    }
+
+    /// The learner's weights now, as bytes ([`super::SelfPlayWorker::load_weights`]).
+    pub fn weights(&self) -> Result<Vec<u8>, TrainError> {
+        Ok(self.learner.net.to_bytes()?)
+    }
+
+    /// The next batch of self-play for a remote worker: a fresh ticket, and the line that
+    /// branch games and proposals start from now.
+    pub fn order(&mut self) -> Result<Vec<u8>, TrainError> {
+        let ticket = self.next_ticket.max(self.counters.iterations);
+        self.next_ticket = ticket + 1;
+        remote::order(ticket, self.line_to_improve().as_ref())
+    }
+
+    /// One iteration of a run whose self-play happens elsewhere: the batch `bytes` (from
+    /// [`super::SelfPlayWorker::play`]) enters the buffers, then the learner trains up to the
+    /// run's ratio of steps per position (at most `limits.steps`), beside the evaluation
+    /// game when one is due; the metrics line and a due checkpoint follow as in
+    /// [`Trainer::step_iteration`]. A batch that does not replay on the run's game is refused.
+    pub fn absorb_batch(
+        &mut self,
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Result<(BatchInfo, Progress), TrainError> {
+        let (info, played) = remote::decode_batch(&self.run.setup, bytes)?;
+        let iteration = self.counters.iterations;
+        let returns = self.absorb(played, iteration)?;
+        let cancelled = move || past(limits.deadline);
+        let weights = self.learner.net.snapshot()?;
+        let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
+        let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
+        let (learned, eval) = std::thread::scope(|s| {
+            let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
+            let config = &run.info.config;
+            let learned = learner
+                .learn(config, counters, iteration, limits.steps, &cancelled)
+                .and_then(|l| learner.reanalyse(run, iteration, l));
+            let eval = eval.map(|h| h.join().unwrap_or(Err(TrainError::SelfPlayPanicked)));
+            (learned, eval)
+        });
+        let p = self.end_iteration(iteration, &learned?, &returns, eval.transpose()?)?;
+        Ok((info, p))
+    }
+
+    /// Whether `limits` are reached (the session's minutes, the deadline, the steps).
+    pub fn limits_reached(&self, limits: &Limits) -> bool {
+        self.reached(limits)
     }
 
     /// Counts the new games, keeps the best, and stores them for the learner; returns
@@ -574,100 +649,18 @@ impl Run {
         })
     }
 
+    fn collector(&self) -> Collector<'_> {
+        Collector {
+            setup: &self.setup,
+            config: &self.info.config,
+            pool: &self.pool,
+        }
+    }
+
     fn read_best(&self) -> Result<Best, TrainError> {
         let c = &self.info.config;
         let (best, workload) = (self.dir.best(), &self.info.workload);
         Best::read_back(&best, &self.setup, workload, c.seed, self.xla)
-    }
-
-    /// One iteration's self-play games, with `weights` (run on the self-play thread): a
-    /// share of them branch from `best`, the agent's best game so far. `None` if
-    /// `cancelled` said so first.
-    fn collect(
-        &self,
-        weights: &MuZeroNet,
-        iteration: u64,
-        best: Option<&Game>,
-        cancelled: &(dyn Fn() -> bool + Sync),
-    ) -> Result<Option<Vec<PlayedGame>>, TrainError> {
-        let c = &self.info.config;
-        let count = c.games_per_iteration;
-        let branches = best.map_or(0, |_| (count as f64 * c.branch_fraction).round() as usize);
-        let mut rng = StdRng::seed_from_u64(seed_for(c.seed, iteration, 5));
-        let mut starts = Vec::with_capacity(count);
-        for _ in 0..branches {
-            let Some(best) = best else { break };
-            let turn = rng.random_range(0..best.turn().max(1));
-            let mut g = self.setup.start();
-            for a in best.actions().into_iter().take(turn) {
-                g.apply_action(a)?;
-            }
-            starts.push(g);
-        }
-        starts.extend((starts.len()..count).map(|_| self.setup.start()));
-        let play = SelfPlay {
-            net: weights,
-            search: &c.search,
-            explore_epsilon: c.explore_epsilon,
-            cancelled,
-        };
-        let Some(mut played) =
-            play.play_threaded(starts, seed_for(c.seed, iteration, 1), c.threads)?
-        else {
-            return Ok(None);
-        };
-        if !self.proposals(&play, best, iteration, &mut played)? {
-            return Ok(None);
-        }
-        Ok(Some(played))
-    }
-
-    /// The iteration's proposal rounds, from the agent's best game: each round's fastest
-    /// proposal becomes the current line if it is faster, or else with probability
-    /// `exp(-d / proposal_temperature)` for a relative slowdown `d` (annealing restarts from
-    /// the best game each iteration). Proposals faster than every game so far join
-    /// `played`. `Ok(false)` if the deadline came first.
-    fn proposals(
-        &self,
-        play: &SelfPlay,
-        best: Option<&Game>,
-        iteration: u64,
-        played: &mut Vec<PlayedGame>,
-    ) -> Result<bool, TrainError> {
-        let c = &self.info.config;
-        let Some(mut line) = best.and_then(|b| Line::of(b, 16)) else {
-            return Ok(true);
-        };
-        let mut record = played
-            .iter()
-            .filter_map(|g| g.game.final_latency())
-            .fold(line.latency(), f64::min);
-        let mut accept = StdRng::seed_from_u64(seed_for(c.seed, iteration, 99));
-        for round in 0..c.proposal_rounds {
-            let seed = seed_for(c.seed, iteration, 100 + round as u64);
-            let found = self
-                .pool
-                .install(|| propose(play, &line, c.proposals_per_round, seed))?;
-            let Some(found) = found else {
-                return Ok(false);
-            };
-            let Some(next) = found
-                .into_iter()
-                .min_by(|a, b| a.latency().total_cmp(&b.latency()))
-            else {
-                continue;
-            };
-            if next.latency() < record {
-                record = next.latency();
-                played.push(proposal_game(&next));
-            }
-            let d = (next.latency() - line.latency()) / line.latency();
-            let t = c.proposal_temperature;
-            if d < 0.0 || (t > 0.0 && accept.random_bool((-d / t).exp().clamp(0.0, 1.0))) {
-                line = next;
-            }
-        }
-        Ok(true)
     }
 
     /// The evaluation game (no noise) with `weights`.
@@ -794,6 +787,10 @@ impl Learner {
             ..learned
         })
     }
+}
+
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// The absolute path of the program file `workload` names; none for a built-in (or a
