@@ -1,0 +1,465 @@
+//! The mallocGame from Python: one game (`Game`, OpenSpiel-style) and many stepped in one
+//! call (`VecGame`, what a vectorised Gymnasium environment wraps).
+
+use crate::case::{case_of, setup_of, Hw, OptionArgs, Workload};
+use crate::errors::{bad_arg, err, IllegalActionError};
+use crate::program::{Hardware, Program};
+use malloc_game::record::GameRecord;
+use malloc_game::{observation, Game as GameInner, GameSetup};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::sync::Arc;
+
+/// One mallocGame: a decision per turn (where the current buffer's use goes: a level, an
+/// offset slot, a prefetch or eviction), a cost-model reward per move, and the simulator's
+/// latency at the end. `Game(workload, hw, fast_capacity)` takes the command line's
+/// `--workload`, `--hw` and `--fast-capacity` (or a `Program` and a `Hardware`).
+#[pyclass(module = "mallocmuzero._native")]
+#[derive(Clone)]
+pub struct Game {
+    pub inner: GameInner,
+}
+
+#[pymethods]
+impl Game {
+    #[new]
+    #[pyo3(signature = (workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None))]
+    fn new(
+        py: Python<'_>,
+        workload: Option<Workload>,
+        hw: Option<Hw>,
+        fast_capacity: Option<&Bound<'_, PyAny>>,
+        slots: Option<usize>,
+        order: Option<String>,
+        fast_levels: Option<usize>,
+    ) -> PyResult<Game> {
+        let case = case_of(workload, hw, fast_capacity)?;
+        let options = OptionArgs {
+            slots,
+            order,
+            fast_levels,
+        };
+        let setup = py.detach(|| setup_of(case, &options))?;
+        Ok(Game {
+            inner: setup.start(),
+        })
+    }
+
+    /// The same game at its first turn.
+    fn restart(&self) -> Game {
+        Game {
+            inner: self.inner.setup().start(),
+        }
+    }
+
+    #[getter]
+    fn action_count(&self) -> usize {
+        self.inner.action_count()
+    }
+    #[getter]
+    fn observation_len(&self) -> usize {
+        observation::observation_len(self.inner.setup().options())
+    }
+    /// Turns played.
+    #[getter]
+    fn turn(&self) -> usize {
+        self.inner.turn()
+    }
+    /// The most turns a game of this setup can take (a bound for episode lengths).
+    #[getter]
+    fn max_turns(&self) -> usize {
+        self.inner.setup().max_turns()
+    }
+    fn is_terminal(&self) -> bool {
+        self.inner.is_terminal()
+    }
+
+    /// The legal actions, ascending.
+    fn legal_actions<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let v: Vec<i64> = self.inner.legal_actions().into_iter().map(|a| a as i64).collect();
+        v.into_pyarray(py)
+    }
+
+    /// `mask[a]` is true when action `a` is legal (all false at the end).
+    fn action_mask<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
+        let mut mask = vec![false; self.inner.action_count()];
+        self.inner.legal_mask(&mut mask);
+        mask.into_pyarray(py)
+    }
+
+    /// The agent's observation (float32, `observation_len` long).
+    fn observation<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        self.inner.observation().into_pyarray(py)
+    }
+
+    /// Plays `action`; returns its reward (the cost model's latency saved, as a fraction of
+    /// the all-slow latency). An illegal action raises `IllegalActionError` and changes
+    /// nothing.
+    fn apply_action(&mut self, action: i64) -> PyResult<f64> {
+        apply(&mut self.inner, action, None)
+    }
+
+    /// The rewards of the moves so far.
+    fn rewards<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.rewards().into_pyarray(py)
+    }
+    /// The moves so far.
+    fn actions<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let v: Vec<i64> = self.inner.actions().into_iter().map(|a| a as i64).collect();
+        v.into_pyarray(py)
+    }
+    fn total_return(&self) -> f64 {
+        self.inner.total_return()
+    }
+    /// The cost model's latency of the moves so far (seconds).
+    fn proxy_latency(&self) -> f64 {
+        self.inner.proxy_latency()
+    }
+    /// The simulator's latency of the finished mapping (seconds); `None` before the end.
+    fn final_latency(&self) -> Option<f64> {
+        self.inner.final_latency()
+    }
+    /// The simulated latency of the all-slow mapping (seconds), the game's scale.
+    fn all_slow_latency(&self) -> f64 {
+        self.inner.setup().all_slow_latency()
+    }
+    /// A move in words (`fast slot 2`, `prefetch ...`).
+    fn action_name(&self, action: usize) -> PyResult<String> {
+        if action >= self.inner.action_count() {
+            return Err(bad_arg(format!(
+                "action {action}: the game has actions 0..{}",
+                self.inner.action_count()
+            )));
+        }
+        Ok(self.inner.setup().action_name(action))
+    }
+
+    /// The mapping so far as a mapping file (JSON), what `evaluate --mapping` reads.
+    fn mapping_json(&self) -> PyResult<String> {
+        let setup = self.inner.setup();
+        let file = accel_sim::MappingFile::from_mapping(setup.program(), &self.inner.mapping());
+        serde_json::to_string_pretty(&file).map_err(err)
+    }
+
+    #[getter]
+    fn program(&self) -> Program {
+        Program {
+            inner: Arc::clone(self.inner.setup().program_arc()),
+            spec: None,
+        }
+    }
+    #[getter]
+    fn hardware(&self) -> Hardware {
+        Hardware {
+            inner: self.inner.setup().hardware().clone(),
+        }
+    }
+
+    /// Saves the finished game (what `mallocmuzero replay` reads), atomically.
+    #[pyo3(signature = (path, player = "python", seed = 0))]
+    fn save(&self, path: std::path::PathBuf, player: &str, seed: u64) -> PyResult<()> {
+        let record = GameRecord::from_game(&self.inner, player, seed, None).map_err(err)?;
+        record.save(&path).map_err(err)
+    }
+
+    fn clone(&self) -> Game {
+        Clone::clone(self)
+    }
+    fn __copy__(&self) -> Game {
+        Clone::clone(self)
+    }
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Game {
+        Clone::clone(self)
+    }
+
+    /// Pickles as its setup (program, hardware, options) and its moves, replayed on load.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let state = encode_state(&slf.borrow().inner)?;
+        let rebuild = py.get_type::<Game>().getattr("_from_state")?;
+        (rebuild, (state,)).into_pyobject(py)
+    }
+
+    #[staticmethod]
+    fn _from_state(state: &str) -> PyResult<Game> {
+        decode_state(state).map(|inner| Game { inner })
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.inner.setup();
+        format!(
+            "Game({:?} on {:?}, turn {}, {})",
+            s.program().name(),
+            s.hardware().name,
+            self.inner.turn(),
+            if self.inner.is_terminal() { "ended" } else { "running" }
+        )
+    }
+}
+
+/// Plays `action` on `game`, refusing an illegal one; `env` names the game of a batch.
+fn apply(game: &mut GameInner, action: i64, env: Option<usize>) -> PyResult<f64> {
+    let which = env.map_or(String::new(), |i| format!("env {i}: "));
+    let legal = usize::try_from(action).is_ok_and(|a| game.is_legal(a));
+    if !legal {
+        let why = if game.is_terminal() {
+            "the game has ended (reset it)".to_string()
+        } else {
+            format!(
+                "not legal at turn {} (legal: {:?})",
+                game.turn(),
+                game.legal_actions()
+            )
+        };
+        return Err(IllegalActionError::new_err(format!("{which}action {action}: {why}")));
+    }
+    game.apply_action(action as usize)
+        .map_err(|e| IllegalActionError::new_err(format!("{which}action {action}: {e}")))
+}
+
+/// A game as JSON text: the program, hardware and options, and the moves.
+fn encode_state(game: &GameInner) -> PyResult<String> {
+    let s = game.setup();
+    let state = serde_json::json!({
+        "program": bench_workloads::json::to_json(s.program(), None),
+        "hardware": s.hardware().to_file(),
+        "options": s.options(),
+        "actions": game.actions(),
+    });
+    Ok(state.to_string())
+}
+
+fn decode_state(text: &str) -> PyResult<GameInner> {
+    let bad = |m: String| bad_arg(format!("pickled game: {m}"));
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let field = |k: &str| v.get(k).cloned().ok_or_else(|| bad(format!("no `{k}`")));
+    let program_text: String =
+        serde_json::from_value(field("program")?).map_err(|e| bad(e.to_string()))?;
+    let program = bench_workloads::json::parse_program(&program_text, "pickled game").map_err(err)?;
+    let hw_file: accel_sim::HardwareFile =
+        serde_json::from_value(field("hardware")?).map_err(|e| bad(e.to_string()))?;
+    let hw = hw_file.into_hardware("pickled game: ").map_err(err)?;
+    let options = serde_json::from_value(field("options")?).map_err(|e| bad(e.to_string()))?;
+    let actions: Vec<usize> =
+        serde_json::from_value(field("actions")?).map_err(|e| bad(e.to_string()))?;
+    let setup = GameSetup::new(Arc::new(program), hw, options).map_err(err)?;
+    let mut game = setup.start();
+    for a in actions {
+        apply(&mut game, a as i64, None)?;
+    }
+    Ok(game)
+}
+
+/// `num_envs` games of one setup stepped together in Rust: one call steps them all and
+/// returns numpy arrays. A game that ends is restarted in the same step (its final
+/// observation and latency come back beside the new game's first observation).
+#[pyclass(module = "mallocmuzero._native")]
+pub struct VecGame {
+    games: Vec<GameInner>,
+    setup: Arc<GameSetup>,
+}
+
+/// What one step of a `VecGame` returns, before it becomes numpy arrays.
+struct Stepped {
+    obs: Vec<f32>,
+    rewards: Vec<f64>,
+    terminated: Vec<bool>,
+    masks: Vec<bool>,
+    final_latency: Vec<f64>,
+    final_obs: Vec<f32>,
+}
+
+#[pymethods]
+impl VecGame {
+    #[new]
+    #[pyo3(signature = (num_envs, workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature: Game's and a count
+    fn new(
+        py: Python<'_>,
+        num_envs: usize,
+        workload: Option<Workload>,
+        hw: Option<Hw>,
+        fast_capacity: Option<&Bound<'_, PyAny>>,
+        slots: Option<usize>,
+        order: Option<String>,
+        fast_levels: Option<usize>,
+    ) -> PyResult<VecGame> {
+        if num_envs == 0 || num_envs > 1 << 16 {
+            return Err(bad_arg(format!("num_envs: must be in 1..=65536, got {num_envs}")));
+        }
+        let case = case_of(workload, hw, fast_capacity)?;
+        let options = OptionArgs {
+            slots,
+            order,
+            fast_levels,
+        };
+        let setup = py.detach(|| setup_of(case, &options))?;
+        Ok(VecGame {
+            games: (0..num_envs).map(|_| setup.start()).collect(),
+            setup,
+        })
+    }
+
+    #[getter]
+    fn num_envs(&self) -> usize {
+        self.games.len()
+    }
+    #[getter]
+    fn action_count(&self) -> usize {
+        self.setup.action_count()
+    }
+    #[getter]
+    fn observation_len(&self) -> usize {
+        observation::observation_len(self.setup.options())
+    }
+    #[getter]
+    fn max_turns(&self) -> usize {
+        self.setup.max_turns()
+    }
+
+    /// Restarts every game: `(observations [n, obs_len], masks [n, actions])`.
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<bool>>) {
+        let (obs, masks) = py.detach(|| {
+            for g in &mut self.games {
+                *g = self.setup.start();
+            }
+            (self.observations(), self.masks())
+        });
+        (self.rows(py, obs), self.mask_rows(py, masks))
+    }
+
+    /// Plays `actions[i]` in game `i` (all legal, else `IllegalActionError` and no game
+    /// moves). Returns `(observations, rewards, terminated, masks, final_latency,
+    /// final_observations)`: `final_latency[i]` is the simulated latency of game `i` if it
+    /// ended in this step (it restarted; `final_observations[i]` is its last observation),
+    /// else NaN.
+    #[allow(clippy::type_complexity)] // one tuple of arrays, as Gymnasium's step returns
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        actions: PyReadonlyArray1<'py, i64>,
+    ) -> PyResult<(
+        Bound<'py, PyArray2<f32>>,
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray1<bool>>,
+        Bound<'py, PyArray2<bool>>,
+        Bound<'py, PyArray1<f64>>,
+        Bound<'py, PyArray2<f32>>,
+    )> {
+        let actions = actions.as_slice().map_err(|e| bad_arg(format!("actions: {e}")))?;
+        if actions.len() != self.games.len() {
+            return Err(bad_arg(format!(
+                "actions: {} actions for {} games",
+                actions.len(),
+                self.games.len()
+            )));
+        }
+        let actions = actions.to_vec();
+        let s = py.detach(|| self.step_all(&actions))?;
+        let n = self.games.len();
+        Ok((
+            self.rows(py, s.obs),
+            s.rewards.into_pyarray(py),
+            s.terminated.into_pyarray(py),
+            self.mask_rows(py, s.masks),
+            s.final_latency.into_pyarray(py),
+            reshape(py, s.final_obs.into_pyarray(py), n)?,
+        ))
+    }
+
+    /// The legal-action masks `[n, actions]`.
+    fn action_masks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<bool>> {
+        let m = self.masks();
+        self.mask_rows(py, m)
+    }
+
+    /// Game `i` (a copy).
+    fn game(&self, i: usize) -> PyResult<Game> {
+        self.games.get(i).map(|g| Game { inner: g.clone() }).ok_or_else(|| {
+            bad_arg(format!("game {i}: there are {} games", self.games.len()))
+        })
+    }
+}
+
+impl VecGame {
+    fn step_all(&mut self, actions: &[i64]) -> PyResult<Stepped> {
+        for (i, (g, &a)) in self.games.iter().zip(actions).enumerate() {
+            if !usize::try_from(a).is_ok_and(|a| g.is_legal(a)) {
+                let mut probe = g.clone();
+                return Err(apply(&mut probe, a, Some(i)).err().unwrap_or_else(|| {
+                    IllegalActionError::new_err(format!("env {i}: action {a}: not legal"))
+                }));
+            }
+        }
+        let (n, len) = (self.games.len(), self.obs_len());
+        let mut s = Stepped {
+            obs: Vec::new(),
+            rewards: Vec::with_capacity(n),
+            terminated: Vec::with_capacity(n),
+            masks: Vec::new(),
+            final_latency: Vec::with_capacity(n),
+            final_obs: vec![0.0; n * len],
+        };
+        for (i, (g, &a)) in self.games.iter_mut().zip(actions).enumerate() {
+            s.rewards.push(apply(g, a, Some(i))?);
+            let ended = g.is_terminal();
+            s.terminated.push(ended);
+            s.final_latency.push(g.final_latency().filter(|_| ended).unwrap_or(f64::NAN));
+            if ended {
+                observation::encode(g, &mut s.final_obs[i * len..(i + 1) * len]);
+                *g = self.setup.start();
+            }
+        }
+        s.obs = self.observations();
+        s.masks = self.masks();
+        Ok(s)
+    }
+
+    fn obs_len(&self) -> usize {
+        observation::observation_len(self.setup.options())
+    }
+
+    fn observations(&self) -> Vec<f32> {
+        let len = self.obs_len();
+        let mut obs = vec![0f32; self.games.len() * len];
+        for (g, out) in self.games.iter().zip(obs.chunks_mut(len)) {
+            observation::encode(g, out);
+        }
+        obs
+    }
+
+    fn masks(&self) -> Vec<bool> {
+        let a = self.setup.action_count();
+        let mut masks = vec![false; self.games.len() * a];
+        for (g, out) in self.games.iter().zip(masks.chunks_mut(a)) {
+            g.legal_mask(out);
+        }
+        masks
+    }
+
+    fn rows<'py>(&self, py: Python<'py>, v: Vec<f32>) -> Bound<'py, PyArray2<f32>> {
+        let n = self.games.len();
+        // A reshape of a contiguous array the length of n rows cannot fail.
+        reshape(py, v.into_pyarray(py), n).expect("n rows of observations")
+    }
+
+    fn mask_rows<'py>(&self, py: Python<'py>, v: Vec<bool>) -> Bound<'py, PyArray2<bool>> {
+        let n = self.games.len();
+        reshape(py, v.into_pyarray(py), n).expect("n rows of masks")
+    }
+}
+
+/// A flat array as `rows` rows, without a copy.
+fn reshape<'py, T: numpy::Element>(
+    _py: Python<'py>,
+    flat: Bound<'py, PyArray1<T>>,
+    rows: usize,
+) -> PyResult<Bound<'py, PyArray2<T>>> {
+    use numpy::{PyArrayMethods, PyUntypedArrayMethods};
+    let cols = PyUntypedArrayMethods::len(&flat) / rows.max(1);
+    flat.reshape([rows, cols])
+}

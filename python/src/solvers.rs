@@ -1,0 +1,96 @@
+//! `evaluate(...)`: the command line's `evaluate`, returning its JSON rows as dicts.
+
+use crate::case::{case_of, Hw, OptionArgs, Workload};
+use crate::errors::{bad_arg, err};
+use malloc_muzero::{evaluate_case, Case, Row, Solver, SolverContext};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// Runs `solvers` on a case (or on every suite case with `suite=True`), validates and
+/// simulates each mapping, and returns one dict per (case, solver): the rows of
+/// `mallocmuzero evaluate --json` (`results`), field for field. Solver names are the
+/// command line's (`solver_names()`); the default is its default list. `muzero` needs
+/// `checkpoint` (a run folder). An invalid mapping is a row with `valid: False`, not an
+/// exception.
+#[pyfunction]
+#[pyo3(signature = (
+    workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
+    seed = 0, checkpoint = None, simulations = None, exact_seconds = 60.0, exact_gap = 0.0,
+    mapping = None, slots = None, order = None, fast_levels = None
+))]
+#[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
+pub fn evaluate(
+    py: Python<'_>,
+    workload: Option<Workload>,
+    solvers: Option<Vec<String>>,
+    hw: Option<Hw>,
+    fast_capacity: Option<&Bound<'_, PyAny>>,
+    suite: bool,
+    seed: u64,
+    checkpoint: Option<PathBuf>,
+    simulations: Option<usize>,
+    exact_seconds: f64,
+    exact_gap: f64,
+    mapping: Option<PathBuf>,
+    slots: Option<usize>,
+    order: Option<String>,
+    fast_levels: Option<usize>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
+        return Err(bad_arg(format!("exact_seconds: must be > 0, got {exact_seconds}")));
+    }
+    if !(0.0..1.0).contains(&exact_gap) {
+        return Err(bad_arg(format!("exact_gap: must be in [0, 1), got {exact_gap}")));
+    }
+    let cases = if suite {
+        if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
+            return Err(bad_arg("suite=True names its own cases: drop workload, hw and fast_capacity"));
+        }
+        py.detach(Case::suite).map_err(err)?
+    } else {
+        vec![case_of(workload, hw, fast_capacity)?]
+    };
+    let ctx = SolverContext {
+        seed,
+        checkpoint,
+        simulations,
+        exact: exact::ExactConfig {
+            seconds: exact_seconds,
+            relative_gap: exact_gap,
+        },
+    };
+    let options = OptionArgs {
+        slots,
+        order,
+        fast_levels,
+    };
+    let rows: Vec<Row> = py.detach(|| -> PyResult<Vec<Row>> {
+        let mut solvers = Solver::all_named(&solvers.unwrap_or_default(), &ctx).map_err(err)?;
+        if let Some(path) = mapping {
+            solvers.push(Solver::File(path));
+        }
+        let mut rows = Vec::new();
+        for case in &cases {
+            let options = options.options(&case.hw)?;
+            rows.extend(evaluate_case(case, &solvers, &options, &mut |_| {}).map_err(err)?);
+        }
+        Ok(rows)
+    })?;
+    let json = py.import("json")?;
+    rows.iter()
+        .map(|r| {
+            let text = serde_json::to_string(r).map_err(err)?;
+            Ok(json.call_method1("loads", (text,))?.unbind())
+        })
+        .collect()
+}
+
+/// The solver names `evaluate` knows besides `muzero` and game players with a width
+/// (`beam:W`).
+#[pyfunction]
+pub fn solver_names() -> Vec<&'static str> {
+    vec![
+        "all-slow", "xla", "xla-repack", "greedy-size", "egrl-dp", "exact", "random", "greedy",
+        "beam", "xla-game", "muzero",
+    ]
+}

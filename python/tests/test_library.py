@@ -1,0 +1,104 @@
+"""The libraries from Python: programs, hardware, evaluate (the command line's rows),
+saved games (load, replay, render), pickling, and clear errors for bad input."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import mallocmuzero as mmz
+
+
+def test_programs_load_window_and_round_trip_through_json():
+    p = mmz.Program.load("alexnet")
+    assert p.name == "alexnet" and len(p) == p.num_ops > 0
+    b = p.buffers()
+    assert b["size"].dtype == np.uint64 and len(b["size"]) == p.num_buffers
+    assert (b["start"] <= b["end"]).all() and set(b["kind"]) <= {"weight", "input", "activation", "output"}
+    assert p.live_bytes().max() == p.peak_live_bytes
+    again = mmz.Program.from_json(p.to_json(), "copy")
+    assert again.content_hash == p.content_hash
+    w = p.window(2, 9)
+    assert len(w) == 7 and w.content_hash == mmz.Program.load("alexnet@2..9").content_hash
+    assert "alexnet" in mmz.workloads()
+
+
+def test_hardware_presets_and_capacities():
+    hw = mmz.Hardware.load("tpu-v4i-like").with_fast_capacity("3MiB")
+    levels = hw.levels()
+    assert levels[0]["capacity"] is None and levels[1]["capacity"] == 3 << 20
+    assert mmz.Hardware.load("tpu-v4i-like").with_fast_capacity(1 << 20).levels()[1]["capacity"] == 1 << 20
+    assert set(mmz.hardware_presets()) >= {"tpu-v4i-like", "nnp-i-like"}
+
+
+def test_evaluate_returns_the_command_lines_rows(cli):
+    args = ["--workload", "alexnet", "--solver", "xla", "--solver", "greedy-size", "--solver", "beam:4"]
+    rows = mmz.evaluate("alexnet", ["xla", "greedy-size", "beam:4"])
+    cli_rows = json.loads(cli("evaluate", *args, "--json").stdout)["results"]
+    assert [r["solver"] for r in rows] == [r["solver"] for r in cli_rows]
+    for mine, theirs in zip(rows, cli_rows):
+        assert set(mine) == set(theirs)
+        for k, v in theirs.items():
+            if k != "solve_s":
+                assert mine[k] == v, k
+    # A Program object and a Hardware object give the same numbers as their names.
+    hw = mmz.Hardware.load("nnp-i-like").with_fast_capacity("2MiB")
+    a = mmz.evaluate(mmz.Program.load("alexnet"), ["xla"], hw)
+    b = mmz.evaluate("alexnet", ["xla"], "nnp-i-like", "2MiB")
+    assert a[0]["latency_s"] == b[0]["latency_s"]
+
+
+def test_saved_games_replay_and_render(tmp_path):
+    game = mmz.Game("alexnet")
+    while not game.is_terminal():
+        game.apply_action(int(game.legal_actions()[-1]))
+    path = tmp_path / "g.game"
+    game.save(path, player="last-legal")
+    saved = mmz.SavedGame.load(path)
+    assert saved.player == "last-legal" and saved.final_latency_s == game.final_latency()
+    r = saved.replay()
+    assert r["latency_s"] == game.final_latency()
+    assert [t["reward"] for t in r["turns"]] == list(game.rewards())
+    assert r["game"].final_latency() == game.final_latency()
+    assert saved.render_svg().startswith("<svg") and "<svg" in saved.timeline_svg()
+
+
+def test_games_copy_and_pickle():
+    g = mmz.Game("alexnet")
+    for _ in range(5):
+        g.apply_action(int(g.legal_actions()[0]))
+    c = g.clone()
+    c.apply_action(int(c.legal_actions()[0]))
+    assert g.turn == 5 and c.turn == 6
+    p = pickle.loads(pickle.dumps(g))
+    assert list(p.actions()) == list(g.actions()) and np.array_equal(p.observation(), g.observation())
+
+
+def test_bad_input_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"ops": 3}')
+    with pytest.raises(mmz.Error, match="bad.json"):
+        mmz.Program.load(str(bad))
+    with pytest.raises(mmz.Error, match="unknown hardware"):
+        mmz.Game("alexnet", "tpu-v9")
+    with pytest.raises(mmz.Error, match="fast-capacity|capacity"):
+        mmz.Game("alexnet", fast_capacity="lots")
+    with pytest.raises(mmz.Error, match="solver"):
+        mmz.evaluate("alexnet", ["no-such-solver"])
+    with pytest.raises(mmz.Error, match="window"):
+        mmz.Program.load("alexnet").window(5, 2)
+    junk = tmp_path / "junk.game"
+    junk.write_bytes(b"not a game at all")
+    with pytest.raises(mmz.Error, match="junk.game"):
+        mmz.SavedGame.load(junk)
+
+
+def test_trace_without_torch_says_how_to_get_it():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="torch"):
+            mmz.trace(object(), ())
+    else:
+        pytest.skip("torch is installed: tracing itself is checked by scripts/export_workloads.py")
