@@ -39,18 +39,29 @@ fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
     assert_eq!(worker.weights_version(), None);
     let order = trainer.order().unwrap();
     let early = worker.play(&order).unwrap_err();
-    assert!(early.to_string().contains("before it was sent weights"), "{early}");
+    assert!(
+        early.to_string().contains("before it was sent weights"),
+        "{early}"
+    );
     let games = config(&setup).games_per_iteration;
     for version in 0..4u64 {
-        worker.load_weights(version, &trainer.weights().unwrap()).unwrap();
+        worker
+            .load_weights(version, &trainer.weights().unwrap())
+            .unwrap();
         let batch = worker.play(&trainer.order().unwrap()).unwrap();
         let positions_before = trainer.positions();
         let (info, progress) = trainer.absorb_batch(&batch, &limits).unwrap();
         assert_eq!(info.weights_version, version);
         assert!(info.games >= games, "{info:?}");
         assert_eq!(progress.iteration, version);
-        assert_eq!(trainer.positions(), positions_before + info.positions as u64);
-        assert!(progress.train_steps >= trainer.positions() / 20, "{progress:?}");
+        assert_eq!(
+            trainer.positions(),
+            positions_before + info.positions as u64
+        );
+        assert!(
+            progress.train_steps >= trainer.positions() / 20,
+            "{progress:?}"
+        );
     }
     assert!(trainer.best_latency_s().is_finite());
     let summary = trainer.finish(false).unwrap();

@@ -9,6 +9,7 @@ use malloc_game::{observation, Game as GameInner, GameSetup};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// One mallocGame: a decision per turn (where the current buffer's use goes: a level, an
@@ -77,7 +78,12 @@ impl Game {
 
     /// The legal actions, ascending.
     fn legal_actions<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        let v: Vec<i64> = self.inner.legal_actions().into_iter().map(|a| a as i64).collect();
+        let v: Vec<i64> = self
+            .inner
+            .legal_actions()
+            .into_iter()
+            .map(|a| a as i64)
+            .collect();
         v.into_pyarray(py)
     }
 
@@ -193,7 +199,11 @@ impl Game {
             s.program().name(),
             s.hardware().name,
             self.inner.turn(),
-            if self.inner.is_terminal() { "ended" } else { "running" }
+            if self.inner.is_terminal() {
+                "ended"
+            } else {
+                "running"
+            }
         )
     }
 }
@@ -212,7 +222,9 @@ fn apply(game: &mut GameInner, action: i64, env: Option<usize>) -> PyResult<f64>
                 game.legal_actions()
             )
         };
-        return Err(IllegalActionError::new_err(format!("{which}action {action}: {why}")));
+        return Err(IllegalActionError::new_err(format!(
+            "{which}action {action}: {why}"
+        )));
     }
     game.apply_action(action as usize)
         .map_err(|e| IllegalActionError::new_err(format!("{which}action {action}: {e}")))
@@ -236,7 +248,8 @@ fn decode_state(text: &str) -> PyResult<GameInner> {
     let field = |k: &str| v.get(k).cloned().ok_or_else(|| bad(format!("no `{k}`")));
     let program_text: String =
         serde_json::from_value(field("program")?).map_err(|e| bad(e.to_string()))?;
-    let program = bench_workloads::json::parse_program(&program_text, "pickled game").map_err(err)?;
+    let program =
+        bench_workloads::json::parse_program(&program_text, "pickled game").map_err(err)?;
     let hw_file: accel_sim::HardwareFile =
         serde_json::from_value(field("hardware")?).map_err(|e| bad(e.to_string()))?;
     let hw = hw_file.into_hardware("pickled game: ").map_err(err)?;
@@ -259,6 +272,9 @@ pub struct VecGame {
     games: Vec<GameInner>,
     setup: Arc<GameSetup>,
 }
+
+/// Observations `[n, obs_len]` and legal masks `[n, actions]`.
+type ObsAndMasks<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<bool>>);
 
 /// What one step of a `VecGame` returns, before it becomes numpy arrays.
 struct Stepped {
@@ -286,7 +302,9 @@ impl VecGame {
         fast_levels: Option<usize>,
     ) -> PyResult<VecGame> {
         if num_envs == 0 || num_envs > 1 << 16 {
-            return Err(bad_arg(format!("num_envs: must be in 1..=65536, got {num_envs}")));
+            return Err(bad_arg(format!(
+                "num_envs: must be in 1..=65536, got {num_envs}"
+            )));
         }
         let case = case_of(workload, hw, fast_capacity)?;
         let options = OptionArgs {
@@ -319,17 +337,14 @@ impl VecGame {
     }
 
     /// Restarts every game: `(observations [n, obs_len], masks [n, actions])`.
-    fn reset<'py>(
-        &mut self,
-        py: Python<'py>,
-    ) -> (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<bool>>) {
+    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<ObsAndMasks<'py>> {
         let (obs, masks) = py.detach(|| {
             for g in &mut self.games {
                 *g = self.setup.start();
             }
             (self.observations(), self.masks())
         });
-        (self.rows(py, obs), self.mask_rows(py, masks))
+        Ok((self.rows(py, obs)?, self.rows(py, masks)?))
     }
 
     /// Plays `actions[i]` in game `i` (all legal, else `IllegalActionError` and no game
@@ -350,7 +365,9 @@ impl VecGame {
         Bound<'py, PyArray1<f64>>,
         Bound<'py, PyArray2<f32>>,
     )> {
-        let actions = actions.as_slice().map_err(|e| bad_arg(format!("actions: {e}")))?;
+        let actions = actions
+            .as_slice()
+            .map_err(|e| bad_arg(format!("actions: {e}")))?;
         if actions.len() != self.games.len() {
             return Err(bad_arg(format!(
                 "actions: {} actions for {} games",
@@ -360,28 +377,27 @@ impl VecGame {
         }
         let actions = actions.to_vec();
         let s = py.detach(|| self.step_all(&actions))?;
-        let n = self.games.len();
         Ok((
-            self.rows(py, s.obs),
+            self.rows(py, s.obs)?,
             s.rewards.into_pyarray(py),
             s.terminated.into_pyarray(py),
-            self.mask_rows(py, s.masks),
+            self.rows(py, s.masks)?,
             s.final_latency.into_pyarray(py),
-            reshape(py, s.final_obs.into_pyarray(py), n)?,
+            self.rows(py, s.final_obs)?,
         ))
     }
 
     /// The legal-action masks `[n, actions]`.
-    fn action_masks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<bool>> {
-        let m = self.masks();
-        self.mask_rows(py, m)
+    fn action_masks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<bool>>> {
+        self.rows(py, self.masks())
     }
 
     /// Game `i` (a copy).
     fn game(&self, i: usize) -> PyResult<Game> {
-        self.games.get(i).map(|g| Game { inner: g.clone() }).ok_or_else(|| {
-            bad_arg(format!("game {i}: there are {} games", self.games.len()))
-        })
+        self.games
+            .get(i)
+            .map(|g| Game { inner: g.clone() })
+            .ok_or_else(|| bad_arg(format!("game {i}: there are {} games", self.games.len())))
     }
 }
 
@@ -395,27 +411,43 @@ impl VecGame {
                 }));
             }
         }
-        let (n, len) = (self.games.len(), self.obs_len());
+        let (n, len, a) = (self.games.len(), self.obs_len(), self.setup.action_count());
         let mut s = Stepped {
-            obs: Vec::new(),
-            rewards: Vec::with_capacity(n),
-            terminated: Vec::with_capacity(n),
-            masks: Vec::new(),
-            final_latency: Vec::with_capacity(n),
+            obs: vec![0.0; n * len],
+            rewards: vec![0.0; n],
+            terminated: vec![false; n],
+            masks: vec![false; n * a],
+            final_latency: vec![f64::NAN; n],
             final_obs: vec![0.0; n * len],
         };
-        for (i, (g, &a)) in self.games.iter_mut().zip(actions).enumerate() {
-            s.rewards.push(apply(g, a, Some(i))?);
-            let ended = g.is_terminal();
-            s.terminated.push(ended);
-            s.final_latency.push(g.final_latency().filter(|_| ended).unwrap_or(f64::NAN));
-            if ended {
-                observation::encode(g, &mut s.final_obs[i * len..(i + 1) * len]);
-                *g = self.setup.start();
-            }
-        }
-        s.obs = self.observations();
-        s.masks = self.masks();
+        let setup = &self.setup;
+        // The games are independent: rayon steps them on every core (a few per task, so a
+        // small batch is not all overhead).
+        self.games
+            .par_iter_mut()
+            .zip(actions.par_iter())
+            .zip(s.obs.par_chunks_mut(len))
+            .zip(s.final_obs.par_chunks_mut(len))
+            .zip(s.masks.par_chunks_mut(a))
+            .zip(s.rewards.par_iter_mut())
+            .zip(s.terminated.par_iter_mut())
+            .zip(s.final_latency.par_iter_mut())
+            .enumerate()
+            .with_min_len(8)
+            .try_for_each(
+                |(i, (((((((g, &action), obs), final_obs), mask), reward), ended), latency))| {
+                    *reward = apply(g, action, Some(i))?;
+                    *ended = g.is_terminal();
+                    if *ended {
+                        *latency = g.final_latency().unwrap_or(f64::NAN);
+                        observation::encode(g, final_obs);
+                        *g = setup.start();
+                    }
+                    observation::encode(g, obs);
+                    g.legal_mask(mask);
+                    Ok::<(), PyErr>(())
+                },
+            )?;
         Ok(s)
     }
 
@@ -441,15 +473,12 @@ impl VecGame {
         masks
     }
 
-    fn rows<'py>(&self, py: Python<'py>, v: Vec<f32>) -> Bound<'py, PyArray2<f32>> {
-        let n = self.games.len();
-        // A reshape of a contiguous array the length of n rows cannot fail.
-        reshape(py, v.into_pyarray(py), n).expect("n rows of observations")
-    }
-
-    fn mask_rows<'py>(&self, py: Python<'py>, v: Vec<bool>) -> Bound<'py, PyArray2<bool>> {
-        let n = self.games.len();
-        reshape(py, v.into_pyarray(py), n).expect("n rows of masks")
+    fn rows<'py, T: numpy::Element>(
+        &self,
+        py: Python<'py>,
+        v: Vec<T>,
+    ) -> PyResult<Bound<'py, PyArray2<T>>> {
+        reshape(py, v.into_pyarray(py), self.games.len())
     }
 }
 

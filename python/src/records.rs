@@ -63,7 +63,9 @@ impl SavedGame {
             return Ok(None);
         };
         let rows: Vec<Vec<u32>> = search.iter().map(|s| s.visits.clone()).collect();
-        Ok(Some(PyArray2::from_vec2(py, &rows).map_err(|e| bad_arg(e.to_string()))?))
+        Ok(Some(
+            PyArray2::from_vec2(py, &rows).map_err(|e| bad_arg(e.to_string()))?,
+        ))
     }
 
     /// Replays the moves on `program` (default: the program of the run folder the game
@@ -71,7 +73,11 @@ impl SavedGame {
     /// final latency. Returns `{"game": Game, "latency_s", "return", "turns": [{"buffer",
     /// "action", "action_name", "reward", "proxy_latency_s"}, ...]}`.
     #[pyo3(signature = (program = None))]
-    fn replay<'py>(&self, py: Python<'py>, program: Option<Bound<'py, Program>>) -> PyResult<Bound<'py, PyDict>> {
+    fn replay<'py>(
+        &self,
+        py: Python<'py>,
+        program: Option<Bound<'py, Program>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let program = self.program(program.map(|p| p.get().clone()))?;
         let replay = py
             .detach(|| self.record.replay(program))
@@ -103,12 +109,21 @@ impl SavedGame {
         let (program, game) = self.replayed(py, program.map(|p| p.get().clone()))?;
         let hw = game.setup().hardware();
         let legend = self.legend(&program, &game);
-        Ok(render::memory_map_svg(&program, hw, &game.mapping(), &legend))
+        Ok(render::memory_map_svg(
+            &program,
+            hw,
+            &game.mapping(),
+            &legend,
+        ))
     }
 
     /// The replayed mapping's simulated timeline (SVG text), as `replay --timeline`.
     #[pyo3(signature = (program = None))]
-    fn timeline_svg(&self, py: Python<'_>, program: Option<Bound<'_, Program>>) -> PyResult<String> {
+    fn timeline_svg(
+        &self,
+        py: Python<'_>,
+        program: Option<Bound<'_, Program>>,
+    ) -> PyResult<String> {
         let (program, game) = self.replayed(py, program.map(|p| p.get().clone()))?;
         let hw = game.setup().hardware();
         let report = py.detach(|| Simulator::new(&program, hw).run(&game.mapping(), true));
@@ -146,7 +161,9 @@ impl SavedGame {
                 self.record.workload
             )));
         }
-        Ok(Arc::new(bench_workloads::load(&self.record.workload).map_err(err)?))
+        Ok(Arc::new(
+            bench_workloads::load(&self.record.workload).map_err(err)?,
+        ))
     }
 
     fn replayed(

@@ -25,7 +25,9 @@ impl SelfPlayWorker {
     #[pyo3(signature = (description, threads = 1))]
     fn new(py: Python<'_>, description: &[u8], threads: usize) -> PyResult<SelfPlayWorker> {
         if !(1..=256).contains(&threads) {
-            return Err(bad_arg(format!("threads: must be in 1..=256, got {threads}")));
+            return Err(bad_arg(format!(
+                "threads: must be in 1..=256, got {threads}"
+            )));
         }
         let inner = py
             .detach(|| train::SelfPlayWorker::new(description, threads))

@@ -37,14 +37,20 @@ pub fn evaluate(
     fast_levels: Option<usize>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
-        return Err(bad_arg(format!("exact_seconds: must be > 0, got {exact_seconds}")));
+        return Err(bad_arg(format!(
+            "exact_seconds: must be > 0, got {exact_seconds}"
+        )));
     }
     if !(0.0..1.0).contains(&exact_gap) {
-        return Err(bad_arg(format!("exact_gap: must be in [0, 1), got {exact_gap}")));
+        return Err(bad_arg(format!(
+            "exact_gap: must be in [0, 1), got {exact_gap}"
+        )));
     }
     let cases = if suite {
         if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
-            return Err(bad_arg("suite=True names its own cases: drop workload, hw and fast_capacity"));
+            return Err(bad_arg(
+                "suite=True names its own cases: drop workload, hw and fast_capacity",
+            ));
         }
         py.detach(Case::suite).map_err(err)?
     } else {
@@ -90,7 +96,16 @@ pub fn evaluate(
 #[pyfunction]
 pub fn solver_names() -> Vec<&'static str> {
     vec![
-        "all-slow", "xla", "xla-repack", "greedy-size", "egrl-dp", "exact", "random", "greedy",
-        "beam", "xla-game", "muzero",
+        "all-slow",
+        "xla",
+        "xla-repack",
+        "greedy-size",
+        "egrl-dp",
+        "exact",
+        "random",
+        "greedy",
+        "beam",
+        "xla-game",
+        "muzero",
     ]
 }

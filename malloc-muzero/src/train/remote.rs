@@ -85,7 +85,8 @@ impl SelfPlayWorker {
     /// A worker for the run `description` ([`Trainer::describe`]) that plays each batch on
     /// `threads` threads (the run's config says how many games a batch has).
     pub fn new(description: &[u8], threads: usize) -> Result<SelfPlayWorker, TrainError> {
-        let d: Description = serde_json::from_slice(description).map_err(|e| wire("run description", e))?;
+        let d: Description =
+            serde_json::from_slice(description).map_err(|e| wire("run description", e))?;
         if d.version != WIRE_VERSION {
             return Err(TrainError::Remote(format!(
                 "run description: format version {}, this build reads {WIRE_VERSION}",
@@ -164,7 +165,12 @@ impl SelfPlayWorker {
                 .collect(),
         };
         let origin = format!("self-play batch {}", order.ticket);
-        Ok(binio::to_bytes(&origin, BATCH_MAGIC, BATCH_VERSION, &batch)?)
+        Ok(binio::to_bytes(
+            &origin,
+            BATCH_MAGIC,
+            BATCH_VERSION,
+            &batch,
+        )?)
     }
 }
 
@@ -220,10 +226,14 @@ pub(super) fn decode_batch(
             return Err(bad("its history does not fit the run's game".into()));
         }
         if h.actions[..] != w.actions[w.actions.len() - searched..] {
-            return Err(bad("its history's moves are not the game's last moves".into()));
+            return Err(bad(
+                "its history's moves are not the game's last moves".into()
+            ));
         }
         let rewards = game.rewards();
-        let replayed = rewards[rewards.len() - searched..].iter().map(|&r| r as f32);
+        let replayed = rewards[rewards.len() - searched..]
+            .iter()
+            .map(|&r| r as f32);
         if !replayed.eq(h.rewards.iter().copied()) {
             return Err(bad("its rewards are not the ones the game gives".into()));
         }

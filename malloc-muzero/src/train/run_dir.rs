@@ -125,7 +125,10 @@ impl RunInfo {
         program: Program,
         origin: &str,
     ) -> Result<Arc<GameSetup>, TrainError> {
-        let hw = self.hardware.clone().into_hardware(&format!("{origin}: "))?;
+        let hw = self
+            .hardware
+            .clone()
+            .into_hardware(&format!("{origin}: "))?;
         Ok(GameSetup::new(Arc::new(program), hw, self.options.clone())?)
     }
 

@@ -288,7 +288,6 @@ impl Collector<'_> {
         }
         Ok(true)
     }
-
 }
 
 /// Branch proposals: at `count` random turns of `line` (the agent's current line) the

@@ -2,9 +2,9 @@
 
 use super::best::{Best, Found};
 use super::demos::{corrected_history, demonstration, history_of, imitate};
+use super::remote::{self, BatchInfo};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
 use super::selfplay::{play_greedy, reanalyse_round, seed_for, xla_latency};
-use super::remote::{self, BatchInfo};
 use super::selfplay::{Collector, PlayedGame};
 use super::{Limits, TrainConfig, TrainError};
 use malloc_game::anytime::Line;
@@ -313,7 +313,10 @@ impl Trainer {
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
         // The evaluation game plays the same weights as self-play, on a thread of its own.
         let (learned, played, eval) = std::thread::scope(|s| {
-            let selfplay = s.spawn(|| run.collector().collect(&weights, iteration, best.as_ref(), &cancelled));
+            let selfplay = s.spawn(|| {
+                run.collector()
+                    .collect(&weights, iteration, best.as_ref(), &cancelled)
+            });
             let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
             let learned = learner
                 .learn(

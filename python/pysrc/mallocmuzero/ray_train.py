@@ -225,7 +225,7 @@ def _train(cfg: RunConfig, on_progress) -> dict:
     for i in range(cfg.actors):
         pool.nodes.add(ray.get(pool.actors[i].node_id.remote()))
         submit(i)
-    interrupted, last = False, None
+    interrupted, last, shown = False, None, 0.0
     _log(cfg.quiet, f"ray_train: {cfg.actors} self-play actors on {len(pool.nodes)} node(s), learner writing {before['dir']}")
     try:
         while time.monotonic() < deadline:
@@ -249,6 +249,9 @@ def _train(cfg: RunConfig, on_progress) -> dict:
             weights = [version, ray.put(ray.get(learner.weights.remote()))]
             if on_progress is not None:
                 on_progress(last)
+            if time.monotonic() - shown < 2.0:
+                continue
+            shown = time.monotonic()
             _log(
                 cfg.quiet,
                 f"iteration {last['iteration']}: {last['positions']} positions, "
