@@ -118,3 +118,16 @@ pub fn setup_of(case: Case, options: &OptionArgs) -> PyResult<Arc<GameSetup>> {
     let options = options.options(&case.hw)?;
     GameSetup::new(case.program, case.hw, options).map_err(err)
 }
+
+/// The game the Python arguments name (the case as [`case_of`] reads it), built with the
+/// GIL released.
+pub fn game_setup(
+    py: Python<'_>,
+    workload: Option<Workload>,
+    hw: Option<Hw>,
+    fast_capacity: Option<&Bound<'_, PyAny>>,
+    options: OptionArgs,
+) -> PyResult<Arc<GameSetup>> {
+    let case = case_of(workload, hw, fast_capacity)?;
+    py.detach(|| setup_of(case, &options))
+}

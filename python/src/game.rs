@@ -1,7 +1,7 @@
 //! The mallocGame from Python: one game (`Game`, OpenSpiel-style) and many stepped in one
 //! call (`VecGame`, what a vectorised Gymnasium environment wraps).
 
-use crate::case::{case_of, setup_of, Hw, OptionArgs, Workload};
+use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err, IllegalActionError};
 use crate::program::{Hardware, Program};
 use malloc_game::record::GameRecord;
@@ -35,13 +35,12 @@ impl Game {
         order: Option<String>,
         fast_levels: Option<usize>,
     ) -> PyResult<Game> {
-        let case = case_of(workload, hw, fast_capacity)?;
         let options = OptionArgs {
             slots,
             order,
             fast_levels,
         };
-        let setup = py.detach(|| setup_of(case, &options))?;
+        let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(Game {
             inner: setup.start(),
         })
@@ -306,13 +305,12 @@ impl VecGame {
                 "num_envs: must be in 1..=65536, got {num_envs}"
             )));
         }
-        let case = case_of(workload, hw, fast_capacity)?;
         let options = OptionArgs {
             slots,
             order,
             fast_levels,
         };
-        let setup = py.detach(|| setup_of(case, &options))?;
+        let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(VecGame {
             games: (0..num_envs).map(|_| setup.start()).collect(),
             setup,

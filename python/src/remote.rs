@@ -4,7 +4,7 @@
 //! (the run's description, weights, work orders, batches of games), so each lives in its
 //! own process (a Ray actor) and is built there.
 
-use crate::case::{case_of, setup_of, Hw, OptionArgs, Workload};
+use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
 use malloc_muzero::train::{self, Limits, TrainConfig, Trainer};
 use pyo3::prelude::*;
@@ -93,13 +93,12 @@ impl Learner {
         if let Some(s) = seed {
             config.seed = s;
         }
-        let case = case_of(workload, hw, fast_capacity)?;
         let options = OptionArgs {
             slots,
             order,
             fast_levels,
         };
-        let setup = setup_of(case, &options)?;
+        let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         let trainer = py
             .detach(|| Trainer::start(setup, &name, config, &out))
             .map_err(err)?;

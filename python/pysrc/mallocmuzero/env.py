@@ -50,6 +50,11 @@ class LegalDiscrete(spaces.Discrete):
         return super().sample(mask=mask, probability=probability)
 
 
+def _no_render(render_mode) -> None:
+    if render_mode is not None:
+        raise ValueError("render_mode: MallocGame-v0 has no render modes (see SavedGame)")
+
+
 def _observation_space(length: int) -> spaces.Box:
     return spaces.Box(low=-np.inf, high=np.inf, shape=(length,), dtype=np.float32)
 
@@ -70,8 +75,7 @@ class MallocGameEnv(gym.Env):
         fast_levels=None,
         render_mode=None,
     ):
-        if render_mode is not None:
-            raise ValueError("render_mode: MallocGame-v0 has no render modes (see SavedGame)")
+        _no_render(render_mode)
         self._start = Game(
             workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels
         )
@@ -126,8 +130,7 @@ class MallocGameVectorEnv(VectorEnv):
         fast_levels=None,
         render_mode=None,
     ):
-        if render_mode is not None:
-            raise ValueError("render_mode: MallocGame-v0 has no render modes (see SavedGame)")
+        _no_render(render_mode)
         self._games = VecGame(
             num_envs, workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels
         )
