@@ -28,6 +28,11 @@
 //!   the moment it is found; a resume reads the best back from `game.game`) and, at the end
 //!   of each session, `summary.json`;
 //! - `games/`: the evaluation games, with search statistics.
+//!
+//! Self-play can also happen away from the learner ([`SelfPlayWorker`], for the Python
+//! package's Ray training): [`Trainer::describe`], [`Trainer::weights`] and
+//! [`Trainer::order`] give a worker what it needs, and [`Trainer::absorb_batch`] takes its
+//! games back as one iteration of the same run folder.
 
 mod best;
 mod config;
