@@ -31,7 +31,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import ray
@@ -128,29 +128,64 @@ class RunConfig:
     quiet: bool = False
 
 
-@dataclass
-class _Pool:
-    """The self-play actors, their pending batches, and what happened to them."""
+class _Session:
+    """One session of a run: the learner actor, the self-play actors and their pending
+    batches, the weights now published, and what happened to the actors."""
 
-    description: bytes
-    threads: int
-    prefix: str
-    actors: dict = field(default_factory=dict)
-    pending: dict = field(default_factory=dict)
-    nodes: set = field(default_factory=set)
-    replaced: int = 0
+    def __init__(self, cfg: RunConfig, learner):
+        self.cfg = cfg
+        self.learner = learner
+        self.description = ray.get(learner.describe.remote())
+        self.actors: dict = {}
+        self.pending: dict = {}
+        self.nodes: set = set()
+        self.replaced = 0
+        self.version = -1
+        self.weights = None
+        self.publish_weights()
 
-    def start(self, i: int):
+    def publish_weights(self) -> None:
+        """Puts the learner's weights in the object store under the next version; actors
+        fetch them when their own version is older (the list keeps Ray from resolving the
+        reference when the call is made)."""
+        self.version += 1
+        self.weights = [self.version, ray.put(ray.get(self.learner.weights.remote()))]
+
+    def start(self, i: int) -> None:
         # Round-robin over the nodes alive now (soft: a full or lost node's share goes
         # elsewhere), which spreads actors more evenly than Ray's SPREAD next to the learner.
         nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0)
         where = NodeAffinitySchedulingStrategy(node_id=nodes[i % len(nodes)], soft=True)
-        name = f"{self.prefix}-{i}-{self.replaced}"
-        actor = SelfPlayActor.options(name=name, scheduling_strategy=where).remote(
-            self.description, self.threads
+        name = f"{self.cfg.actor_name_prefix}-{i}-{self.replaced}"
+        self.actors[i] = SelfPlayActor.options(name=name, scheduling_strategy=where).remote(
+            self.description, self.cfg.threads_per_actor
         )
-        self.actors[i] = actor
-        return actor
+        self.nodes.add(ray.get(self.actors[i].node_id.remote()))
+
+    def submit(self, i: int) -> None:
+        order = ray.get(self.learner.order.remote())
+        self.pending[self.actors[i].play.remote(order, self.weights)] = i
+
+    def next_batch(self, deadline: float):
+        """`(actor, batch)` of the first batch back before `deadline` (None: none came). A
+        lost actor is replaced and given its order again."""
+        while self.pending and time.monotonic() < deadline:
+            ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            i = self.pending.pop(ready[0])
+            try:
+                return i, ray.get(ready[0])
+            except _ACTOR_LOST as e:
+                _log(self.cfg.quiet, f"ray_train: self-play actor {i} was lost ({type(e).__name__}); replacing it")
+                self.replaced += 1
+                self.start(i)
+                self.submit(i)
+        return None
+
+    def stop(self) -> None:
+        for actor in self.actors.values():
+            ray.kill(actor)
 
 
 def _first_line_of_cause(e: Exception) -> str:
@@ -199,86 +234,71 @@ def run(cfg: RunConfig, on_progress=None) -> dict:
             ray.shutdown()
 
 
-def _train(cfg: RunConfig, on_progress) -> dict:
+def _start_learner(cfg: RunConfig):
+    """The learner actor on this node (it writes the run folder here), and the run's state."""
     here = ray.get_runtime_context().get_node_id()
     case = {"workload": cfg.workload, "hw": cfg.hw, "fast_capacity": cfg.fast_capacity}
     learner = LearnerActor.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
     ).remote(str(Path(cfg.out).absolute()), cfg.resume, case, _read_config(cfg.config), cfg.seed)
     try:
-        before = ray.get(learner.state.remote())
+        return learner, ray.get(learner.state.remote())
     except _ACTOR_LOST as e:
         # The learner refused the run (a bad config, a folder holding another run, ...).
         raise ValueError(f"the learner could not start: {_first_line_of_cause(e)}") from None
-    pool = _Pool(ray.get(learner.describe.remote()), cfg.threads_per_actor, cfg.actor_name_prefix)
-    version = 0
-    weights = [version, ray.put(ray.get(learner.weights.remote()))]
+
+
+def _train(cfg: RunConfig, on_progress) -> dict:
+    learner, before = _start_learner(cfg)
+    session = _Session(cfg, learner)
+    for i in range(cfg.actors):
+        session.start(i)
+        session.submit(i)
+    _log(cfg.quiet, f"ray_train: {cfg.actors} self-play actors on {len(session.nodes)} node(s), learner writing {before['dir']}")
     t0 = time.monotonic()
-    deadline = t0 + cfg.seconds
-
-    def submit(i: int) -> None:
-        actor = pool.actors.get(i) or pool.start(i)
-        pool.pending[actor.play.remote(ray.get(learner.order.remote()), weights)] = i
-
-    for i in range(cfg.actors):
-        pool.start(i)
-    for i in range(cfg.actors):
-        pool.nodes.add(ray.get(pool.actors[i].node_id.remote()))
-        submit(i)
-    interrupted, last, shown = False, None, 0.0
-    _log(cfg.quiet, f"ray_train: {cfg.actors} self-play actors on {len(pool.nodes)} node(s), learner writing {before['dir']}")
+    interrupted, shown = False, 0.0
     try:
-        while time.monotonic() < deadline:
-            ready, _ = ray.wait(list(pool.pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            i = pool.pending.pop(ready[0])
-            try:
-                batch = ray.get(ready[0])
-            except _ACTOR_LOST as e:
-                _log(cfg.quiet, f"ray_train: self-play actor {i} was lost ({type(e).__name__}); replacing it")
-                pool.replaced += 1
-                pool.actors.pop(i, None)
-                submit(i)
-                pool.nodes.add(ray.get(pool.actors[i].node_id.remote()))
-                continue
+        while (got := session.next_batch(t0 + cfg.seconds)) is not None:
+            i, batch = got
             # The actor plays its next batch while the learner learns from this one.
-            submit(i)
-            last = ray.get(learner.absorb.remote(batch))
-            version += 1
-            weights = [version, ray.put(ray.get(learner.weights.remote()))]
+            session.submit(i)
+            progress = ray.get(learner.absorb.remote(batch))
+            session.publish_weights()
             if on_progress is not None:
-                on_progress(last)
-            if time.monotonic() - shown < 2.0:
-                continue
-            shown = time.monotonic()
-            _log(
-                cfg.quiet,
-                f"iteration {last['iteration']}: {last['positions']} positions, "
-                f"{last['train_steps']} steps, best {last['best_latency_s'] * 1e6:.2f} us "
-                f"({last['speedup_vs_xla']:.3f}x xla), {last['positions'] / max(1e-9, time.monotonic() - t0):.0f} positions/s",
-            )
+                on_progress(progress)
+            if time.monotonic() - shown >= 2.0:
+                shown = time.monotonic()
+                _log_progress(cfg.quiet, progress, before, shown - t0)
     except KeyboardInterrupt:
         interrupted = True
     seconds = time.monotonic() - t0
-    for actor in pool.actors.values():
-        ray.kill(actor)
+    session.stop()
     summary = ray.get(learner.finish.remote(interrupted))
     after = ray.get(learner.state.remote())
     ray.kill(learner)
+    positions = after["positions"] - before["positions"]
     summary.update(
         {
             "dir": after["dir"],
             "actors": cfg.actors,
-            "actor_nodes": sorted(pool.nodes),
-            "actor_replacements": pool.replaced,
+            "actor_nodes": sorted(session.nodes),
+            "actor_replacements": session.replaced,
             "session_seconds": seconds,
-            "session_positions": after["positions"] - before["positions"],
+            "session_positions": positions,
             "session_iterations": after["iterations"] - before["iterations"],
-            "positions_per_s": (after["positions"] - before["positions"]) / max(seconds, 1e-9),
+            "positions_per_s": positions / max(seconds, 1e-9),
         }
     )
     return summary
+
+
+def _log_progress(quiet: bool, p: dict, before: dict, seconds: float) -> None:
+    rate = (p["positions"] - before["positions"]) / max(seconds, 1e-9)
+    _log(
+        quiet,
+        f"iteration {p['iteration']}: {p['positions']} positions, {p['train_steps']} steps, "
+        f"best {p['best_latency_s'] * 1e6:.2f} us ({p['speedup_vs_xla']:.3f}x xla), {rate:.0f} positions/s",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
