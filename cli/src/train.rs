@@ -51,6 +51,11 @@ pub struct TrainArgs {
     /// number, and a run repeats exactly for the same seed and threads).
     #[arg(long, conflicts_with = "resume")]
     pub threads: Option<usize>,
+    /// Fine-tune: start from the network of the run in this folder (its newest
+    /// checkpoint) instead of random weights. The game must have the same options and
+    /// number of fast levels as that run's.
+    #[arg(long, conflicts_with = "resume")]
+    pub init: Option<PathBuf>,
     /// A JSON training config (fields of `TrainConfig`; missing ones take defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -157,6 +162,12 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
             bail!("--threads: must be in 1..=256, got {t}");
         }
         config.threads = t;
+    }
+    if let Some(init) = &args.init {
+        // Absolute, so a restart of this run from another folder finds it.
+        let path = std::fs::canonicalize(init)
+            .with_context(|| format!("--init {}: no such run folder", init.display()))?;
+        config.init = Some(path.display().to_string());
     }
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(

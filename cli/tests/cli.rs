@@ -107,6 +107,16 @@ fn bad_input_gets_one_line_and_status_2() {
             "unknown solver `magic`",
         ),
         (
+            vec![
+                "train".into(),
+                "--init".into(),
+                dir.join("no-run-here").display().to_string(),
+                "--out".into(),
+                dir.join("init-run").display().to_string(),
+            ],
+            "--init",
+        ),
+        (
             vec!["replay".into(), garbage.display().to_string()],
             "bad magic",
         ),

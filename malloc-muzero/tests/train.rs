@@ -654,3 +654,64 @@ fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Fine-tuning: a run started with `init` begins from the other run's newest network (not
+/// random weights); a game whose observation or actions differ cannot take it, and a
+/// folder without a run is a config error naming `init`.
+#[test]
+fn a_run_with_init_starts_from_the_other_runs_network() {
+    let setup = tiny();
+    let a = temp("init-a");
+    let mut first = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &a).unwrap();
+    let limits = Limits {
+        steps: Some(30),
+        ..Limits::default()
+    };
+    first
+        .run(&limits, &AtomicBool::new(false), &mut |_| {})
+        .unwrap();
+    let trained = train::load_network(&a).unwrap().to_bytes().unwrap();
+    let from_a = TrainConfig {
+        init: Some(a.display().to_string()),
+        seed: 7,
+        ..config(&setup)
+    };
+    let b = temp("init-b");
+    let second = Trainer::start(Arc::clone(&setup), "tiny", from_a.clone(), &b).unwrap();
+    assert_eq!(second.weights().unwrap(), trained);
+    let fresh = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        TrainConfig {
+            seed: 7,
+            ..config(&setup)
+        },
+        &temp("init-fresh"),
+    )
+    .unwrap();
+    assert_ne!(fresh.weights().unwrap(), trained);
+
+    let p = accel_sim::fixtures::three_ops("tiny", 1 << 20, 1e6);
+    let hw = Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap();
+    let options = GameOptions {
+        slots: 3,
+        ..GameOptions::default()
+    };
+    let other = GameSetup::new(Arc::new(p), hw, options).unwrap();
+    let no_network = TrainConfig {
+        network: None,
+        ..from_a.clone()
+    };
+    match Trainer::start(other, "tiny", no_network, &temp("init-other")) {
+        Err(TrainError::Config(m)) => assert!(m.contains("init") && m.contains("actions"), "{m}"),
+        other => panic!("expected a config error, got {:?}", other.err()),
+    }
+    let missing = TrainConfig {
+        init: Some(temp("init-missing").display().to_string()),
+        ..config(&setup)
+    };
+    match Trainer::start(Arc::clone(&setup), "tiny", missing, &temp("init-m")) {
+        Err(TrainError::Config(m)) => assert!(m.starts_with("init:"), "{m}"),
+        other => panic!("expected a config error, got {:?}", other.err()),
+    }
+}

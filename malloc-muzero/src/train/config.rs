@@ -68,6 +68,11 @@ pub struct TrainConfig {
     /// becomes the current line with probability `exp(-d / proposal_temperature)` (0: only
     /// faster ones do). Each iteration starts again from the best game.
     pub proposal_temperature: f64,
+    /// Fine-tuning: a run folder whose newest checkpoint's network starts this run instead
+    /// of random weights (its network config becomes this run's; the game must have the
+    /// same observation and actions, so the same game options and number of fast levels).
+    /// Only a fresh start reads it; a resumed run continues from its own checkpoint.
+    pub init: Option<String>,
 }
 
 /// Whether a name is a demonstration [`TrainConfig::demonstrations`] knows.
@@ -112,6 +117,7 @@ impl Default for TrainConfig {
             proposal_rounds: 8,
             proposals_per_round: 32,
             proposal_temperature: 5e-4,
+            init: None,
         }
     }
 }
@@ -200,6 +206,23 @@ impl TrainConfig {
     pub fn network_for(&self, setup: &GameSetup) -> Result<NetworkConfig, TrainError> {
         let obs = observation::observation_len(setup.options());
         let actions = setup.action_count();
+        if let Some(dir) = &self.init {
+            let n = super::read_run_info(std::path::Path::new(dir))
+                .map_err(|e| TrainError::Config(format!("init: {e}")))?
+                .network;
+            if n.observation_len != obs || n.action_count != actions {
+                return Err(TrainError::Config(format!(
+                    "init: the network of {dir} takes observations of {} and {} actions; this game has {obs} and {actions} (other game options or another number of fast levels)",
+                    n.observation_len, n.action_count
+                )));
+            }
+            if self.network.as_ref().is_some_and(|own| *own != n) {
+                return Err(TrainError::Config(format!(
+                    "network: differs from the network of the run in {dir} (init), which this run keeps"
+                )));
+            }
+            return Ok(n);
+        }
         match &self.network {
             None => Ok(NetworkConfig::small(obs, actions)),
             Some(n) if n.observation_len == obs && n.action_count == actions => Ok(n.clone()),

@@ -207,7 +207,11 @@ impl Trainer {
     fn fresh(run: Run) -> Result<Trainer, TrainError> {
         run.dir.roll_back_to(None)?;
         let (c, n) = (&run.info.config, &run.info.network);
-        let net = MuZeroNet::new(n, c.seed, &device())?;
+        let net = match &c.init {
+            Some(dir) => super::load_network(Path::new(dir))
+                .map_err(|e| TrainError::Config(format!("init: {e}")))?,
+            None => MuZeroNet::new(n, c.seed, &device())?,
+        };
         let opt = Optimizer::new(net.vars(), c.optim.clone())?;
         let replay = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
         let mut demos = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
