@@ -52,6 +52,18 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../data/gpt2-small-s128.json"),
     ),
     ("unet", include_str!("../data/unet.json")),
+    // Families for the bundled generalist's training (issue 14).
+    ("googlenet", include_str!("../data/googlenet.json")),
+    ("squeezenet1-1", include_str!("../data/squeezenet1-1.json")),
+    ("shufflenet-v2", include_str!("../data/shufflenet-v2.json")),
+    (
+        "regnet-y-400mf",
+        include_str!("../data/regnet-y-400mf.json"),
+    ),
+    (
+        "llama-small-s128",
+        include_str!("../data/llama-small-s128.json"),
+    ),
 ];
 
 /// The value of the `format` field.
@@ -808,6 +820,11 @@ mod tests {
             "bert-base-s384",
             "gpt2-small-s128",
             "unet",
+            "googlenet",
+            "squeezenet1-1",
+            "shufflenet-v2",
+            "regnet-y-400mf",
+            "llama-small-s128",
         ];
         let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, expected);

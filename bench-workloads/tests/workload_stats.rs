@@ -7,8 +7,32 @@ use bench_workloads::json::{parse_file, EMBEDDED};
 
 #[test]
 fn embedded_stats_match_the_rust_ir() {
-    assert_eq!(EMBEDDED.len(), 10);
-    for (name, text) in EMBEDDED {
+    assert_eq!(EMBEDDED.len(), 15);
+    stats_match(EMBEDDED.iter().map(|(n, t)| (n.to_string(), t.to_string())));
+}
+
+/// The held-out models (never embedded, never trained on: the generalist's evaluation)
+/// are traced by the same exporter and must agree the same way.
+#[test]
+fn held_out_stats_match_the_rust_ir() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("heldout");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 6);
+    stats_match(files.into_iter());
+}
+
+fn stats_match(files: impl Iterator<Item = (String, String)>) {
+    for (name, text) in files {
+        let (name, text) = (&name, text.as_str());
         let file = parse_file(text, name).unwrap_or_else(|e| panic!("{e}"));
         let program = file.to_program(name).unwrap_or_else(|e| panic!("{e}"));
         let stats = file

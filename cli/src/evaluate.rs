@@ -30,14 +30,15 @@ pub struct EvaluateArgs {
     pub suite: bool,
     /// Solvers to run (repeat the flag): baselines (all-slow, xla, xla-repack,
     /// greedy-size, egrl-dp), exact (the cost model's proven optimum; gives every row its
-    /// gap to it), game players (random, greedy, beam, beam:W, xla-game), and muzero (with
-    /// --checkpoint). Default: all-slow, xla, greedy-size, greedy, beam.
+    /// gap to it), game players (random, greedy, beam, beam:W, xla-game), and muzero (a
+    /// trained agent: --checkpoint, else the bundled generalist). Default: all-slow, xla, greedy-size, greedy, beam.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     /// Seed of the game players.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The run directory of a trained agent, for `--solver muzero`.
+    /// The run directory of a trained agent, for `--solver muzero` (without it: the
+    /// bundled generalist, malloc-muzero/generalist).
     #[arg(long)]
     pub checkpoint: Option<PathBuf>,
     /// Search simulations per move of `--solver muzero` (default: the run's evaluation

@@ -1,4 +1,5 @@
-//! `mallocmuzero train`: self-play training of the mallocMuZero agent on one case.
+//! `mallocmuzero train`: self-play training of the mallocMuZero agent on one case, or on
+//! many at once (`--suite`, `--cases FILE`: one network for every program).
 //!
 //! Ctrl-C (or SIGTERM) stops training cleanly: the current iteration is finished, a
 //! checkpoint is written (the best mapping is on disk from the moment it was found), the
@@ -13,7 +14,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::GameSetup;
+use malloc_muzero::generalist::{self, CaseSpec};
 use malloc_muzero::train::{Limits, Progress, TrainConfig, TrainError, TrainSummary, Trainer};
+use malloc_muzero::train::{SuiteCase, SuiteSummary, SuiteTrainer, INIT_BUNDLED};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,10 +55,19 @@ pub struct TrainArgs {
     #[arg(long, conflicts_with = "resume")]
     pub threads: Option<usize>,
     /// Fine-tune: start from the network of the run in this folder (its newest
-    /// checkpoint) instead of random weights. The game must have the same options and
-    /// number of fast levels as that run's.
+    /// checkpoint), or `bundled` (the generalist shipped with the project; a folder of
+    /// that name is `./bundled`), instead of random weights. The game must have the same
+    /// options and number of fast levels as that run's.
     #[arg(long, conflicts_with = "resume")]
     pub init: Option<PathBuf>,
+    /// Train one network on the generalist's training cases (every training workload on
+    /// every training hardware; see malloc-muzero/generalist/README.md).
+    #[arg(long, conflicts_with_all = ["resume", "workload", "hw", "fast_capacity", "cases"])]
+    pub suite: bool,
+    /// Train one network on the cases of this JSON file: a list of
+    /// `{"workload": W, "hw": H, "fast_capacity": C}` (hw and capacity optional).
+    #[arg(long, conflicts_with_all = ["resume", "workload", "hw", "fast_capacity"])]
+    pub cases: Option<PathBuf>,
     /// A JSON training config (fields of `TrainConfig`; missing ones take defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -75,6 +87,13 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     // Installed before anything is written, so no interrupt finds a half-made run.
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    let suite = match &args.resume {
+        Some(dir) => malloc_muzero::train::read_run_info(dir).is_ok_and(|i| !i.cases.is_empty()),
+        None => args.suite || args.cases.is_some(),
+    };
+    if suite {
+        return run_suite(args, &limits, config, &stop, &bar);
+    }
     let mut trainer = match &args.resume {
         Some(dir) => Trainer::resume(dir, config)?,
         None => start(args, config)?,
@@ -82,19 +101,62 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     if !args.json {
         announce(&trainer, args.resume.is_some());
     }
-    let mut render = renderer(&trainer, &bar, limits.steps);
+    let mut render = renderer(
+        (trainer.train_steps(), trainer.positions()),
+        &bar,
+        limits.steps,
+    );
     let summary = trainer.run(&limits, &stop, &mut render)?;
     bar.finish_and_clear();
     report(&summary, trainer.dir(), args.json)?;
-    if summary.interrupted {
+    exit_if_interrupted(summary.interrupted, summary.iterations, trainer.dir());
+    Ok(())
+}
+
+/// A multi-program run: started from `--suite` or `--cases`, or resumed.
+fn run_suite(
+    args: &TrainArgs,
+    limits: &Limits,
+    config: Option<TrainConfig>,
+    stop: &AtomicBool,
+    bar: &ProgressBar,
+) -> Result<()> {
+    let mut trainer = match &args.resume {
+        Some(dir) => SuiteTrainer::resume(dir, config)?,
+        None => start_suite(args, config)?,
+    };
+    if !args.json {
         eprintln!(
-            "interrupted after {} iterations: checkpoint and best mapping written; continue with: mallocmuzero train --resume {}",
-            summary.iterations,
-            trainer.dir().display()
+            "training one network on {} cases into {}{}",
+            trainer.case_names().len(),
+            trainer.dir().display(),
+            match (args.resume.is_some(), trainer.iterations()) {
+                (false, _) => String::new(),
+                (true, 0) => " (it had no checkpoint: started afresh)".into(),
+                (true, n) => format!(" (resumed after iteration {})", n - 1),
+            }
+        );
+    }
+    let mut render = renderer(
+        (trainer.train_steps(), trainer.positions()),
+        bar,
+        limits.steps,
+    );
+    let summary = trainer.run(limits, stop, &mut render)?;
+    bar.finish_and_clear();
+    report_suite(&summary, trainer.dir(), args.json)?;
+    exit_if_interrupted(summary.interrupted, summary.iterations, trainer.dir());
+    Ok(())
+}
+
+fn exit_if_interrupted(interrupted: bool, iterations: u64, dir: &Path) {
+    if interrupted {
+        eprintln!(
+            "interrupted after {iterations} iterations: checkpoint and best mapping written; continue with: mallocmuzero train --resume {}",
+            dir.display()
         );
         std::process::exit(INTERRUPTED);
     }
-    Ok(())
 }
 
 fn limits(args: &TrainArgs) -> Result<Limits> {
@@ -145,15 +207,9 @@ pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar)
     .context("cannot install the Ctrl-C handler")
 }
 
-/// A new run of the case the flags name.
-fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
+/// The run's config: the file's (or the defaults) with the flags applied.
+fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfig> {
     let mut config = config.unwrap_or_default();
-    let mut case_args = args.case.clone();
-    let workload = case_args
-        .workload
-        .get_or_insert_with(|| DEFAULT_WORKLOAD.into())
-        .clone();
-    let case = evaluate::single_case(&case_args)?;
     if let Some(s) = args.seed {
         config.seed = s;
     }
@@ -164,21 +220,107 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
         config.threads = t;
     }
     if let Some(init) = &args.init {
-        // Absolute, so a restart of this run from another folder finds it.
-        let path = std::fs::canonicalize(init)
-            .with_context(|| format!("--init {}: no such run folder", init.display()))?;
-        config.init = Some(path.display().to_string());
+        if init.as_os_str() == INIT_BUNDLED {
+            config.init = Some(INIT_BUNDLED.into());
+        } else {
+            // Absolute, so a restart of this run from another folder finds it.
+            let path = std::fs::canonicalize(init)
+                .with_context(|| format!("--init {}: no such run folder", init.display()))?;
+            config.init = Some(path.display().to_string());
+        }
     }
-    let dir = args.out.clone().unwrap_or_else(|| {
+    Ok(config)
+}
+
+/// `runs/<what>-seed<S>` unless `--out` says otherwise.
+fn out_dir(args: &TrainArgs, what: &str, seed: u64) -> PathBuf {
+    args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
-            "{}-seed{}",
-            workload.replace(['/', '\\', '.'], "_"),
-            config.seed
+            "{}-seed{seed}",
+            what.replace(['/', '\\', '.'], "_")
         ))
-    });
+    })
+}
+
+/// A new run of the case the flags name.
+fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
+    let config = config_of(args, config)?;
+    let mut case_args = args.case.clone();
+    let workload = case_args
+        .workload
+        .get_or_insert_with(|| DEFAULT_WORKLOAD.into())
+        .clone();
+    let case = evaluate::single_case(&case_args)?;
+    let dir = out_dir(args, &workload, config.seed);
     let options = args.game.options(&case.hw);
     let setup = GameSetup::new(case.program, case.hw, options)?;
-    match Trainer::start(setup, &workload, config, &dir) {
+    refuse_existing(Trainer::start(setup, &workload, config, &dir), &dir)
+}
+
+/// A new multi-program run of `--suite` or `--cases`.
+fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTrainer> {
+    let config = config_of(args, config)?;
+    let (specs, origin) = match &args.cases {
+        Some(path) => (read_cases(path)?, path.display().to_string()),
+        None => (generalist::training_cases(), "--suite".to_string()),
+    };
+    let mut named = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let case = malloc_muzero::Case::named(
+            Some(&spec.workload),
+            spec.hw.as_deref(),
+            spec.fast_capacity.as_deref(),
+        )
+        .with_context(|| format!("{origin}: case {i} (`{}`)", spec.workload))?;
+        named.push((i, spec, case));
+    }
+    // One network plays every case, so every case plays by the same options: without
+    // --fast-levels, the fewest fast levels any case's hardware has.
+    let mut game = args.game.clone();
+    if game.fast_levels.is_none() {
+        game.fast_levels = named.iter().map(|(_, _, c)| c.hw.levels.len() - 1).min();
+    }
+    let mut cases = Vec::with_capacity(named.len());
+    for (i, spec, case) in named {
+        let capacity = case.hw.levels[case.hw.fastest()].capacity;
+        let name = format!(
+            "{}@{}/{}",
+            spec.workload,
+            case.hw.name,
+            if capacity % (1 << 20) == 0 {
+                format!("{}MiB", capacity >> 20)
+            } else {
+                format!("{capacity}B")
+            }
+        );
+        let options = game.options(&case.hw);
+        let setup = GameSetup::new(case.program, case.hw, options)
+            .with_context(|| format!("{origin}: case {i} (`{name}`)"))?;
+        cases.push(SuiteCase {
+            name,
+            workload: spec.workload.clone(),
+            setup,
+        });
+    }
+    let what = if args.suite { "suite" } else { "cases" };
+    let dir = out_dir(args, what, config.seed);
+    refuse_existing(SuiteTrainer::start(cases, config, &dir), &dir)
+}
+
+/// A `--cases` file: a non-empty JSON list of cases.
+fn read_cases(path: &Path) -> Result<Vec<CaseSpec>> {
+    let text = accel_sim::read_text(path)?;
+    let cases: Vec<CaseSpec> =
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    if cases.is_empty() {
+        bail!("{}: the list of cases is empty", path.display());
+    }
+    Ok(cases)
+}
+
+/// A folder that already holds a run is the user's to resume or keep, not to overwrite.
+fn refuse_existing<T>(started: Result<T, TrainError>, dir: &Path) -> Result<T> {
+    match started {
         Err(TrainError::RunExists { what, .. }) => bail!(
             "{} already holds a run {what}: continue it with --resume {}, or pick another --out",
             dir.display(),
@@ -206,20 +348,21 @@ fn announce(trainer: &Trainer, resume: bool) {
 
 /// Draws each iteration's progress on `bar`: steps, the best latency and the speed of this
 /// session.
-fn renderer<'a>(
-    trainer: &Trainer,
-    bar: &'a ProgressBar,
+fn renderer(
+    (steps0, positions0): (u64, u64),
+    bar: &ProgressBar,
     step_limit: Option<u64>,
-) -> impl FnMut(&Progress) + 'a {
-    let (t0, steps0, positions0) = (Instant::now(), trainer.train_steps(), trainer.positions());
+) -> impl FnMut(&Progress) + '_ {
+    let t0 = Instant::now();
     move |p: &Progress| {
         let s = t0.elapsed().as_secs_f64().max(1e-9);
         let steps = match step_limit {
             Some(l) => format!("{}/{l}", p.train_steps),
             None => p.train_steps.to_string(),
         };
+        let case = p.case.as_ref().map_or(String::new(), |c| format!("  {c}"));
         bar.set_message(format!(
-            "iteration {}  steps {steps}  loss {:.4}  best {:.2} us ({:.4}x vs xla {:.2} us)  eval {}  {:.1} steps/s  {:.0} positions/s",
+            "iteration {}{case}  steps {steps}  loss {:.4}  best {:.2} us ({:.4}x vs xla {:.2} us)  eval {}  {:.1} steps/s  {:.0} positions/s",
             p.iteration,
             p.loss,
             p.best_latency_s * 1e6,
@@ -233,15 +376,57 @@ fn renderer<'a>(
     }
 }
 
-fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
+/// Prints `summary` as one JSON line; `false` when the output is text, which the caller
+/// prints, starting with the counts line.
+fn printed_as_json<S: serde::Serialize>(summary: &S, json: bool) -> Result<bool> {
     if json {
         println!("{}", serde_json::to_string(summary)?);
+        return Ok(true);
+    }
+    let v = serde_json::to_value(summary)?;
+    println!(
+        "{} iterations, {} training steps, {} positions in {:.1} s",
+        v["iterations"],
+        v["train_steps"],
+        v["positions"],
+        v["elapsed_s"].as_f64().unwrap_or(0.0)
+    );
+    Ok(false)
+}
+
+fn report_suite(summary: &SuiteSummary, dir: &Path, json: bool) -> Result<()> {
+    if printed_as_json(summary, json)? {
         return Ok(());
     }
     println!(
-        "{} iterations, {} training steps, {} positions in {:.1} s",
-        summary.iterations, summary.train_steps, summary.positions, summary.elapsed_s
+        "{:<40} {:>11} {:>11} {:>8} {:>11}",
+        "case", "xla (us)", "best (us)", "vs xla", "eval (us)"
     );
+    let us = |v: Option<f64>| v.map_or("-".to_string(), |l| format!("{:.2}", l * 1e6));
+    for c in &summary.cases {
+        let speedup = c
+            .best_latency_s
+            .map_or("-".to_string(), |b| format!("{:.4}x", c.xla_latency_s / b));
+        println!(
+            "{:<40} {:>11.2} {:>11} {:>8} {:>11}",
+            c.name,
+            c.xla_latency_s * 1e6,
+            us(c.best_latency_s),
+            speedup,
+            us(c.eval_latency_s)
+        );
+    }
+    println!(
+        "run: {d} (the network: its newest checkpoint; play it with `evaluate --solver muzero --checkpoint {d}`; continue with --resume {d})",
+        d = dir.display()
+    );
+    Ok(())
+}
+
+fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
+    if printed_as_json(summary, json)? {
+        return Ok(());
+    }
     println!(
         "agent: best mapping found {} (xla {:.2} us; all-slow {:.2} us); last evaluation game {}",
         summary

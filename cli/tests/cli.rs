@@ -61,6 +61,16 @@ fn bad_input_gets_one_line_and_status_2() {
             "buffers":[{"name":"a","kind":"input","bytes":0}],"ops":[]}"#,
     )
     .unwrap();
+    let odd_case = dir.join("odd-case.json");
+    std::fs::write(&odd_case, r#"[{"workload": "alexnet", "hardware": "x"}]"#).unwrap();
+    let no_cases = dir.join("no-cases.json");
+    std::fs::write(&no_cases, "[]").unwrap();
+    let unknown_case = dir.join("unknown-case.json");
+    std::fs::write(
+        &unknown_case,
+        r#"[{"workload": "alexnet"}, {"workload": "nope"}]"#,
+    )
+    .unwrap();
     let garbage = dir.join("g.game");
     std::fs::write(&garbage, [7u8; 40]).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
@@ -117,6 +127,30 @@ fn bad_input_gets_one_line_and_status_2() {
             "--init",
         ),
         (
+            vec![
+                "train".into(),
+                "--cases".into(),
+                odd_case.display().to_string(),
+            ],
+            "odd-case.json: unknown field `hardware`",
+        ),
+        (
+            vec![
+                "train".into(),
+                "--cases".into(),
+                no_cases.display().to_string(),
+            ],
+            "no-cases.json: the list of cases is empty",
+        ),
+        (
+            vec![
+                "train".into(),
+                "--cases".into(),
+                unknown_case.display().to_string(),
+            ],
+            "case 1 (`nope`)",
+        ),
+        (
             vec!["replay".into(), garbage.display().to_string()],
             "bad magic",
         ),
@@ -134,6 +168,100 @@ fn bad_input_gets_one_line_and_status_2() {
         assert!(err.contains(want), "{args:?}: {err} should say {want}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--solver muzero` without a checkpoint plays the bundled generalist; `--init bundled`
+/// fine-tunes it; a multi-program run (`--cases`) trains, reports every case and resumes.
+#[test]
+fn the_bundled_generalist_plays_fine_tunes_and_a_suite_run_resumes() {
+    let dir = std::env::temp_dir().join(format!("cli-generalist-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = json(&[
+        "evaluate",
+        "--workload",
+        "diamond",
+        "--solver",
+        "xla",
+        "--solver",
+        "muzero",
+        "--simulations",
+        "4",
+        "--json",
+    ]);
+    let rows = v["results"].as_array().unwrap();
+    let agent = rows.iter().find(|r| r["solver"] == "muzero").unwrap();
+    assert_eq!(agent["valid"], true, "{agent}");
+
+    let tuned = dir.join("tuned").display().to_string();
+    let s = json(&[
+        "train",
+        "--workload",
+        "diamond",
+        "--init",
+        "bundled",
+        "--steps",
+        "20",
+        "--out",
+        &tuned,
+        "--json",
+    ]);
+    assert!(s["train_steps"].as_u64().unwrap() >= 20, "{s}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tuned/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(run["config"]["init"], "bundled");
+
+    let cases = dir.join("cases.json");
+    std::fs::write(
+        &cases,
+        r#"[{"workload": "diamond", "fast_capacity": "2MiB"},
+            {"workload": "chain", "hw": "tpu-v4i-like", "fast_capacity": "16MiB"}]"#,
+    )
+    .unwrap();
+    let suite = dir.join("suite").display().to_string();
+    let cases = cases.display().to_string();
+    let first = json(&[
+        "train",
+        "--cases",
+        &cases,
+        "--steps",
+        "40",
+        "--threads",
+        "1",
+        "--out",
+        &suite,
+        "--json",
+    ]);
+    let names: Vec<&str> = first["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["diamond@tpu-v4i-like/2MiB", "chain@tpu-v4i-like/16MiB"]
+    );
+    let more = json(&["train", "--resume", &suite, "--steps", "80", "--json"]);
+    assert!(
+        more["iterations"].as_u64() > first["iterations"].as_u64(),
+        "{more}"
+    );
+    let agent = json(&[
+        "evaluate",
+        "--workload",
+        "chain",
+        "--solver",
+        "muzero",
+        "--checkpoint",
+        &suite,
+        "--simulations",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(agent["results"][0]["valid"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,7 +1,8 @@
 //! `mallocmuzero train` interrupted by SIGINT (Ctrl-C) and killed by SIGKILL at several
 //! moments (before its first checkpoint, mid-run, during a resume), then resumed or started
 //! again: the best mapping is never lost or replaced by a worse one, every iteration has
-//! one metrics line, and the run completes. Also `--steps 0`.
+//! one metrics line, and the run completes; a multi-program run keeps every case's best.
+//! Also `--steps 0`.
 
 #![cfg(unix)]
 
@@ -232,5 +233,73 @@ fn zero_steps_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--steps: must be >= 1"));
     assert!(!dir.exists());
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// A multi-program run (`--cases`) killed mid-run resumes from its checkpoint: one
+/// metrics line per iteration, and no case's best mapping lost or made worse.
+#[test]
+fn a_killed_suite_run_resumes_with_every_cases_best() {
+    let (dir, config) = folder("suite");
+    let cases = dir.parent().unwrap().join("cases.json");
+    std::fs::write(
+        &cases,
+        r#"[{"workload": "diamond", "hw": "tpu-v4i-like", "fast_capacity": "4MiB"},
+            {"workload": "chain", "hw": "tpu-v4i-like", "fast_capacity": "16MiB"}]"#,
+    )
+    .unwrap();
+    let (d, c, k) = (
+        dir.to_str().unwrap(),
+        config.to_str().unwrap(),
+        cases.to_str().unwrap(),
+    );
+    let best = |case: usize| {
+        GameRecord::load(&dir.join(format!("best/{case:03}/game.game")))
+            .map_or(f64::INFINITY, |r| r.final_latency_s)
+    };
+    let mut child = train(&[
+        "--cases",
+        k,
+        "--steps",
+        STEPS,
+        "--threads",
+        "1",
+        "--config",
+        c,
+        "--out",
+        d,
+    ])
+    .spawn()
+    .unwrap();
+    wait_until("metrics past the first checkpoint", || {
+        has_checkpoint(&dir) && metrics_lines(&dir) >= 13
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = [best(0), best(1)];
+    assert!(before.iter().all(|b| b.is_finite()), "{before:?}");
+    let summary = finished(resume(&dir).spawn().unwrap(), 0);
+    assert_eq!(
+        summary["train_steps"].as_u64(),
+        Some(STEPS.parse().unwrap())
+    );
+    for (case, b) in before.iter().enumerate() {
+        let after = summary["cases"][case]["best_latency_s"].as_f64().unwrap();
+        assert!(
+            after <= *b && after == best(case),
+            "case {case}: {after} vs {b}"
+        );
+    }
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    let iterations: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let expected: Vec<u64> = (0..summary["iterations"].as_u64().unwrap()).collect();
+    assert_eq!(iterations, expected, "one metrics line per iteration");
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }

@@ -1,5 +1,7 @@
-//! A trained agent loaded from a run folder, playing a program as one noise-free game.
+//! A trained agent loaded from a run folder (or the bundled generalist), playing a program
+//! as one noise-free game.
 
+use crate::generalist;
 use crate::train::{self, RunInfo, TrainError};
 use accel_sim::{Hardware, Mapping, Program};
 use malloc_game::GameSetup;
@@ -29,6 +31,7 @@ pub enum AgentError {
 /// The network of a run's newest checkpoint, its run's game rules, and a search without
 /// noise.
 pub struct Agent {
+    /// The run folder, or [`crate::generalist::ORIGIN`]: how messages name the agent.
     dir: PathBuf,
     info: RunInfo,
     net: MuZeroNet,
@@ -41,6 +44,22 @@ impl Agent {
     pub fn load(dir: &Path, simulations: Option<usize>) -> Result<Agent, AgentError> {
         let info = train::read_run_info(dir)?;
         let net = train::load_network(dir)?;
+        Agent::new(dir.to_path_buf(), info, net, simulations)
+    }
+
+    /// The bundled generalist ([`crate::generalist`]); `simulations` overrides its
+    /// evaluation setting.
+    pub fn bundled(simulations: Option<usize>) -> Result<Agent, AgentError> {
+        let (info, net) = (generalist::info()?, generalist::network()?);
+        Agent::new(PathBuf::from(generalist::ORIGIN), info, net, simulations)
+    }
+
+    fn new(
+        dir: PathBuf,
+        info: RunInfo,
+        net: MuZeroNet,
+        simulations: Option<usize>,
+    ) -> Result<Agent, AgentError> {
         let search = SearchConfig {
             simulations: simulations.unwrap_or(info.config.eval_simulations),
             ..info.config.search.clone()
@@ -50,7 +69,7 @@ impl Agent {
             msg,
         })?;
         Ok(Agent {
-            dir: dir.to_path_buf(),
+            dir,
             info,
             net,
             search,
@@ -60,14 +79,27 @@ impl Agent {
     /// What differs between the run and the case without stopping play (another program
     /// or hardware: the agent then plays zero-shot), one sentence each.
     pub fn warnings(&self, program: &Program, hw: &Hardware) -> Vec<String> {
-        let mut out = Vec::new();
         let dir = self.dir.display();
-        if program.content_hash() != self.info.program_hash {
+        let hash = program.content_hash();
+        if !self.info.cases.is_empty() {
+            // A multi-program run was trained on several hardware settings: only the
+            // program says whether the agent has seen the case.
+            if self.info.cases.iter().any(|c| c.program_hash == hash) {
+                return Vec::new();
+            }
+            return vec![format!(
+                "{dir} was trained on {} cases, none of them `{}`: the agent plays it zero-shot",
+                self.info.cases.len(),
+                program.name()
+            )];
+        }
+        let mut out = Vec::new();
+        if hash != self.info.program_hash {
             out.push(format!(
                 "{dir} was trained on `{}`; `{}` is another program (hash {:#x}, trained {:#x}): the agent plays it zero-shot",
                 self.info.workload,
                 program.name(),
-                program.content_hash(),
+                hash,
                 self.info.program_hash
             ));
         }

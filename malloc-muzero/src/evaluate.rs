@@ -39,10 +39,8 @@ pub enum EvalError {
         program: String,
         smallest: u64,
     },
-    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp, exact; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero with a checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
+    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp, exact; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero: the bundled generalist, or a run with --checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
-    #[error("--solver muzero needs a checkpoint (a `train` run folder)")]
-    NoCheckpoint,
     #[error(transparent)]
     Agent(#[from] AgentError),
     #[error(transparent)]
@@ -130,7 +128,7 @@ impl Case {
 pub struct SolverContext {
     /// The game players' seed.
     pub seed: u64,
-    /// The run folder of `muzero`.
+    /// The run folder of `muzero` (none: the bundled generalist).
     pub checkpoint: Option<PathBuf>,
     /// Search simulations per move of `muzero` (default: the run's evaluation setting).
     pub simulations: Option<usize>,
@@ -156,8 +154,11 @@ impl Solver {
     /// player in the game), or `muzero` (needs `ctx.checkpoint`).
     pub fn named(name: &str, ctx: &SolverContext) -> Result<Solver, EvalError> {
         if name == "muzero" {
-            let dir = ctx.checkpoint.as_ref().ok_or(EvalError::NoCheckpoint)?;
-            return Ok(Solver::MuZero(Box::new(Agent::load(dir, ctx.simulations)?)));
+            let agent = match &ctx.checkpoint {
+                Some(dir) => Agent::load(dir, ctx.simulations)?,
+                None => Agent::bundled(ctx.simulations)?,
+            };
+            return Ok(Solver::MuZero(Box::new(agent)));
         }
         if let Some(s) = baselines::solver(name) {
             return Ok(Solver::Baseline(s));
@@ -559,10 +560,8 @@ mod tests {
             Solver::named("nope", &ctx),
             Err(EvalError::UnknownSolver(_))
         ));
-        assert!(matches!(
-            Solver::named("muzero", &ctx),
-            Err(EvalError::NoCheckpoint)
-        ));
+        // Without a checkpoint, `muzero` is the bundled generalist.
+        assert_eq!(Solver::named("muzero", &ctx).unwrap().name(), "muzero");
         assert_eq!(Solver::named("xla-game", &ctx).unwrap().name(), "xla-game");
     }
 

@@ -5,12 +5,13 @@
 //! - [`MallocEnv`]: the mallocGame as a [`muzero::Environment`].
 //! - [`train`]: the training driver (self-play and learner side by side, evaluation
 //!   against xla, checkpoints, resume, interrupts).
-//! - [`Agent`]: a trained agent loaded from a run folder.
+//! - [`Agent`]: a trained agent loaded from a run folder, or the bundled [`generalist`].
 //! - [`evaluate`]: cases, the solver registry, solve -> validate -> simulate -> [`Row`].
 
 mod agent;
 mod env;
 pub mod evaluate;
+pub mod generalist;
 pub mod race;
 pub mod train;
 

@@ -35,17 +35,44 @@
 //! games back as one iteration of the same run folder.
 
 mod best;
+mod case;
 mod config;
 mod demos;
 mod error;
 mod remote;
 mod run_dir;
 mod selfplay;
+mod suite;
 mod trainer;
 
 pub use config::{Limits, TrainConfig};
 pub use error::TrainError;
 pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
+pub use run_dir::CaseInfo;
 pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
+pub use suite::{CaseSummary, SuiteCase, SuiteSummary, SuiteTrainer};
 pub use trainer::{Progress, TrainSummary, Trainer};
+
+/// What `init` names: the bundled generalist ([`crate::generalist`]).
+pub const INIT_BUNDLED: &str = "bundled";
+
+/// The run info of the network `init` names: `bundled`, or a run folder.
+fn init_info(init: &str) -> Result<RunInfo, TrainError> {
+    let info = if init == INIT_BUNDLED {
+        crate::generalist::info()
+    } else {
+        read_run_info(std::path::Path::new(init))
+    };
+    info.map_err(|e| TrainError::Config(format!("init: {e}")))
+}
+
+/// The network `init` names (see [`init_info`]), to start a run from.
+fn load_init(init: &str) -> Result<muzero::MuZeroNet, TrainError> {
+    let net = if init == INIT_BUNDLED {
+        crate::generalist::network()
+    } else {
+        load_network(std::path::Path::new(init))
+    };
+    net.map_err(|e| TrainError::Config(format!("init: {e}")))
+}

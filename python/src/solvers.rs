@@ -9,8 +9,8 @@ use std::path::PathBuf;
 /// Runs `solvers` on a case (or on every suite case with `suite=True`), validates and
 /// simulates each mapping, and returns one dict per (case, solver): the rows of
 /// `mallocmuzero evaluate --json` (`results`), field for field. Solver names are the
-/// command line's (`solver_names()`); the default is its default list. `muzero` needs
-/// `checkpoint` (a run folder). An invalid mapping is a row with `valid: False`, not an
+/// command line's (`solver_names()`); the default is its default list. `muzero` plays the
+/// run folder `checkpoint`, or without one the bundled generalist. An invalid mapping is a row with `valid: False`, not an
 /// exception.
 #[pyfunction]
 #[pyo3(signature = (

@@ -49,6 +49,13 @@ def test_evaluate_returns_the_command_lines_rows(cli):
     assert a[0]["latency_s"] == b[0]["latency_s"]
 
 
+def test_the_bundled_generalist_plays_without_a_checkpoint(cli):
+    args = ["--workload", "diamond", "--solver", "muzero", "--simulations", "4"]
+    rows = mmz.evaluate("diamond", ["muzero"], simulations=4)
+    cli_rows = json.loads(cli("evaluate", *args, "--json").stdout)["results"]
+    assert rows[0]["valid"] and rows[0]["latency_s"] == cli_rows[0]["latency_s"]
+
+
 def test_saved_games_replay_and_render(tmp_path):
     game = mmz.Game("alexnet")
     while not game.is_terminal():

@@ -69,7 +69,7 @@ pub struct TrainConfig {
     /// faster ones do). Each iteration starts again from the best game.
     pub proposal_temperature: f64,
     /// Fine-tuning: a run folder whose newest checkpoint's network starts this run instead
-    /// of random weights (its network config becomes this run's; the game must have the
+    /// of random weights, or `bundled`, the generalist shipped with the project (its network config becomes this run's; the game must have the
     /// same observation and actions, so the same game options and number of fast levels).
     /// Only a fresh start reads it; a resumed run continues from its own checkpoint.
     pub init: Option<String>,
@@ -207,12 +207,10 @@ impl TrainConfig {
         let obs = observation::observation_len(setup.options());
         let actions = setup.action_count();
         if let Some(dir) = &self.init {
-            let n = super::read_run_info(std::path::Path::new(dir))
-                .map_err(|e| TrainError::Config(format!("init: {e}")))?
-                .network;
+            let n = super::init_info(dir)?.network;
             if n.observation_len != obs || n.action_count != actions {
                 return Err(TrainError::Config(format!(
-                    "init: the network of {dir} takes observations of {} and {} actions; this game has {obs} and {actions} (other game options or another number of fast levels)",
+                    "init: the network of `{dir}` takes observations of {} and {} actions; this game has {obs} and {actions} (other game options or another number of fast levels; see --fast-levels)",
                     n.observation_len, n.action_count
                 )));
             }

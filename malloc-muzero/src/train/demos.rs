@@ -84,8 +84,15 @@ fn labelled(
 /// enters with its moves as targets. One target line, not several, so the policy learns
 /// the best game rather than an average of heuristics that disagree.
 pub(super) fn imitate(demos: &mut ReplayBuffer, game: &Game) -> Result<(), TrainError> {
+    // In a multi-program run the buffer holds every case's demonstrations: only the games
+    // of `game`'s case (those that start from its first observation) give up their
+    // targets. In a run of one program that is every game.
+    let setup = game.setup();
+    let mut start = vec![0f32; observation::observation_len(setup.options())];
+    observation::encode(&setup.start(), &mut start);
     let stored: Vec<(usize, Vec<f32>, usize)> = demos
         .iter_games()
+        .filter(|(_, h)| h.observations.get(..start.len()) == Some(&start[..]))
         .map(|(id, h)| (id, h.root_values.clone(), h.policies.len()))
         .collect();
     for (id, root_values, n) in stored {

@@ -32,6 +32,24 @@ pub struct RunInfo {
     pub options: malloc_game::GameOptions,
     pub network: NetworkConfig,
     pub config: TrainConfig,
+    /// A multi-program run's cases ([`super::SuiteTrainer`]); empty for a run of one
+    /// program. In a suite run the fields above name its first case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<CaseInfo>,
+}
+
+/// One case of a multi-program run, as `run.json` records it: its program (a built-in's
+/// name or the file it was loaded from, and its hash) and its hardware. The program's copy
+/// is `programs/NNN.json` in the run folder.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseInfo {
+    /// What the case is called in progress lines and summaries (`resnet50@16MiB`).
+    pub name: String,
+    pub workload: String,
+    #[serde(default)]
+    pub workload_path: Option<String>,
+    pub program_hash: u64,
+    pub hardware: accel_sim::HardwareFile,
 }
 
 /// `checkpoints/latest.json`: the newest complete checkpoint and the counters at its end.
@@ -64,35 +82,12 @@ impl RunInfo {
     /// from, or (the file moved, or the program was built in code) the run's own copy in
     /// `dir`. A program that differs from the one the run started with is refused.
     pub fn load_program(&self, dir: &Path) -> Result<Program, TrainError> {
-        let copy = dir.join(PROGRAM_JSON);
-        let from_copy = || {
-            let p = bench_workloads::load(&copy.display().to_string())?;
-            self.same_program(p, || format!("{} (the run's copy)", copy.display()))
+        let recorded = RecordedProgram {
+            workload: &self.workload,
+            workload_path: self.workload_path.as_deref(),
+            hash: self.program_hash,
         };
-        if let Some(path) = &self.workload_path {
-            if !Path::new(path).exists() {
-                return from_copy();
-            }
-            let p = bench_workloads::load(path)?;
-            return self.same_program(p, || {
-                format!(
-                    "{path} (move it away to resume from the run's copy {})",
-                    copy.display()
-                )
-            });
-        }
-        if bench_workloads::names().contains(&self.workload.as_str()) {
-            let p = bench_workloads::load(&self.workload)?;
-            return self.same_program(p, || {
-                format!("this build's built-in workload `{}`", self.workload)
-            });
-        }
-        if copy.exists() {
-            return from_copy();
-        }
-        // A run folder from before `workload_path` and `program.json` were recorded.
-        let p = bench_workloads::load(&self.workload)?;
-        self.same_program(p, || self.workload.clone())
+        recorded.load(&dir.join(PROGRAM_JSON))
     }
 
     pub(super) fn same_program(
@@ -100,15 +95,7 @@ impl RunInfo {
         p: Program,
         origin: impl FnOnce() -> String,
     ) -> Result<Program, TrainError> {
-        if p.content_hash() == self.program_hash {
-            return Ok(p);
-        }
-        Err(TrainError::Resume(format!(
-            "the program changed since this run started: {} has program hash {:#018x}, the run's is {:#018x}",
-            origin(),
-            p.content_hash(),
-            self.program_hash
-        )))
+        same_program(p, self.program_hash, origin)
     }
 
     /// The game this run plays: its program (see [`RunInfo::load_program`]) on its
@@ -140,6 +127,67 @@ impl RunInfo {
             && hw(self).is_some()
             && hw(self) == hw(other)
     }
+}
+
+/// Where a run's program came from, to load it again: the file it was loaded from, else
+/// the built-in of its name, else the run's copy.
+pub(super) struct RecordedProgram<'a> {
+    pub workload: &'a str,
+    pub workload_path: Option<&'a str>,
+    pub hash: u64,
+}
+
+impl RecordedProgram<'_> {
+    /// The program, refused if it is not the one the run started with. `copy` is the
+    /// run's copy of it, used when the file moved or the program was built in code.
+    pub fn load(&self, copy: &Path) -> Result<Program, TrainError> {
+        let from_copy = || {
+            let p = bench_workloads::load(&copy.display().to_string())?;
+            same_program(p, self.hash, || {
+                format!("{} (the run's copy)", copy.display())
+            })
+        };
+        if let Some(path) = self.workload_path {
+            if !Path::new(path).exists() {
+                return from_copy();
+            }
+            let p = bench_workloads::load(path)?;
+            return same_program(p, self.hash, || {
+                format!(
+                    "{path} (move it away to resume from the run's copy {})",
+                    copy.display()
+                )
+            });
+        }
+        if bench_workloads::names().contains(&self.workload) {
+            let p = bench_workloads::load(self.workload)?;
+            return same_program(p, self.hash, || {
+                format!("this build's built-in workload `{}`", self.workload)
+            });
+        }
+        if copy.exists() {
+            return from_copy();
+        }
+        // A run folder from before `workload_path` and `program.json` were recorded.
+        let p = bench_workloads::load(self.workload)?;
+        same_program(p, self.hash, || self.workload.to_string())
+    }
+}
+
+fn same_program(
+    p: Program,
+    hash: u64,
+    origin: impl FnOnce() -> String,
+) -> Result<Program, TrainError> {
+    if p.content_hash() == hash {
+        return Ok(p);
+    }
+    Err(TrainError::Resume(format!(
+        "the program changed since this run started: {} has program hash {:#018x}, the run's is {:#018x}",
+        origin(),
+        p.content_hash(),
+        hash
+    )))
 }
 
 pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), TrainError> {

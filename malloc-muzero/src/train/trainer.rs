@@ -1,16 +1,15 @@
 //! [`Trainer`]: one run, stepped an iteration at a time.
 
-use super::best::{Best, Found};
-use super::demos::{corrected_history, demonstration, history_of, imitate};
+use super::best::Found;
+use super::case::{self, CaseRun};
+use super::demos::{history_of, imitate};
 use super::remote::{self, BatchInfo};
 use super::run_dir::{write_json, Latest, RunDir, RunInfo};
-use super::selfplay::{play_greedy, reanalyse_round, seed_for, xla_latency};
+use super::selfplay::{reanalyse_round, seed_for};
 use super::selfplay::{Collector, PlayedGame};
 use super::{Limits, TrainConfig, TrainError};
-use malloc_game::anytime::Line;
 use malloc_game::record::GameRecord;
-use malloc_game::{Game, GameSetup};
-use muzero::SearchConfig;
+use malloc_game::GameSetup;
 use muzero::{device, LossParts, MuZeroNet};
 use muzero::{Optimizer, StepStats};
 use muzero::{ReplayBuffer, TrainingBatch};
@@ -68,6 +67,45 @@ pub struct Progress {
     pub best_return: f64,
     pub xla_latency_s: f64,
     pub speedup_vs_xla: f64,
+    /// The case this iteration played, in a multi-program run (its evaluation game,
+    /// latencies and speedup are that case's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+}
+
+impl Progress {
+    /// The iteration's counters, losses and self-play returns; no game results yet.
+    pub(super) fn of_learning(
+        iteration: u64,
+        counters: &Counters,
+        elapsed_s: f64,
+        learned: &Learned,
+        returns: &[f64],
+    ) -> Progress {
+        let n = learned.steps.max(1) as f32;
+        let s = &learned.loss_sum;
+        Progress {
+            iteration,
+            elapsed_s,
+            positions: counters.positions,
+            train_steps: counters.train_steps,
+            steps_this_iteration: learned.steps,
+            reanalysed_games: learned.reanalysed,
+            loss: s.total / n,
+            loss_value: s.value / n,
+            loss_reward: s.reward / n,
+            loss_policy: s.policy / n,
+            lr: learned.last.map(|l| l.lr),
+            grad_norm: learned.last.map(|l| l.grad_norm),
+            selfplay_mean_return: returns.iter().sum::<f64>() / returns.len().max(1) as f64,
+            eval_latency_s: None,
+            best_latency_s: f64::INFINITY,
+            best_return: f64::NEG_INFINITY,
+            xla_latency_s: f64::NAN,
+            speedup_vs_xla: f64::NAN,
+            case: None,
+        }
+    }
 }
 
 /// The network, its optimizer and the replay buffers: what a checkpoint saves.
@@ -80,36 +118,33 @@ pub(super) struct Learner {
     pub(super) demos: ReplayBuffer,
 }
 
-/// What a run keeps fixed: where it writes, what it plays and its baselines.
+/// What a run keeps: where it writes, its case (game, demonstrations, baseline, best).
 struct Run {
     dir: RunDir,
-    /// The demonstrations' games (deterministic: recomputed when a run resumes).
-    demos: Vec<Game>,
     /// The threads that replay branch proposals.
     pool: rayon::ThreadPool,
-    setup: Arc<GameSetup>,
+    case: CaseRun,
     info: RunInfo,
-    xla: f64,
     all_slow: f64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-struct Counters {
+pub(super) struct Counters {
     /// Iterations completed: the next iteration's number.
-    iterations: u64,
-    train_steps: u64,
-    positions: u64,
+    pub iterations: u64,
+    pub train_steps: u64,
+    pub positions: u64,
     /// Seconds of training in earlier sessions.
-    elapsed_before: f64,
+    pub elapsed_before: f64,
 }
 
 /// What the learner did in one iteration.
 #[derive(Default)]
-struct Learned {
-    steps: u64,
-    loss_sum: LossParts,
-    last: Option<StepStats>,
-    reanalysed: usize,
+pub(super) struct Learned {
+    pub steps: u64,
+    pub loss_sum: LossParts,
+    pub last: Option<StepStats>,
+    pub reanalysed: usize,
 }
 
 /// A training run: started or resumed in a run directory, then stepped an iteration at a
@@ -118,8 +153,6 @@ pub struct Trainer {
     run: Run,
     learner: Learner,
     counters: Counters,
-    best: Best,
-    last_eval: Option<f64>,
     /// The last iteration the newest checkpoint includes.
     saved_through: Option<u64>,
     session: Instant,
@@ -162,6 +195,7 @@ impl Trainer {
             options: setup.options().clone(),
             network,
             config,
+            cases: Vec::new(),
         };
         match run_dir.read_info() {
             Ok(Some(earlier)) if !earlier.same_game(&info) => {
@@ -183,6 +217,12 @@ impl Trainer {
     pub fn resume(dir: &Path, config: Option<TrainConfig>) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
         let mut info = super::read_run_info(dir)?;
+        if !info.cases.is_empty() {
+            return Err(TrainError::Resume(format!(
+                "{} holds a multi-program run: resume it as one (`train --resume` does)",
+                dir.display()
+            )));
+        }
         let setup = info.setup(dir)?;
         if let Some(c) = config.filter(|c| *c != info.config) {
             c.check()?;
@@ -206,65 +246,26 @@ impl Trainer {
 
     fn fresh(run: Run) -> Result<Trainer, TrainError> {
         run.dir.roll_back_to(None)?;
-        let (c, n) = (&run.info.config, &run.info.network);
-        let net = match &c.init {
-            Some(dir) => super::load_network(Path::new(dir))
-                .map_err(|e| TrainError::Config(format!("init: {e}")))?,
-            None => MuZeroNet::new(n, c.seed, &device())?,
-        };
-        let opt = Optimizer::new(net.vars(), c.optim.clone())?;
-        let replay = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
-        let mut demos = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
-        let best = run.read_best()?;
-        // Every demonstration teaches values and rewards; the best game of all (the
-        // agent's own best from an earlier start, else the best demonstration) is the
-        // one the policy imitates.
-        let mut first: Option<Game> = best.game.clone();
-        for game in &run.demos {
-            demos.push(history_of(game, false)?)?;
-            if first
-                .as_ref()
-                .is_none_or(|f| game.total_return() > f.total_return())
-            {
-                first = Some(game.clone());
-            }
-        }
-        if let Some(game) = &first {
-            imitate(&mut demos, game)?;
-        }
+        let learner = Learner::fresh(&run.info, [&run.case])?;
         Ok(Trainer {
             run,
-            learner: Learner {
-                net,
-                opt,
-                replay,
-                demos,
-            },
+            learner,
             counters: Counters::default(),
-            best,
-            last_eval: None,
             saved_through: None,
             session: Instant::now(),
             next_ticket: 0,
         })
     }
 
-    fn restore(run: Run, latest: Latest) -> Result<Trainer, TrainError> {
+    fn restore(mut run: Run, latest: Latest) -> Result<Trainer, TrainError> {
         let (network, optim) = (&run.info.network, &run.info.config.optim);
         let learner = run.dir.load_checkpoint(&latest, network, optim)?;
         run.dir.roll_back_to(Some(&latest))?;
-        let best = run.read_best()?;
+        run.case.last_eval = latest.eval_latency_s;
         Ok(Trainer {
             run,
             learner,
-            counters: Counters {
-                iterations: latest.iteration + 1,
-                train_steps: latest.train_steps,
-                positions: latest.positions,
-                elapsed_before: latest.elapsed_s,
-            },
-            best,
-            last_eval: latest.eval_latency_s,
+            counters: Counters::after(&latest),
             saved_through: Some(latest.iteration),
             session: Instant::now(),
             next_ticket: 0,
@@ -281,26 +282,8 @@ impl Trainer {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<TrainSummary, TrainError> {
         limits.check()?;
-        let interrupted = loop {
-            if stop.load(Ordering::SeqCst) {
-                break true;
-            }
-            if self.reached(limits) {
-                break false;
-            }
-            match self.step_iteration(limits)? {
-                Some(p) => progress(&p),
-                None => break false,
-            }
-        };
+        let interrupted = run_until(self, limits, stop, progress)?;
         self.finish(interrupted)
-    }
-
-    fn reached(&self, limits: &Limits) -> bool {
-        let minutes = self.session.elapsed().as_secs_f64() / 60.0;
-        limits.deadline.is_some_and(|d| Instant::now() >= d)
-            || limits.minutes.is_some_and(|m| minutes >= m)
-            || limits.steps.is_some_and(|s| self.counters.train_steps >= s)
     }
 
     /// One iteration: self-play with the current weights beside the learner, then the
@@ -312,7 +295,7 @@ impl Trainer {
         let cancelled = move || past(limits.deadline);
         self.pretrain(limits)?;
         let weights = self.learner.net.snapshot()?;
-        let best = self.line_to_improve();
+        let best = self.run.case.line_to_improve();
         let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
         // The evaluation game plays the same weights as self-play, on a thread of its own.
@@ -321,7 +304,8 @@ impl Trainer {
                 run.collector()
                     .collect(&weights, iteration, best.as_ref(), &cancelled)
             });
-            let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
+            let eval = eval_due
+                .then(|| s.spawn(|| run.case.eval_game(&weights, &run.info.config, iteration)));
             let learned = learner
                 .learn(
                     &run.info.config,
@@ -347,16 +331,9 @@ impl Trainer {
     /// The demonstrations-only training steps that come before the first self-play games
     /// (at most `limits.steps`); nothing once the run has trained.
     pub fn pretrain(&mut self, limits: &Limits) -> Result<(), TrainError> {
-        if self.counters.train_steps > 0 || self.counters.iterations > 0 {
-            return Ok(());
-        }
         let c = &self.run.info.config;
-        let steps = limits
-            .steps
-            .map_or(c.demo_pretrain_steps, |s| s.min(c.demo_pretrain_steps));
-        let cancelled = move || past(limits.deadline);
         self.learner
-            .pretrain(c, &mut self.counters, steps, &cancelled)
+            .pretrain_before_play(c, &mut self.counters, limits)
     }
 
     /// The end of every iteration: the evaluation game (if one was played), the metrics
@@ -382,7 +359,7 @@ impl Trainer {
 
     /// The run as a remote self-play worker needs it ([`super::SelfPlayWorker::new`]).
     pub fn describe(&self) -> Result<Vec<u8>, TrainError> {
-        remote::describe(&self.run.info, &self.run.setup)
+        remote::describe(&self.run.info, &self.run.case.setup)
     }
 
     /// The learner's weights now, as bytes ([`super::SelfPlayWorker::load_weights`]).
@@ -395,7 +372,7 @@ impl Trainer {
     pub fn order(&mut self) -> Result<Vec<u8>, TrainError> {
         let ticket = self.next_ticket.max(self.counters.iterations);
         self.next_ticket = ticket + 1;
-        remote::order(ticket, self.line_to_improve().as_ref())
+        remote::order(ticket, self.run.case.line_to_improve().as_ref())
     }
 
     /// One iteration of a run whose self-play happens elsewhere: the batch `bytes` (from
@@ -408,7 +385,7 @@ impl Trainer {
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<(BatchInfo, Progress), TrainError> {
-        let (info, played) = remote::decode_batch(&self.run.setup, bytes)?;
+        let (info, played) = remote::decode_batch(&self.run.case.setup, bytes)?;
         let iteration = self.counters.iterations;
         let returns = self.absorb(played, iteration)?;
         let cancelled = move || past(limits.deadline);
@@ -416,8 +393,9 @@ impl Trainer {
         let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
         let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
         let (learned, eval) = std::thread::scope(|s| {
-            let eval = eval_due.then(|| s.spawn(|| run.eval_game(&weights, iteration)));
             let config = &run.info.config;
+            let eval =
+                eval_due.then(|| s.spawn(|| run.case.eval_game(&weights, config, iteration)));
             let learned = learner
                 .learn(config, counters, iteration, limits.steps, &cancelled)
                 .and_then(|l| learner.reanalyse(run, iteration, l));
@@ -430,7 +408,7 @@ impl Trainer {
 
     /// Whether `limits` are reached (the session's minutes, the deadline, the steps).
     pub fn limits_reached(&self, limits: &Limits) -> bool {
-        self.reached(limits)
+        self.counters.reached(limits, self.session)
     }
 
     /// Counts the new games, keeps the best, and stores them for the learner; returns
@@ -452,122 +430,50 @@ impl Trainer {
         Ok(returns)
     }
 
-    /// Saves the evaluation game under `games/` and keeps it if it is the best.
+    /// Saves the evaluation game under `games/`, then the case records it.
     fn record_eval(&mut self, g: PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        self.last_eval = g.game.final_latency();
         let path = self
             .run
             .dir
             .games()
             .join(format!("eval-{iteration:06}.game"));
         GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
-        self.consider(&g, iteration)?;
-        let c = &self.run.info.config;
-        let line = self.line_to_improve();
-        let best = line.as_ref().and_then(Game::final_latency);
-        let off_line = best.is_some_and(|b| b < g.game.final_latency().unwrap_or(f64::INFINITY));
-        if c.demo_fraction > 0.0 && off_line {
-            if let Some(best) = line.as_ref().and_then(|b| Line::of(b, 16)) {
-                let corrected = corrected_history(&g.game, &best)?;
-                self.learner.demos.push(corrected)?;
-            }
-        }
-        Ok(())
+        let (case, mut to) = self.teach(iteration);
+        case.record_eval(&g, &mut to)
     }
 
-    /// The game branch games and proposals start from: the agent's best game, or the best
-    /// demonstration where that is faster (search improves on the best heuristic).
-    fn line_to_improve(&self) -> Option<Game> {
-        let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
-        self.best
-            .game
-            .iter()
-            .chain(&self.run.demos)
-            .min_by(|a, b| latency(a).total_cmp(&latency(b)))
-            .cloned()
-    }
-
-    /// Keeps `g` as the best if it is, and then lets the learner imitate it. A branch game
-    /// or proposal whose mapping is a demonstration's (its search chose the
-    /// demonstration's moves) is not the agent's result.
+    /// Keeps `g` as the best if it is ([`CaseRun::consider`]).
     fn consider(&mut self, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        // A branch game or a proposal played only part of the game itself (its history
-        // is shorter than the game); if its line was a demonstration's, it may be that
-        // demonstration. A game the agent played from the start counts even if it
-        // reproduces one.
-        let branched = g.history.len() < g.game.turn();
-        if branched && !self.run.demos.is_empty() {
-            let mapping = g.game.mapping();
-            if self.run.demos.iter().any(|d| d.mapping() == mapping) {
-                return Ok(());
-            }
-        }
-        let latency = g.game.final_latency().unwrap_or(f64::INFINITY);
-        let best_demo = self
-            .run
-            .demos
-            .iter()
-            .filter_map(Game::final_latency)
-            .fold(f64::INFINITY, f64::min);
-        if self.best.consider(g, &self.found(iteration))?
-            && self.run.info.config.demo_fraction > 0.0
-            && latency <= best_demo
-        {
-            imitate(&mut self.learner.demos, &g.game)?;
-        }
-        Ok(())
+        let (case, mut to) = self.teach(iteration);
+        case.consider(g, &mut to)
     }
 
-    fn found(&self, iteration: u64) -> Found {
-        Found {
-            iteration: Some(iteration),
-            train_steps: Some(self.counters.train_steps),
-        }
+    /// The case, and where its games found in `iteration` teach the learner.
+    fn teach(&mut self, iteration: u64) -> (&mut CaseRun, case::Learner<'_>) {
+        let to = case::Learner {
+            demos: &mut self.learner.demos,
+            demo_fraction: self.run.info.config.demo_fraction,
+            found: Found {
+                iteration: Some(iteration),
+                train_steps: Some(self.counters.train_steps),
+            },
+        };
+        (&mut self.run.case, to)
     }
 
     fn progress(&self, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {
-        let n = learned.steps.max(1) as f32;
-        let s = &learned.loss_sum;
-        Progress {
-            iteration,
-            elapsed_s: self.elapsed_s(),
-            positions: self.counters.positions,
-            train_steps: self.counters.train_steps,
-            steps_this_iteration: learned.steps,
-            reanalysed_games: learned.reanalysed,
-            loss: s.total / n,
-            loss_value: s.value / n,
-            loss_reward: s.reward / n,
-            loss_policy: s.policy / n,
-            lr: learned.last.map(|l| l.lr),
-            grad_norm: learned.last.map(|l| l.grad_norm),
-            selfplay_mean_return: returns.iter().sum::<f64>() / returns.len().max(1) as f64,
-            eval_latency_s: self.last_eval,
-            best_latency_s: self.best.latency,
-            best_return: self.best.ret,
-            xla_latency_s: self.run.xla,
-            speedup_vs_xla: self.run.xla / self.best.latency,
-        }
+        let elapsed = self.elapsed_s();
+        let p = Progress::of_learning(iteration, &self.counters, elapsed, learned, returns);
+        self.run.case.report(p)
     }
 
     /// Saves a checkpoint of the iterations completed, unless the newest one has them.
     pub fn checkpoint(&mut self) -> Result<(), TrainError> {
-        let Some(last) = self.counters.iterations.checked_sub(1) else {
-            return Ok(());
-        };
-        if self.saved_through == Some(last) {
-            return Ok(());
-        }
-        let latest = Latest {
-            iteration: last,
-            dir: format!("iter-{last:06}"),
-            train_steps: self.counters.train_steps,
-            positions: self.counters.positions,
-            elapsed_s: self.elapsed_s(),
-            eval_latency_s: self.last_eval,
-        };
-        self.run.dir.save_checkpoint(&latest, &self.learner)?;
-        self.saved_through = Some(last);
+        let latest = self
+            .counters
+            .latest(self.elapsed_s(), self.run.case.last_eval);
+        self.saved_through =
+            save_checkpoint(&self.run.dir, &self.learner, latest, self.saved_through)?;
         Ok(())
     }
 
@@ -587,24 +493,24 @@ impl Trainer {
             train_steps: self.counters.train_steps,
             positions: self.counters.positions,
             elapsed_s: self.elapsed_s(),
-            xla_latency_s: self.run.xla,
+            xla_latency_s: self.run.case.xla,
             all_slow_latency_s: self.run.all_slow,
-            best_latency_s: Some(self.best.latency).filter(|l| l.is_finite()),
-            best_return: Some(self.best.ret).filter(|r| r.is_finite()),
-            eval_latency_s: self.last_eval,
+            best_latency_s: Some(self.run.case.best.latency).filter(|l| l.is_finite()),
+            best_return: Some(self.run.case.best.ret).filter(|r| r.is_finite()),
+            eval_latency_s: self.run.case.last_eval,
             interrupted,
         }
     }
 
     fn elapsed_s(&self) -> f64 {
-        self.counters.elapsed_before + self.session.elapsed().as_secs_f64()
+        self.counters.elapsed_s(self.session)
     }
 
     pub fn dir(&self) -> &Path {
         self.run.dir.root()
     }
     pub fn setup(&self) -> &Arc<GameSetup> {
-        &self.run.setup
+        &self.run.case.setup
     }
     pub fn info(&self) -> &RunInfo {
         &self.run.info
@@ -626,10 +532,10 @@ impl Trainer {
     }
     /// The best return found so far (-inf before any game has finished).
     pub fn best_return(&self) -> f64 {
-        self.best.ret
+        self.run.case.best.ret
     }
     pub fn best_latency_s(&self) -> f64 {
-        self.best.latency
+        self.run.case.best.latency
     }
 }
 
@@ -639,57 +545,174 @@ impl Run {
             .num_threads(info.config.threads.max(1))
             .build()
             .map_err(|e| TrainError::Config(format!("threads: {e}")))?;
-        let demos = info
-            .config
-            .demonstrations
-            .iter()
-            .filter_map(|name| demonstration(&setup, name))
-            .collect();
+        let all_slow = setup.all_slow_latency();
+        let case = CaseRun::new(setup, &dir.best(), &info.workload, &info.config)?;
         Ok(Run {
-            demos,
             pool,
-            xla: xla_latency(&setup)?,
-            all_slow: setup.all_slow_latency(),
+            case,
+            all_slow,
             dir,
-            setup,
             info,
         })
     }
 
     fn collector(&self) -> Collector<'_> {
         Collector {
-            setup: &self.setup,
+            setup: &self.case.setup,
             config: &self.info.config,
             pool: &self.pool,
         }
     }
+}
 
-    fn read_best(&self) -> Result<Best, TrainError> {
-        let c = &self.info.config;
-        let (best, workload) = (self.dir.best(), &self.info.workload);
-        Best::read_back(&best, &self.setup, workload, c.seed, self.xla)
+/// What [`run_until`] steps: a run of one program or of many.
+pub(super) trait Iterations {
+    fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError>;
+    fn limits_reached(&self, limits: &Limits) -> bool;
+}
+
+impl Iterations for Trainer {
+    fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
+        Trainer::step_iteration(self, limits)
+    }
+    fn limits_reached(&self, limits: &Limits) -> bool {
+        Trainer::limits_reached(self, limits)
+    }
+}
+
+/// Runs iterations until a limit is reached or `stop` is raised (checked between
+/// iterations: the current one is finished, so the run stays what an uninterrupted one
+/// would have been), calling `progress` after each. Returns whether `stop` ended it.
+pub(super) fn run_until(
+    t: &mut impl Iterations,
+    limits: &Limits,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<bool, TrainError> {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(true);
+        }
+        if t.limits_reached(limits) {
+            return Ok(false);
+        }
+        match t.step_iteration(limits)? {
+            Some(p) => progress(&p),
+            None => return Ok(false),
+        }
+    }
+}
+
+impl Counters {
+    /// The counters at the end of checkpoint `latest`.
+    pub(super) fn after(latest: &Latest) -> Counters {
+        Counters {
+            iterations: latest.iteration + 1,
+            train_steps: latest.train_steps,
+            positions: latest.positions,
+            elapsed_before: latest.elapsed_s,
+        }
     }
 
-    /// The evaluation game (no noise) with `weights`.
-    fn eval_game(&self, weights: &MuZeroNet, iteration: u64) -> Result<PlayedGame, TrainError> {
-        let c = &self.info.config;
-        let search = SearchConfig {
-            simulations: c.eval_simulations,
-            ..c.search.clone()
-        };
-        play_greedy(
-            weights,
-            &self.setup,
-            &search,
-            seed_for(c.seed, iteration, 3),
-        )
+    /// Seconds of training in every session, this one begun at `session`.
+    pub(super) fn elapsed_s(&self, session: Instant) -> f64 {
+        self.elapsed_before + session.elapsed().as_secs_f64()
+    }
+
+    /// Whether `limits` are reached: the minutes of the session begun at `session`, the
+    /// deadline, the training steps.
+    pub(super) fn reached(&self, limits: &Limits, session: Instant) -> bool {
+        let minutes = session.elapsed().as_secs_f64() / 60.0;
+        limits.deadline.is_some_and(|d| Instant::now() >= d)
+            || limits.minutes.is_some_and(|m| minutes >= m)
+            || limits.steps.is_some_and(|s| self.train_steps >= s)
+    }
+
+    /// The checkpoint record of the iterations completed (none before the first).
+    pub(super) fn latest(&self, elapsed_s: f64, eval_latency_s: Option<f64>) -> Option<Latest> {
+        let last = self.iterations.checked_sub(1)?;
+        Some(Latest {
+            iteration: last,
+            dir: format!("iter-{last:06}"),
+            train_steps: self.train_steps,
+            positions: self.positions,
+            elapsed_s,
+            eval_latency_s,
+        })
+    }
+}
+
+/// Saves checkpoint `latest` of `learner` in `dir` unless the newest one (`saved_through`)
+/// has its iterations; returns the newest checkpoint's last iteration.
+pub(super) fn save_checkpoint(
+    dir: &RunDir,
+    learner: &Learner,
+    latest: Option<Latest>,
+    saved_through: Option<u64>,
+) -> Result<Option<u64>, TrainError> {
+    match latest {
+        Some(l) if saved_through != Some(l.iteration) => {
+            dir.save_checkpoint(&l, learner)?;
+            Ok(Some(l.iteration))
+        }
+        _ => Ok(saved_through),
     }
 }
 
 impl Learner {
+    /// The learner of a new run: its network (random, or the one `init` names) and
+    /// buffers holding every case's demonstrations, each case's first target line
+    /// ([`CaseRun::first_target`]) as its policy targets. Every demonstration teaches
+    /// values and rewards.
+    pub(super) fn fresh<'a>(
+        info: &RunInfo,
+        cases: impl IntoIterator<Item = &'a CaseRun>,
+    ) -> Result<Learner, TrainError> {
+        let (c, n) = (&info.config, &info.network);
+        let net = match &c.init {
+            Some(init) => super::load_init(init)?,
+            None => MuZeroNet::new(n, c.seed, &device())?,
+        };
+        let opt = Optimizer::new(net.vars(), c.optim.clone())?;
+        let replay = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
+        let mut demos = ReplayBuffer::new(c.replay.clone(), n.observation_len, n.action_count)?;
+        for case in cases {
+            for game in &case.demos {
+                demos.push(history_of(game, false)?)?;
+            }
+            if let Some(game) = case.first_target() {
+                imitate(&mut demos, game)?;
+            }
+        }
+        Ok(Learner {
+            net,
+            opt,
+            replay,
+            demos,
+        })
+    }
+
+    /// The demonstrations-only training steps that come before the first self-play games
+    /// (at most `limits.steps`); nothing once the run has trained.
+    pub(super) fn pretrain_before_play(
+        &mut self,
+        config: &TrainConfig,
+        counters: &mut Counters,
+        limits: &Limits,
+    ) -> Result<(), TrainError> {
+        if counters.train_steps > 0 || counters.iterations > 0 {
+            return Ok(());
+        }
+        let steps = limits.steps.map_or(config.demo_pretrain_steps, |s| {
+            s.min(config.demo_pretrain_steps)
+        });
+        let cancelled = move || past(limits.deadline);
+        self.pretrain(config, counters, steps, &cancelled)
+    }
+
     /// Trains on the buffers up to the controlled ratio of steps per position generated
     /// (plus the pre-training steps; at most `step_limit` steps in all), until `cancelled`.
-    fn learn(
+    pub(super) fn learn(
         &mut self,
         config: &TrainConfig,
         counters: &mut Counters,
@@ -788,7 +811,8 @@ impl Learner {
         learned: Learned,
     ) -> Result<Learned, TrainError> {
         let (net, config) = (&self.net, &run.info.config);
-        let reanalysed = reanalyse_round(net, &run.setup, &mut self.replay, config, iteration)?;
+        let reanalysed =
+            reanalyse_round(net, &run.case.setup, &mut self.replay, config, iteration)?;
         Ok(Learned {
             reanalysed,
             ..learned
@@ -796,13 +820,13 @@ impl Learner {
     }
 }
 
-fn past(deadline: Option<Instant>) -> bool {
+pub(super) fn past(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// The absolute path of the program file `workload` names; none for a built-in (or a
 /// program built in code).
-fn program_file(workload: &str) -> Option<String> {
+pub(super) fn program_file(workload: &str) -> Option<String> {
     if bench_workloads::names().contains(&workload) {
         return None;
     }

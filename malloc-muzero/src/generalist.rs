@@ -1,0 +1,142 @@
+//! The bundled generalist: a mallocMuZero network trained on many programs and hardware
+//! settings at once, shipped in the crate (`generalist/weights.safetensors` and the
+//! `run.json` of the run that made them; `generalist/README.md` says how to make them
+//! again). `evaluate --solver muzero` without a checkpoint plays it, zero-shot, on any
+//! program; `train --init bundled` fine-tunes it.
+//!
+//! Its game options use one fast level, so it plays any hardware: on hardware with more
+//! fast levels it maps into the fastest one alone (the others stay unused), as
+//! `--fast-levels 1` would.
+
+use crate::train::{RunInfo, TrainError};
+use muzero::{device, MuZeroNet};
+use serde::{Deserialize, Serialize};
+
+const WEIGHTS: &[u8] = include_bytes!("../generalist/weights.safetensors");
+const RUN_JSON: &str = include_str!("../generalist/run.json");
+
+/// How errors and warnings name the bundled network.
+pub const ORIGIN: &str = "the bundled generalist";
+
+/// One case of a multi-program run as a user writes it (`train --cases FILE` takes a JSON
+/// list of them): a workload (built-in name or program file), a hardware preset or file,
+/// and a capacity (`16MiB`, or `1:16MiB` for level 1); the last two optional as in
+/// `evaluate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    pub workload: String,
+    #[serde(default)]
+    pub hw: Option<String>,
+    #[serde(default)]
+    pub fast_capacity: Option<String>,
+}
+
+/// The bundled workloads the generalist trains on: every family of the suite except those
+/// held out (see [`HELD_OUT_WORKLOADS`]), and five families embedded for training only.
+pub const TRAINING_WORKLOADS: &[&str] = &[
+    "resnet50",
+    "alexnet",
+    "vgg16",
+    "vit-b16",
+    "bert-base-s128",
+    "unet",
+    "alphatensor-4x4",
+    "random-dag",
+    "googlenet",
+    "squeezenet1-1",
+    "shufflenet-v2",
+    "regnet-y-400mf",
+    "llama-small-s128",
+];
+
+/// The bundled workloads the generalist never trains on, for its evaluation (with the
+/// models of new families in `bench-workloads/heldout/`): MobileNet v2 and GPT-2 are
+/// families it never saw; ResNet-101 and BERT at 384 tokens are deeper or longer members
+/// of families it did.
+pub const HELD_OUT_WORKLOADS: &[&str] = &[
+    "resnet101",
+    "mobilenet-v2",
+    "bert-base-s384",
+    "gpt2-small-s128",
+];
+
+/// The hardware of training: the TPU-like preset (one fast level). Not the NNP-I-like
+/// preset: its two fast levels make another game (the generalist would map into its SRAM
+/// alone while xla uses both).
+const TRAINING_HARDWARE: &str = "tpu-v4i-like";
+
+/// The fast capacities a workload trains at: four, from tight to roomy. The AlphaTensor
+/// block matmul's smallest buffer is 8 MiB, so its four are larger.
+fn training_capacities(workload: &str) -> &'static [&'static str] {
+    match workload {
+        "alphatensor-4x4" => &["16MiB", "32MiB", "64MiB", "128MiB"],
+        _ => &["4MiB", "8MiB", "16MiB", "32MiB"],
+    }
+}
+
+/// The cases of `train --suite`: every training workload at its training capacities.
+pub fn training_cases() -> Vec<CaseSpec> {
+    TRAINING_WORKLOADS
+        .iter()
+        .flat_map(|w| {
+            training_capacities(w).iter().map(|cap| CaseSpec {
+                workload: w.to_string(),
+                hw: Some(TRAINING_HARDWARE.to_string()),
+                fast_capacity: Some(cap.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// The `run.json` of the run that made the bundled weights: its game options, network and
+/// training config, and its cases.
+pub fn info() -> Result<RunInfo, TrainError> {
+    let info: RunInfo = serde_json::from_str(RUN_JSON)
+        .map_err(|e| TrainError::Config(format!("{ORIGIN}: run.json: {e}")))?;
+    if info.rules != malloc_game::RULES_VERSION {
+        return Err(TrainError::Config(format!(
+            "{ORIGIN} was trained under rules v{} of the game; this build plays rules v{}",
+            info.rules,
+            malloc_game::RULES_VERSION
+        )));
+    }
+    Ok(info)
+}
+
+/// The bundled network.
+pub fn network() -> Result<MuZeroNet, TrainError> {
+    let info = info()?;
+    Ok(MuZeroNet::from_bytes(
+        ORIGIN,
+        WEIGHTS,
+        &info.network,
+        &device(),
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_network_loads_and_is_small() {
+        let info = info().unwrap();
+        assert!(!info.cases.is_empty(), "a multi-program run made it");
+        let net = network().unwrap();
+        assert_eq!(net.config(), &info.network);
+        assert!(WEIGHTS.len() < 4 << 20, "{} bytes", WEIGHTS.len());
+    }
+
+    #[test]
+    fn no_held_out_workload_is_trained_on() {
+        let info = info().unwrap();
+        for w in HELD_OUT_WORKLOADS {
+            assert!(!TRAINING_WORKLOADS.contains(w));
+            assert!(info.cases.iter().all(|c| c.workload != *w), "{w}");
+        }
+        for c in &info.cases {
+            assert!(!c.workload.contains("heldout"), "{}", c.workload);
+        }
+    }
+}

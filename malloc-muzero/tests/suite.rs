@@ -1,0 +1,179 @@
+//! Multi-program training: one network over several cases, every case played once per
+//! epoch, one policy-target line per case, a resumed run that repeats the uninterrupted
+//! one, and an agent that knows which programs it has seen.
+
+#[allow(dead_code)] // each test binary uses its own part of the shared helpers
+mod common;
+use accel_sim::Hardware;
+use common::small_config;
+use malloc_game::{observation, GameOptions, GameSetup};
+use malloc_muzero::train::{Limits, Progress, SuiteCase, SuiteTrainer, TrainConfig, TrainError};
+use malloc_muzero::Agent;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Three small programs of different sizes and compute, each at its own capacity.
+fn cases() -> Vec<SuiteCase> {
+    [(1u64, 3u64, 1e6), (2, 5, 4e6), (1, 2, 2e7)]
+        .iter()
+        .enumerate()
+        .map(|(k, &(unit_mib, cap_mib, flops))| {
+            let name = format!("three-ops-{k}");
+            let p = accel_sim::fixtures::three_ops(&name, unit_mib << 20, flops);
+            let hw = Hardware::tpu_v4i_like()
+                .with_capacity(1, cap_mib << 20)
+                .unwrap();
+            let options = GameOptions {
+                slots: 2,
+                ..GameOptions::default()
+            };
+            SuiteCase {
+                name: name.clone(),
+                workload: name,
+                setup: GameSetup::new(Arc::new(p), hw, options).unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn config() -> TrainConfig {
+    let cases = cases();
+    TrainConfig {
+        threads: 1,
+        checkpoint_every: 3,
+        ..small_config(&cases[0].setup)
+    }
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    common::temp(&format!("suite-{name}"))
+}
+
+fn steps(t: &mut SuiteTrainer, n: usize) -> Vec<Progress> {
+    (0..n)
+        .map(|_| t.step_iteration(&Limits::default()).unwrap().unwrap())
+        .collect()
+}
+
+/// Progress lines without their clocks, to compare two runs.
+fn timeless(lines: &[Progress]) -> Vec<Progress> {
+    lines
+        .iter()
+        .map(|p| Progress {
+            elapsed_s: 0.0,
+            ..p.clone()
+        })
+        .collect()
+}
+
+#[test]
+fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
+    let dir = temp("epochs");
+    let mut t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    let first = steps(&mut t, 6);
+    for epoch in first.chunks(3) {
+        let seen: BTreeSet<_> = epoch.iter().map(|p| p.case.clone().unwrap()).collect();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+    }
+    // Each line reports its own case's baseline.
+    let xla: BTreeSet<_> = first.iter().map(|p| p.xla_latency_s.to_bits()).collect();
+    assert_eq!(xla.len(), 3);
+    t.finish(false).unwrap();
+    for k in 0..3 {
+        let best = dir.join("best").join(format!("{k:03}")).join("game.game");
+        assert!(best.exists(), "{}", best.display());
+        assert!(dir.join("programs").join(format!("{k:03}.json")).exists());
+    }
+    let more = {
+        let mut r = SuiteTrainer::resume(&dir, None).unwrap();
+        assert_eq!(r.iterations(), 6);
+        steps(&mut r, 3)
+    };
+
+    let straight_dir = temp("straight");
+    let mut s = SuiteTrainer::start(cases(), config(), &straight_dir).unwrap();
+    let straight = steps(&mut s, 9);
+    let resumed: Vec<Progress> = first.into_iter().chain(more).collect();
+    assert_eq!(timeless(&straight), timeless(&resumed));
+    for d in [dir, straight_dir] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn each_case_keeps_one_policy_target_line() {
+    let dir = temp("targets");
+    let t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    for case in cases() {
+        let obs_len = observation::observation_len(case.setup.options());
+        let mut start = vec![0f32; obs_len];
+        observation::encode(&case.setup.start(), &mut start);
+        let (mut games, mut lines) = (0, 0);
+        for (_, h) in t.demonstrations().iter_games() {
+            if h.observations[..obs_len] != start[..] {
+                continue;
+            }
+            games += 1;
+            if h.policies.iter().any(|&p| p > 0.0) {
+                lines += 1;
+            }
+        }
+        assert!(games >= 2, "{}: {games} demonstrations", case.name);
+        assert_eq!(lines, 1, "{}", case.name);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_agent_of_a_suite_run_knows_its_programs() {
+    let dir = temp("agent");
+    let mut t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    steps(&mut t, 1);
+    t.finish(false).unwrap();
+    let agent = Agent::load(&dir, None).unwrap();
+    let seen = cases().remove(1).setup;
+    assert!(agent.warnings(seen.program(), seen.hardware()).is_empty());
+    let other = accel_sim::fixtures::three_ops("other", 3 << 20, 1e6);
+    let w = agent.warnings(&other, seen.hardware());
+    assert!(w.len() == 1 && w[0].contains("zero-shot"), "{w:?}");
+    let mapping = agent.play(&other, &Hardware::tpu_v4i_like()).unwrap();
+    mapping.validate(&other, &Hardware::tpu_v4i_like()).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn what_a_suite_run_cannot_do_is_refused() {
+    let refused = |cases: Vec<SuiteCase>, config: TrainConfig, what: &str| {
+        let dir = temp(what);
+        match SuiteTrainer::start(cases, config, &dir) {
+            Err(TrainError::Config(m)) => assert!(m.contains(what), "{m}"),
+            other => panic!("{what}: {:?}", other.err()),
+        }
+        assert!(!dir.join("run.json").exists());
+    };
+    refused(Vec::new(), config(), "cases");
+    let mut mixed = cases();
+    let s = &mixed[2].setup;
+    let options = GameOptions {
+        slots: 3,
+        ..s.options().clone()
+    };
+    mixed[2].setup =
+        GameSetup::new(Arc::clone(s.program_arc()), s.hardware().clone(), options).unwrap();
+    refused(mixed, config(), "three-ops-2");
+    let reanalyse = TrainConfig {
+        reanalyse_games_per_iteration: 1,
+        ..config()
+    };
+    refused(cases(), reanalyse, "reanalyse");
+    // A folder of one program's run is not resumed as a suite, nor the other way round.
+    let suite = temp("kind");
+    SuiteTrainer::start(cases(), config(), &suite).unwrap();
+    assert!(matches!(
+        malloc_muzero::train::Trainer::resume(&suite, None),
+        Err(TrainError::Resume(_))
+    ));
+    let _ = std::fs::remove_dir_all(&suite);
+    assert!(SuiteTrainer::resume(Path::new("/nonexistent/run"), None).is_err());
+}
