@@ -13,11 +13,13 @@ capacity.
 Per case:
 - the heuristics (xla, xla-repack, greedy-size, egrl-dp, greedy, beam, xla-game) and the
   bundled generalist (`evaluate --solver muzero --simulations 64`: one noise-free game,
-  zero-shot) in one `evaluate --json` call; `solve_s` of the muzero row is the time it
-  took (network loaded and played);
-- the fine-tune: `train --workload W --init bundled --minutes M` into its own folder, then
-  its agent played the same way (`--checkpoint`), and the best mapping the fine-tune run
-  found (`best/summary.json`), which is what a user keeps.
+  zero-shot, its search stepping through the game, the default) in one `evaluate --json`
+  call; `solve_s` of the muzero row is the time it took (network loaded and played); then
+  the generalist again with `--search-model learned`;
+- the fine-tune: `train --workload W --init bundled --minutes M` into its own folder (kept
+  and reused if it exists), then its agent played the same way (`--checkpoint`, searching
+  the game, and again with `--search-model learned`), and the best mapping the fine-tune
+  run found (`best/summary.json`), which is what a user keeps.
 
 Prints a markdown table (speedups over xla and over the best heuristic; geometric means and
 how many cases are no slower than xla) and optionally writes every figure as JSON.
@@ -55,9 +57,10 @@ def case_args(workload, capacity):
     return ["--workload", workload, "--hw", HARDWARE, "--fast-capacity", capacity]
 
 
-def zero_shot(cli, workload, capacity, sims, checkpoint=None):
-    solvers = [a for s in HEURISTICS for a in ("--solver", s)] if checkpoint is None else []
+def zero_shot(cli, workload, capacity, sims, checkpoint=None, model=None, heuristics=False):
+    solvers = [a for s in HEURISTICS for a in ("--solver", s)] if heuristics else []
     extra = ["--checkpoint", checkpoint] if checkpoint else []
+    extra += ["--search-model", model] if model else []
     rows = run_json(
         cli, "evaluate", *case_args(workload, capacity), *solvers, "--solver", "muzero",
         "--simulations", str(sims), *extra,
@@ -90,7 +93,8 @@ def main():
     results = []
     for name, workload in held_out_programs():
         for cap in a.capacities:
-            rows = zero_shot(a.cli, workload, cap, a.simulations)
+            rows = zero_shot(a.cli, workload, cap, a.simulations, heuristics=True)
+            learned = zero_shot(a.cli, workload, cap, a.simulations, model="learned")["muzero"]
             xla = rows["xla"]["latency_s"]
             heuristics = [s for s in rows if s != "muzero" and rows[s]["valid"]]
             heur = min(heuristics, key=lambda s: rows[s]["latency_s"])
@@ -98,12 +102,21 @@ def main():
                 "program": name, "capacity": cap, "xla_s": xla,
                 "best_heuristic": heur, "best_heuristic_s": rows[heur]["latency_s"],
                 "zero_shot_s": rows["muzero"]["latency_s"], "zero_shot_time_s": rows["muzero"]["solve_s"],
+                "zero_shot_learned_s": learned["latency_s"],
+                "zero_shot_learned_time_s": learned["solve_s"],
             }
             if not a.no_finetune:
                 out = os.path.join(a.out, f"{name}-{cap}")
                 summary = fine_tune(a.cli, workload, cap, a.finetune_minutes, out)
                 tuned = zero_shot(a.cli, workload, cap, a.simulations, checkpoint=out)["muzero"]
-                r.update(fine_tuned_s=tuned["latency_s"], fine_tune_best_s=summary["best_latency_s"])
+                tuned_learned = zero_shot(
+                    a.cli, workload, cap, a.simulations, checkpoint=out, model="learned"
+                )["muzero"]
+                r.update(
+                    fine_tuned_s=tuned["latency_s"],
+                    fine_tuned_learned_s=tuned_learned["latency_s"],
+                    fine_tune_best_s=summary["best_latency_s"],
+                )
             results.append(r)
             print(json.dumps(r), file=sys.stderr)
     if a.json:
@@ -123,7 +136,8 @@ def print_table(results, a):
         head += ["fine-tuned vs xla", "vs best heur.", "fine-tune best vs xla", "vs best heur."]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    cols = {"zero_shot_s": [], "fine_tuned_s": [], "fine_tune_best_s": []}
+    cols = {k: [] for k in ["zero_shot_s", "zero_shot_learned_s", "fine_tuned_s",
+                            "fine_tuned_learned_s", "fine_tune_best_s"]}
     for r in results:
         x, h = r["xla_s"], r["best_heuristic_s"]
         cells = [r["program"], r["capacity"], f"{x * 1e6:.1f}", f"{r['best_heuristic']} {x / h:.3f}x"]
@@ -135,7 +149,16 @@ def print_table(results, a):
             if k == "zero_shot_s":
                 cells.append(f"{r['zero_shot_time_s']:.2f}")
         print("| " + " | ".join(cells) + " |")
-    for k, label in [("zero_shot_s", "zero-shot"), ("fine_tuned_s", "fine-tuned agent"),
+        for k in ["zero_shot_learned_s"] + (["fine_tuned_learned_s"] if tuned else []):
+            cols[k].append((x / r[k], h / r[k]))
+    times = [r["zero_shot_time_s"] for r in results]
+    learned_times = [r["zero_shot_learned_time_s"] for r in results]
+    print(f"\nzero-shot time per program: {min(times):.2f} to {max(times):.2f} s searching the "
+          f"game, {min(learned_times):.2f} to {max(learned_times):.2f} s its learned model")
+    for k, label in [("zero_shot_s", "zero-shot (searching the game, the default)"),
+                     ("zero_shot_learned_s", "zero-shot (searching its learned model)"),
+                     ("fine_tuned_s", "fine-tuned agent (searching the game, the default)"),
+                     ("fine_tuned_learned_s", "fine-tuned agent (searching its learned model)"),
                      ("fine_tune_best_s", "fine-tune best mapping")]:
         v = cols[k]
         if not v:

@@ -45,6 +45,11 @@ pub struct EvaluateArgs {
     /// setting).
     #[arg(long)]
     pub simulations: Option<usize>,
+    /// What the search of `--solver muzero` steps through: `learned` (MuZero's dynamics
+    /// network) or `game` (the game itself: exact rewards, the network's policy and
+    /// value). Default: `game`; a run's own evaluation games searched `learned`.
+    #[arg(long)]
+    pub search_model: Option<String>,
     #[command(flatten)]
     pub game: crate::play::GameArgs,
     /// A mapping file (JSON, `mallocmuzero-mapping`) to evaluate beside the solvers.
@@ -70,6 +75,7 @@ impl Default for EvaluateArgs {
             seed: 0,
             checkpoint: None,
             simulations: None,
+            search_model: None,
             game: crate::play::GameArgs::default(),
             mapping: None,
             exact: ExactArgs::default(),
@@ -88,6 +94,12 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         seed: args.seed,
         checkpoint: args.checkpoint.clone(),
         simulations: args.simulations,
+        search_model: args
+            .search_model
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--search-model: {e}"))?,
         exact: args.exact.config(),
     };
     let mut solvers = Solver::all_named(&args.solvers, &ctx)?;

@@ -85,6 +85,16 @@ fn bad_input_gets_one_line_and_status_2() {
         (
             vec![
                 "evaluate".into(),
+                "--solver".into(),
+                "muzero".into(),
+                "--search-model".into(),
+                "exact".into(),
+            ],
+            "expected `learned` or `game`",
+        ),
+        (
+            vec![
+                "evaluate".into(),
                 "--workload".into(),
                 bad_json.display().to_string(),
             ],
@@ -193,6 +203,20 @@ fn the_bundled_generalist_plays_fine_tunes_and_a_suite_run_resumes() {
     let rows = v["results"].as_array().unwrap();
     let agent = rows.iter().find(|r| r["solver"] == "muzero").unwrap();
     assert_eq!(agent["valid"], true, "{agent}");
+    // The same network searching its learned model instead of the game.
+    let v = json(&[
+        "evaluate",
+        "--workload",
+        "diamond",
+        "--solver",
+        "muzero",
+        "--simulations",
+        "4",
+        "--search-model",
+        "learned",
+        "--json",
+    ]);
+    assert_eq!(v["results"][0]["valid"], true, "{v}");
 
     let tuned = dir.join("tuned").display().to_string();
     let s = json(&[

@@ -132,6 +132,8 @@ pub struct SolverContext {
     pub checkpoint: Option<PathBuf>,
     /// Search simulations per move of `muzero` (default: the run's evaluation setting).
     pub simulations: Option<usize>,
+    /// What the search of `muzero` steps through (default: the game).
+    pub search_model: Option<crate::SearchModel>,
     /// The `exact` solver's time limit and gap tolerance.
     pub exact: exact::ExactConfig,
 }
@@ -157,6 +159,10 @@ impl Solver {
             let agent = match &ctx.checkpoint {
                 Some(dir) => Agent::load(dir, ctx.simulations)?,
                 None => Agent::bundled(ctx.simulations)?,
+            };
+            let agent = match ctx.search_model {
+                Some(model) => agent.with_search_model(model),
+                None => agent,
             };
             return Ok(Solver::MuZero(Box::new(agent)));
         }

@@ -15,6 +15,6 @@ pub mod generalist;
 pub mod race;
 pub mod train;
 
-pub use agent::{Agent, AgentError};
+pub use agent::{Agent, AgentError, SearchModel};
 pub use env::MallocEnv;
 pub use evaluate::{evaluate_case, Case, EvalError, EvalProgress, Row, Solver, SolverContext};

@@ -18,6 +18,7 @@
 mod batch;
 mod cpu_infer;
 mod env;
+mod exact;
 mod model;
 mod network;
 mod optim;
@@ -29,6 +30,7 @@ pub mod toy;
 
 pub use batch::TrainingBatch;
 pub use env::{EnvError, Environment};
+pub use exact::ExactModel;
 pub use model::{Model, ModelError, ModelOutput};
 pub use network::{
     device, keep_candle_elementwise_single_threaded, LossOutput, LossParts, LossWeights, MuZeroNet,

@@ -37,7 +37,7 @@ const NONE: u32 = u32::MAX;
 /// from overflow while allowing any budget anyone would run.
 pub const MAX_SIMULATIONS: usize = 1 << 24;
 /// mctx's `score_considered` floor: keeps `-inf` logits comparable.
-const LOW_LOGIT: f32 = -1e9;
+pub(crate) const LOW_LOGIT: f32 = -1e9;
 
 /// Gumbel MuZero's root parameters (defaults from the paper).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -6,14 +6,16 @@
 //! - [`ExactModel`]: a perfect model of any [`Environment`] (it replays the real game).
 //! - [`RandomModel`]: cheap pseudo-random outputs, to measure the search's own overhead.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::env::{EnvError, Environment};
 use crate::model::{Model, ModelError, ModelOutput};
+
+/// The exact model lives beside the search now; toy games are its first users.
+pub use crate::exact::ExactModel;
 
 /// `steps` turns of `actions` choices. At each step one "correct" action (a seeded
 /// sequence) earns 1, another legal action earns `wrong_reward` (0 unless set), and, when
@@ -240,203 +242,6 @@ impl Environment for DelayedGame {
 
     fn is_terminal(&self) -> bool {
         self.step >= self.steps
-    }
-}
-
-/// Largest state index a hidden `f32` holds exactly.
-const EXACT_MAX_STATES: usize = 1 << 24;
-
-/// A perfect model of an [`Environment`]: its hidden state (one float) is an index into a
-/// table of real game states, and `recurrent_inference` plays the action on a clone.
-/// Rewards are the true rewards; an illegal action, or any action after the end, leads to
-/// an absorbing end state (reward `illegal_reward` for an illegal one, 0 after the end).
-/// Policy: uniform logits. Value: 0, or `value_fn` of the state (0 at an end state).
-///
-/// The model sees observations, not states, so call [`ExactModel::register`] with each
-/// root's game before searching it (the observation must determine the game's future).
-/// The table only grows: [`ExactModel::clear`] between games keeps it small.
-pub struct ExactModel<E: Environment> {
-    observation_len: usize,
-    action_count: usize,
-    illegal_reward: f32,
-    value_fn: Option<ValueFn<E>>,
-    table: Mutex<ExactTable<E>>,
-}
-
-type ValueFn<E> = Box<dyn Fn(&E) -> f32 + Send + Sync>;
-
-struct ExactTable<E> {
-    /// `None` is the absorbing end state.
-    states: Vec<Option<E>>,
-    roots: HashMap<Vec<u32>, E>,
-}
-
-impl<E: Environment> ExactModel<E> {
-    /// A model of games shaped like `env`.
-    pub fn new(env: &E) -> Self {
-        Self {
-            observation_len: env.observation_len(),
-            action_count: env.action_count(),
-            illegal_reward: -1.0,
-            value_fn: None,
-            table: Mutex::new(ExactTable {
-                states: Vec::new(),
-                roots: HashMap::new(),
-            }),
-        }
-    }
-
-    /// The reward of an illegal action inside the tree (-1 by default).
-    pub fn with_illegal_reward(mut self, reward: f32) -> Self {
-        self.illegal_reward = reward;
-        self
-    }
-
-    /// Predicts `f(state)` as the value of non-end states instead of 0.
-    pub fn with_value_fn(mut self, f: impl Fn(&E) -> f32 + Send + Sync + 'static) -> Self {
-        self.value_fn = Some(Box::new(f));
-        self
-    }
-
-    /// Makes `env`'s current observation known to `initial_inference`.
-    pub fn register(&self, env: &E) {
-        let mut obs = vec![0.0; self.observation_len];
-        env.observe(&mut obs);
-        let key = obs.iter().map(|x| x.to_bits()).collect();
-        self.lock().roots.insert(key, env.clone());
-    }
-
-    /// Forgets every state and registered root; earlier hidden states become invalid.
-    pub fn clear(&self) {
-        let mut t = self.lock();
-        t.states.clear();
-        t.roots.clear();
-    }
-
-    /// States in the table.
-    pub fn state_count(&self) -> usize {
-        self.lock().states.len()
-    }
-
-    /// A panic elsewhere cannot leave the table half-written (every write is one push or
-    /// insert), so a poisoned lock is safe to reuse.
-    fn lock(&self) -> std::sync::MutexGuard<'_, ExactTable<E>> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn value_of(&self, state: &Option<E>) -> f32 {
-        match (state, &self.value_fn) {
-            (Some(env), Some(f)) if !env.is_terminal() => f(env),
-            _ => 0.0,
-        }
-    }
-
-    fn push(
-        &self,
-        table: &mut ExactTable<E>,
-        state: Option<E>,
-        out: &mut ModelOutput,
-    ) -> Result<(), ModelError> {
-        if table.states.len() >= EXACT_MAX_STATES {
-            return Err(format!(
-                "ExactModel: table full ({EXACT_MAX_STATES} states); call clear() between games"
-            )
-            .into());
-        }
-        out.hidden.push(table.states.len() as f32);
-        out.value.push(self.value_of(&state));
-        out.policy_logits
-            .extend(std::iter::repeat_n(0.0, self.action_count));
-        table.states.push(state);
-        Ok(())
-    }
-}
-
-impl<E: Environment> Model for ExactModel<E> {
-    fn observation_len(&self) -> usize {
-        self.observation_len
-    }
-
-    fn hidden_len(&self) -> usize {
-        1
-    }
-
-    fn action_count(&self) -> usize {
-        self.action_count
-    }
-
-    fn initial_inference(
-        &self,
-        observations: &[f32],
-        batch: usize,
-    ) -> Result<ModelOutput, ModelError> {
-        if observations.len() != batch * self.observation_len {
-            return Err(format!(
-                "ExactModel: {} observation values for batch {batch} x {}",
-                observations.len(),
-                self.observation_len
-            )
-            .into());
-        }
-        let mut t = self.lock();
-        let mut out = ModelOutput {
-            reward: vec![0.0; batch],
-            ..Default::default()
-        };
-        for i in 0..batch {
-            let obs = &observations[i * self.observation_len..(i + 1) * self.observation_len];
-            let key: Vec<u32> = obs.iter().map(|x| x.to_bits()).collect();
-            let env = t.roots.get(&key).cloned().ok_or_else(|| {
-                format!("ExactModel: observation {i} of the batch was never registered")
-            })?;
-            self.push(&mut t, Some(env), &mut out)?;
-        }
-        Ok(out)
-    }
-
-    fn recurrent_inference(
-        &self,
-        hidden: &[f32],
-        actions: &[usize],
-        batch: usize,
-    ) -> Result<ModelOutput, ModelError> {
-        if hidden.len() != batch || actions.len() != batch {
-            return Err(format!(
-                "ExactModel: {} hidden values and {} actions for batch {batch}",
-                hidden.len(),
-                actions.len()
-            )
-            .into());
-        }
-        let mut t = self.lock();
-        let mut out = ModelOutput::default();
-        let mut mask = vec![false; self.action_count];
-        for (i, (&h, &action)) in hidden.iter().zip(actions).enumerate() {
-            let index = h as usize;
-            if h < 0.0 || h != index as f32 || index >= t.states.len() {
-                return Err(
-                    format!("ExactModel: hidden[{i}] = {h} is no state of the table").into(),
-                );
-            }
-            let (next, reward) = match &t.states[index] {
-                None => (None, 0.0),
-                Some(env) if env.is_terminal() => (None, 0.0),
-                Some(env) => {
-                    env.legal_mask(&mut mask);
-                    let mut next = env.clone();
-                    match mask.get(action) {
-                        Some(true) => match next.apply(action) {
-                            Ok(r) => (Some(next), r),
-                            Err(_) => (None, self.illegal_reward),
-                        },
-                        _ => (None, self.illegal_reward),
-                    }
-                }
-            };
-            out.reward.push(reward);
-            self.push(&mut t, next, &mut out)?;
-        }
-        Ok(out)
     }
 }
 

@@ -10,12 +10,14 @@ use std::path::PathBuf;
 /// simulates each mapping, and returns one dict per (case, solver): the rows of
 /// `mallocmuzero evaluate --json` (`results`), field for field. Solver names are the
 /// command line's (`solver_names()`); the default is its default list. `muzero` plays the
-/// run folder `checkpoint`, or without one the bundled generalist. An invalid mapping is a row with `valid: False`, not an
-/// exception.
+/// run folder `checkpoint`, or without one the bundled generalist; its search steps
+/// through `search_model`: `"learned"` (MuZero's dynamics network) or `"game"` (the game
+/// itself, the default). An invalid mapping is a row with `valid: False`, not an exception.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
-    seed = 0, checkpoint = None, simulations = None, exact_seconds = 60.0, exact_gap = 0.0,
+    seed = 0, checkpoint = None, simulations = None, search_model = None,
+    exact_seconds = 60.0, exact_gap = 0.0,
     mapping = None, slots = None, order = None, fast_levels = None
 ))]
 #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
@@ -29,6 +31,7 @@ pub fn evaluate(
     seed: u64,
     checkpoint: Option<PathBuf>,
     simulations: Option<usize>,
+    search_model: Option<&str>,
     exact_seconds: f64,
     exact_gap: f64,
     mapping: Option<PathBuf>,
@@ -36,6 +39,10 @@ pub fn evaluate(
     order: Option<String>,
     fast_levels: Option<usize>,
 ) -> PyResult<Vec<Py<PyAny>>> {
+    let search_model = search_model
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| bad_arg(format!("search_model: {e}")))?;
     if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
         return Err(bad_arg(format!(
             "exact_seconds: must be > 0, got {exact_seconds}"
@@ -60,6 +67,7 @@ pub fn evaluate(
         seed,
         checkpoint,
         simulations,
+        search_model,
         exact: exact::ExactConfig {
             seconds: exact_seconds,
             relative_gap: exact_gap,

@@ -54,6 +54,11 @@ def test_the_bundled_generalist_plays_without_a_checkpoint(cli):
     rows = mmz.evaluate("diamond", ["muzero"], simulations=4)
     cli_rows = json.loads(cli("evaluate", *args, "--json").stdout)["results"]
     assert rows[0]["valid"] and rows[0]["latency_s"] == cli_rows[0]["latency_s"]
+    learned = mmz.evaluate("diamond", ["muzero"], simulations=4, search_model="learned")
+    cli_learned = cli("evaluate", *args, "--search-model", "learned", "--json").stdout
+    assert learned[0]["latency_s"] == json.loads(cli_learned)["results"][0]["latency_s"]
+    with pytest.raises(mmz.Error, match="search_model"):
+        mmz.evaluate("diamond", ["muzero"], search_model="exact")
 
 
 def test_saved_games_replay_and_render(tmp_path):
