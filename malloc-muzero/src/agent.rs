@@ -33,10 +33,10 @@ pub enum AgentError {
 
 /// What the agent's search steps through.
 ///
-/// `Game` is the default: with the bundled generalist it was no slower than xla on 11 of
-/// its 12 validation cases (training programs), `Learned` on 7; a network fine-tuned on a
-/// program played that program 1.018x faster than xla by geometric mean searching the
-/// game and 0.971x searching its learned model (the README's generalist section).
+/// `Game` is the default: every multi-program checkpoint measured played its validation
+/// cases faster searching the game than searching its learned model, and so did the
+/// networks fine-tuned on held-out programs on those programs (malloc-muzero/generalist/
+/// README.md and the README's generalist section).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchModel {
