@@ -86,6 +86,21 @@ fn metrics_lines(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("metrics.jsonl")).map_or(0, |t| t.lines().count())
 }
 
+/// `metrics.jsonl` has one line per iteration the run's `summary` counts, in order.
+fn assert_one_metrics_line_per_iteration(dir: &Path, summary: &serde_json::Value) {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    let iterations: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let expected: Vec<u64> = (0..summary["iterations"].as_u64().unwrap()).collect();
+    assert_eq!(iterations, expected, "one metrics line per iteration");
+}
+
 fn has_checkpoint(dir: &Path) -> bool {
     dir.join("checkpoints/latest.json").exists()
 }
@@ -124,17 +139,7 @@ fn completes(mut command: Command, dir: &Path, best_before: f64) {
         "best {best} after, {best_before} before"
     );
     assert_eq!(best, best_latency(dir));
-    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
-    let iterations: Vec<u64> = text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    let expected: Vec<u64> = (0..summary["iterations"].as_u64().unwrap()).collect();
-    assert_eq!(iterations, expected, "one metrics line per iteration");
+    assert_one_metrics_line_per_iteration(dir, &summary);
 }
 
 /// Ctrl-C before the first checkpoint is due: the iteration running is finished and saved,
@@ -290,16 +295,6 @@ fn a_killed_suite_run_resumes_with_every_cases_best() {
             "case {case}: {after} vs {b}"
         );
     }
-    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
-    let iterations: Vec<u64> = text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["iteration"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    let expected: Vec<u64> = (0..summary["iterations"].as_u64().unwrap()).collect();
-    assert_eq!(iterations, expected, "one metrics line per iteration");
+    assert_one_metrics_line_per_iteration(&dir, &summary);
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }

@@ -94,8 +94,7 @@ impl<E: Environment> ExactModel<E> {
     pub fn register(&self, env: &E) {
         let mut obs = vec![0.0; self.observation_len];
         env.observe(&mut obs);
-        let key = obs.iter().map(|x| x.to_bits()).collect();
-        self.lock().roots.insert(key, env.clone());
+        self.lock().roots.insert(root_key(&obs), env.clone());
     }
 
     /// Forgets every state and registered root; earlier hidden states become invalid.
@@ -199,6 +198,11 @@ impl<E: Environment> ExactModel<E> {
     }
 }
 
+/// How a registered root is found again from its observation: bit for bit.
+fn root_key(observation: &[f32]) -> Vec<u32> {
+    observation.iter().map(|x| x.to_bits()).collect()
+}
+
 impl<E: Environment> Model for ExactModel<E> {
     fn observation_len(&self) -> usize {
         self.observation_len
@@ -233,8 +237,7 @@ impl<E: Environment> Model for ExactModel<E> {
         let mut roots = Vec::with_capacity(batch);
         for i in 0..batch {
             let obs = &observations[i * self.observation_len..(i + 1) * self.observation_len];
-            let key: Vec<u32> = obs.iter().map(|x| x.to_bits()).collect();
-            let env = t.roots.get(&key).cloned().ok_or_else(|| {
+            let env = t.roots.get(&root_key(obs)).cloned().ok_or_else(|| {
                 format!("ExactModel: observation {i} of the batch was never registered")
             })?;
             roots.push(Some(env));

@@ -13,8 +13,7 @@
 //! place of `program.json` alone, `run.json`'s `cases`, and `best/NNN/` per case. MuZero
 //! Reanalyse is not offered here (a stored game does not say which program it is of).
 
-use super::best::Found;
-use super::case::{self, CaseRun};
+use super::case::CaseRun;
 use super::run_dir::{write_json, CaseInfo, RecordedProgram, RunDir, RunInfo};
 use super::selfplay::{seed_for, Collector, PlayedGame};
 use super::trainer::Progress;
@@ -272,18 +271,13 @@ impl SuiteTrainer {
         let Some(played) = played? else {
             return Ok(None);
         };
-        let mut returns = Vec::with_capacity(played.len());
-        for g in played {
-            self.counters.positions += g.history.len() as u64;
-            // Branch proposals (no history) are not self-play games of their own.
-            if !g.history.is_empty() {
-                returns.push(g.game.total_return());
-            }
-            self.consider(k, &g, iteration)?;
-            if !g.history.is_empty() {
-                self.learner.replay.push(g.history)?;
-            }
-        }
+        let returns = self.learner.absorb(
+            &mut self.cases[k],
+            played,
+            &mut self.counters,
+            &self.info.config,
+            iteration,
+        )?;
         if let Some(g) = eval.transpose()? {
             self.record_eval(k, g, iteration)?;
         }
@@ -296,29 +290,12 @@ impl SuiteTrainer {
         Ok(Some(p))
     }
 
-    /// Keeps `g` as case `k`'s best if it is ([`CaseRun::consider`]).
-    fn consider(&mut self, k: usize, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        let (case, mut to) = self.teach(k, iteration);
-        case.consider(g, &mut to)
-    }
-
     /// Case `k`'s evaluation game ([`CaseRun::record_eval`]).
     fn record_eval(&mut self, k: usize, g: PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        let (case, mut to) = self.teach(k, iteration);
-        case.record_eval(&g, &mut to)
-    }
-
-    /// Case `k`, and where its games found in `iteration` teach the learner.
-    fn teach(&mut self, k: usize, iteration: u64) -> (&mut CaseRun, case::Learner<'_>) {
-        let to = case::Learner {
-            demos: &mut self.learner.demos,
-            demo_fraction: self.info.config.demo_fraction,
-            found: Found {
-                iteration: Some(iteration),
-                train_steps: Some(self.counters.train_steps),
-            },
-        };
-        (&mut self.cases[k], to)
+        let mut to = self
+            .learner
+            .taught_at(&self.info.config, &self.counters, iteration);
+        self.cases[k].record_eval(&g, &mut to)
     }
 
     fn progress(&self, k: usize, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {

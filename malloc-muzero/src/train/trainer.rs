@@ -414,20 +414,9 @@ impl Trainer {
     /// Counts the new games, keeps the best, and stores them for the learner; returns
     /// their returns.
     fn absorb(&mut self, played: Vec<PlayedGame>, iteration: u64) -> Result<Vec<f64>, TrainError> {
-        let mut returns = Vec::with_capacity(played.len());
-        for g in played {
-            self.counters.positions += g.history.len() as u64;
-            // Branch proposals (no history) are not self-play games of their own.
-            if !g.history.is_empty() {
-                returns.push(g.game.total_return());
-            }
-            self.consider(&g, iteration)?;
-            // A branch game that only replayed the best game to its end searched nothing.
-            if !g.history.is_empty() {
-                self.learner.replay.push(g.history)?;
-            }
-        }
-        Ok(returns)
+        let (case, config) = (&mut self.run.case, &self.run.info.config);
+        self.learner
+            .absorb(case, played, &mut self.counters, config, iteration)
     }
 
     /// Saves the evaluation game under `games/`, then the case records it.
@@ -438,27 +427,10 @@ impl Trainer {
             .games()
             .join(format!("eval-{iteration:06}.game"));
         GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
-        let (case, mut to) = self.teach(iteration);
-        case.record_eval(&g, &mut to)
-    }
-
-    /// Keeps `g` as the best if it is ([`CaseRun::consider`]).
-    fn consider(&mut self, g: &PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        let (case, mut to) = self.teach(iteration);
-        case.consider(g, &mut to)
-    }
-
-    /// The case, and where its games found in `iteration` teach the learner.
-    fn teach(&mut self, iteration: u64) -> (&mut CaseRun, case::Learner<'_>) {
-        let to = case::Learner {
-            demos: &mut self.learner.demos,
-            demo_fraction: self.run.info.config.demo_fraction,
-            found: Found {
-                iteration: Some(iteration),
-                train_steps: Some(self.counters.train_steps),
-            },
-        };
-        (&mut self.run.case, to)
+        let mut to = self
+            .learner
+            .taught_at(&self.run.info.config, &self.counters, iteration);
+        self.run.case.record_eval(&g, &mut to)
     }
 
     fn progress(&self, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {
@@ -690,6 +662,50 @@ impl Learner {
             replay,
             demos,
         })
+    }
+
+    /// Where the games a case finds in `iteration` teach this learner.
+    pub(super) fn taught_at(
+        &mut self,
+        config: &TrainConfig,
+        counters: &Counters,
+        iteration: u64,
+    ) -> case::Learner<'_> {
+        case::Learner {
+            demos: &mut self.demos,
+            demo_fraction: config.demo_fraction,
+            found: Found {
+                iteration: Some(iteration),
+                train_steps: Some(counters.train_steps),
+            },
+        }
+    }
+
+    /// Takes the games `case` played in `iteration`: counts their positions, lets the case
+    /// keep the best of them, and stores the self-play games for training; returns their
+    /// returns.
+    pub(super) fn absorb(
+        &mut self,
+        case: &mut CaseRun,
+        played: Vec<PlayedGame>,
+        counters: &mut Counters,
+        config: &TrainConfig,
+        iteration: u64,
+    ) -> Result<Vec<f64>, TrainError> {
+        let mut returns = Vec::with_capacity(played.len());
+        for g in played {
+            counters.positions += g.history.len() as u64;
+            // Branch proposals (no history) are not self-play games of their own.
+            if !g.history.is_empty() {
+                returns.push(g.game.total_return());
+            }
+            case.consider(&g, &mut self.taught_at(config, counters, iteration))?;
+            // A branch game that only replayed the best game to its end searched nothing.
+            if !g.history.is_empty() {
+                self.replay.push(g.history)?;
+            }
+        }
+        Ok(returns)
     }
 
     /// The demonstrations-only training steps that come before the first self-play games
