@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's EGRL table from a race's results.json.
+"""The EGRL table of docs/results.md from a race's results.json.
 
     python3 scripts/egrl_table.py races/egrl/results.json
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The small-case table of README "The exact solver": every small case
+# The small-case table of docs/results.md "The exact solver": every small case
 # (bench_workloads::small) with xla, greedy-size, beam:64 and exact from `evaluate`, local
 # search and EGRL from a 30-second race each, and the agent from a 2-minute race (2
 # threads each). Writes one folder per case under OUT (default races/exact-small); then

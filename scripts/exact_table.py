@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The small-case table of README "The exact solver", from the folders
+"""The small-case table of docs/results.md "The exact solver", from the folders
 scripts/exact_small_cases.sh writes: per case the proven optimum, the time to prove it, and
 each solver's cost-model latency as % above the optimum (simulated latency in a second
 table, against the optimal mapping's).

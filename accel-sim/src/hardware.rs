@@ -438,6 +438,14 @@ fn check_capacity(bytes: u64, alignment: u64) -> Result<(), String> {
 /// [`MAX_BYTES`](crate::MAX_BYTES) is an error, never a saturated or wrapped number.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let s = text.trim();
+    // A sign would otherwise be read as the start of a unit (`-5MiB`: unit `-5mib`).
+    if let Some(rest) = s.strip_prefix(['-', '+']) {
+        return Err(if s.starts_with('-') && !rest.is_empty() {
+            format!("`{text}`: a size cannot be negative")
+        } else {
+            format!("`{text}`: a size is written without a sign (16MiB, 512KiB or a byte count)")
+        });
+    }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -548,6 +556,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown unit"));
         assert!(parse_size("0").is_err());
+        assert!(parse_size("-5MiB").unwrap_err().contains("negative"));
+        assert!(parse_size(" -1").unwrap_err().contains("negative"));
+        assert!(parse_size("+5MiB").unwrap_err().contains("without a sign"));
     }
 
     #[test]

@@ -49,6 +49,12 @@ pub fn names() -> Vec<&'static str> {
 pub fn load(spec: &str) -> Result<Program, WorkloadError> {
     if let Some((base, window)) = split_window(spec) {
         let (start, end) = window?;
+        if split_window(base).is_some() {
+            return Err(WorkloadError::Parse {
+                origin: spec.into(),
+                msg: "window: a workload takes one `@A..B`, this names two (cut the first with `mallocmuzero cut`, or give the ops of the whole program)".into(),
+            });
+        }
         let program = load_whole(base)?;
         if start >= end || end > program.len() {
             return Err(WorkloadError::Parse {
@@ -122,6 +128,7 @@ mod tests {
             "resnet50@0..999999",
             "resnet50@a..3",
             "resnet50@5..5",
+            "resnet50@36..48@1..3",
         ] {
             let e = load(bad).unwrap_err().to_string();
             assert!(e.contains("window"), "{bad}: {e}");

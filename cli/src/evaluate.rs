@@ -17,7 +17,8 @@ pub struct CaseArgs {
     pub hw: Option<String>,
     /// Capacity of the fastest level (`16MiB`) or of level N (`1:16MiB`). Default: the
     /// suite's capacity for a suite workload on its suite hardware, else the preset's.
-    #[arg(long)]
+    // A leading `-` is a value here (`-5MiB`), refused by the size parser with its reason.
+    #[arg(long, allow_hyphen_values = true)]
     pub fast_capacity: Option<String>,
 }
 
@@ -284,10 +285,11 @@ pub(crate) fn optimum_cells(known: bool, gap: Option<f64>, sim_gap: Option<f64>)
 /// What the exact solver proved, in words.
 pub fn proof_line(p: &malloc_muzero::evaluate::Proof) -> String {
     let bound = format!(
-        "lower bound {:.2} us; {} candidate holds, {} models solved",
+        "lower bound {:.2} us; {} candidate holds, {} models solved by {}",
         p.lower_bound_s * 1e6,
         p.candidates,
-        p.rounds
+        p.rounds,
+        p.backend
     );
     if p.optimal {
         format!("exact: optimal for the cost model ({bound})")

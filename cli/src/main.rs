@@ -1,5 +1,11 @@
-//! `mallocmuzero`: the command line that wires accel-sim, bench-workloads and malloc-game
-//! together. Errors print one line and exit with status 2; nothing here panics on input.
+//! `mallocmuzero`: the command line over the workspace's library crates. It holds flags and
+//! printing only, so that everything it runs can be reached from Rust and Python too:
+//! accel-sim (hardware, validation, the simulator), bench-workloads (programs, the suite,
+//! windows), binio (atomic writes of what it saves), malloc-game (the game, players, saved
+//! games, pictures), muzero (the engine: networks and search for `bench`, candle's thread
+//! setting), malloc-muzero (the evaluation harness, training, the trained agent, the race),
+//! egrl (`train-egrl`) and exact (the exact solver's limits and status).
+//! Errors print one line and exit with status 2; nothing here panics on input.
 
 mod bench;
 mod egrl;
@@ -9,7 +15,7 @@ mod race;
 mod train;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -75,7 +81,7 @@ fn main() {
     // Before any thread starts: candle's elementwise thread pool spins and stalls when the
     // cores are shared (see muzero::network).
     muzero::keep_candle_elementwise_single_threaded();
-    let cli = Cli::parse();
+    let cli = parse_args();
     let result = match cli.command {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),
         Some(Command::Workloads { json }) => workloads(json),
@@ -96,6 +102,17 @@ fn main() {
     }
 }
 
+/// The command line, with a negative number taken as a flag's value (`--seconds -1` is
+/// then refused by the flag's own check, naming it) rather than as an unknown flag.
+fn parse_args() -> Cli {
+    fn negatives_are_values(cmd: clap::Command) -> clap::Command {
+        cmd.allow_negative_numbers(true)
+            .mut_subcommands(negatives_are_values)
+    }
+    let matches = negatives_are_values(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 /// The error and its causes on one line. Library errors already print their cause inside
 /// their own message, so a cause whose text is already there is not repeated.
 fn one_line(e: &anyhow::Error) -> String {
@@ -111,6 +128,14 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
+    // What is written must load again: the program format is JSON, and a loader picks
+    // the format by the extension (`.csv` is minimalloc's lifetimes, read only).
+    if out.extension().and_then(|e| e.to_str()) != Some("json") {
+        anyhow::bail!(
+            "--out {}: `cut` writes a program file in the JSON workload format; name it *.json",
+            out.display()
+        );
+    }
     let ops = if ops.starts_with("..") {
         format!("0{ops}")
     } else {

@@ -56,13 +56,23 @@ pub struct RaceArgs {
     pub json: bool,
 }
 
+/// What `results.json` holds now: 2 added each result's settings (its reuse key).
+const RESULTS_VERSION: u32 = 2;
+
 /// `results.json`: the race's settings and every result so far.
 #[derive(Serialize, Deserialize, Default)]
 struct Saved {
+    /// [`RESULTS_VERSION`] when written; absent (1) in files of older builds.
+    #[serde(default = "version_1")]
+    version: u32,
     seconds: f64,
     seed: u64,
     threads: usize,
     results: Vec<RaceResult>,
+}
+
+fn version_1() -> u32 {
+    1
 }
 
 pub fn run(args: &RaceArgs) -> Result<()> {
@@ -94,31 +104,69 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     if args.checkpoint.is_some() && cases.len() > 1 {
         bail!("--checkpoint: continues one run, so it needs one case, not --suite");
     }
+    for (flag, given, reader) in [
+        ("--checkpoint", args.checkpoint.is_some(), "muzero"),
+        ("--config", args.config.is_some(), "muzero"),
+    ] {
+        if given && !solvers.iter().any(|s| s == reader) {
+            bail!("{flag}: only the {reader} solver reads it, and it is not in this race");
+        }
+    }
+    if args.egrl_config.is_some()
+        && !solvers
+            .iter()
+            .any(|s| egrl::SOLVER_NAMES.contains(&s.as_str()))
+    {
+        bail!("--egrl-config: only the EGRL solvers read it, and none is in this race");
+    }
+    let config_of = |case: &Case| RaceConfig {
+        seconds: args.seconds,
+        threads,
+        seed: args.seed,
+        options: args.game.options(&case.hw),
+        train: train.clone(),
+        checkpoint: args.checkpoint.clone(),
+        agent_dir: None,
+        egrl: egrl.clone(),
+    };
+    // Every setting and every saved result's key is checked before the first budget
+    // starts, and the folder is written once: a mistake costs nothing already spent.
+    for case in &cases {
+        race::check_config(case, &solvers, &config_of(case))?;
+    }
     let mut saved = read_saved(args, threads)?;
+    for case in &cases {
+        for name in &solvers {
+            check_saved_settings(&saved, case, name, &config_of(case), args)?;
+        }
+    }
+    write_saved(args, &saved)?;
     let mut all = Vec::new();
     for case in &cases {
         let case_dir = args.out.as_ref().map(|d| d.join(case_folder(case)));
         let mut results = Vec::new();
         for name in &solvers {
-            if let Some(r) = find_saved(&saved, case, name) {
+            if let Some(r) = reuse_saved(&mut saved, case, name, case_dir.as_deref()) {
                 results.push(r);
                 continue;
             }
             let config = RaceConfig {
-                seconds: args.seconds,
-                threads,
-                seed: args.seed,
-                options: args.game.options(&case.hw),
-                train: train.clone(),
-                checkpoint: args.checkpoint.clone(),
                 agent_dir: if name == "muzero" {
                     agent_dir(case_dir.as_deref())?
                 } else {
                     None
                 },
-                egrl: egrl.clone(),
+                ..config_of(case)
             };
-            let r = run_one(case, name, &config, args.json)?;
+            let r = match run_one(case, name, &config, args.json) {
+                Ok(r) => r,
+                Err(e) => {
+                    if let Some(p) = results_path(args) {
+                        eprintln!("the results so far are kept in {}", p.display());
+                    }
+                    return Err(e);
+                }
+            };
             if let (Some(dir), Some(m)) = (&case_dir, &r.mapping) {
                 std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
                 race::save_mapping(case, m, &dir.join(format!("{name}.mapping.json")))?;
@@ -225,6 +273,7 @@ fn results_path(args: &RaceArgs) -> Option<PathBuf> {
 /// and threads; one with other settings is an error rather than a mix.
 fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
     let fresh = Saved {
+        version: RESULTS_VERSION,
         seconds: args.seconds,
         seed: args.seed,
         threads,
@@ -236,6 +285,13 @@ fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
     let text = accel_sim::read_text(&path)?;
     let saved: Saved =
         serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    if saved.version != RESULTS_VERSION {
+        bail!(
+            "{}: field `version`: written by an older build (version {}; this build writes {RESULTS_VERSION}, whose results carry the settings they were found under); pick another --out",
+            path.display(),
+            saved.version
+        );
+    }
     if saved.seconds != args.seconds || saved.seed != args.seed || saved.threads != threads {
         bail!(
             "{}: holds a race with --seconds {} --seed {} --threads {}; pick another --out",
@@ -248,14 +304,67 @@ fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
     Ok(saved)
 }
 
-fn find_saved(saved: &Saved, case: &Case, solver: &str) -> Option<RaceResult> {
-    saved
-        .results
-        .iter()
-        .find(|r| {
-            r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
-        })
-        .cloned()
+fn saved_index(saved: &Saved, case: &Case, solver: &str) -> Option<usize> {
+    saved.results.iter().position(|r| {
+        r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
+    })
+}
+
+/// A saved result of `solver` on `case` found under other settings (another capacity,
+/// other rules, another config) is not this race's: an error naming what differs.
+fn check_saved_settings(
+    saved: &Saved,
+    case: &Case,
+    solver: &str,
+    config: &RaceConfig,
+    args: &RaceArgs,
+) -> Result<()> {
+    let Some(i) = saved_index(saved, case, solver) else {
+        return Ok(());
+    };
+    let now = race::settings_of(case, solver, config);
+    let differ = match &saved.results[i].settings {
+        Some(s) => race::settings_differ(s, &now),
+        None => vec!["settings (not recorded)".to_string()],
+    };
+    if !differ.is_empty() {
+        bail!(
+            "{}: holds {solver} on {} on {} raced with other settings ({}); pick another --out",
+            results_path(args).unwrap_or_default().display(),
+            case.program.name(),
+            case.hw.name,
+            differ.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The saved result of `solver` on `case`, re-validated and re-simulated from its mapping
+/// file; one that does not check out is dropped (with a warning) and raced again.
+fn reuse_saved(
+    saved: &mut Saved,
+    case: &Case,
+    solver: &str,
+    case_dir: Option<&Path>,
+) -> Option<RaceResult> {
+    let i = saved_index(saved, case, solver)?;
+    let mapping = case_dir.and_then(|dir| {
+        let path = dir.join(format!("{solver}.mapping.json"));
+        let file = accel_sim::MappingFile::read(&path).ok()?;
+        file.to_mapping(&case.program).ok()
+    });
+    match race::recheck(case, &saved.results[i], mapping) {
+        Ok(r) => Some(r),
+        Err(why) => {
+            eprintln!(
+                "{} on {}: the saved {solver} result does not check out ({why}): racing it again",
+                case.program.name(),
+                case.hw.name
+            );
+            saved.results.remove(i);
+            None
+        }
+    }
 }
 
 fn write_saved(args: &RaceArgs, saved: &Saved) -> Result<()> {

@@ -4,9 +4,11 @@
 //! level 0 or one of its candidate holds per fast level (defined there, or prefetched, each
 //! with its interval), an offset for each hold, time x address non-overlap by disjunctive
 //! constraints, capacity, and each op's latency `max(compute, memory traffic)` made linear
-//! with one variable per op; it minimises the cost model's latency. Solved by HiGHS
-//! (feature `highs`, default) through `good_lp`, or by the pure-Rust microlp (feature
-//! `microlp`, small programs only, no time limit).
+//! with one variable per op; it minimises the cost model's latency. Solved through
+//! `good_lp` by the pure-Rust microlp (every build: no time limit of its own, so the solve
+//! stops waiting at the limit), or by HiGHS with the opt-in feature `highs` (built from
+//! source with cmake and libclang; dual bounds within a time limit). [`BACKEND`] names the
+//! one this build uses.
 //!
 //! - [`solve`]: the optimum (or the best mapping found and a proven lower bound) within
 //!   an [`ExactConfig`]'s time limit and gap tolerance, as an [`ExactSolution`].

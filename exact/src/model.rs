@@ -405,7 +405,7 @@ mod backend {
     }
 }
 
-#[cfg(all(feature = "microlp", not(feature = "highs")))]
+#[cfg(not(feature = "highs"))]
 mod backend {
     use super::{MipError, MipLimits, Solved};
     use good_lp::{Constraint, Expression, ProblemVariables, Solution, SolverModel};
@@ -455,9 +455,6 @@ mod backend {
         })
     }
 }
-
-#[cfg(not(any(feature = "highs", feature = "microlp")))]
-compile_error!("the exact crate needs a MIP solver: feature `highs` (default) or `microlp`");
 
 #[cfg(test)]
 mod tests {

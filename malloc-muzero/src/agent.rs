@@ -36,7 +36,7 @@ pub enum AgentError {
 /// `Game` is the default: every multi-program checkpoint measured played its validation
 /// cases faster searching the game than searching its learned model, and so did the
 /// networks fine-tuned on held-out programs on those programs (malloc-muzero/generalist/
-/// README.md and the README's generalist section).
+/// README.md and docs/results.md, the generalist section).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchModel {

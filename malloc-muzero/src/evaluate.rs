@@ -313,6 +313,14 @@ pub struct Proof {
     /// Candidate holds in the model, and models solved.
     pub candidates: usize,
     pub rounds: usize,
+    /// The MIP solver that proved it (`microlp`, or `highs` in a build with that feature):
+    /// the same model, so the same optimum, but not the same reach within a time limit.
+    #[serde(default = "unknown_backend")]
+    pub backend: String,
+}
+
+fn unknown_backend() -> String {
+    "unknown".into()
 }
 
 impl Proof {
@@ -324,6 +332,7 @@ impl Proof {
             gap: s.gap,
             candidates: s.candidates,
             rounds: s.rounds,
+            backend: exact::BACKEND.into(),
         }
     }
 }

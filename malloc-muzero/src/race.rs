@@ -52,6 +52,8 @@ pub enum RaceError {
     Egrl(#[from] egrl::EgrlError),
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
+    #[error("{0}")]
+    Config(String),
 }
 
 /// What every solver of a race gets.
@@ -108,6 +110,10 @@ pub struct RaceResult {
     pub gap_to_optimum: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim_gap_to_optimum: Option<f64>,
+    /// Everything besides the budget, seed and threads that decides this result
+    /// ([`settings_of`]): a saved result is reused only under the same settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
 }
 
 /// Fills each valid result's gap to the optimum where a result of the same case (workload
@@ -139,6 +145,164 @@ pub fn check_solvers(names: &[String]) -> Result<(), RaceError> {
         }
     }
     Ok(())
+}
+
+/// What decides solver `name`'s result on `case` besides the budget, seed and threads:
+/// the program's contents, the whole hardware (capacities included), and the settings the
+/// solver reads (the game's rules, the agent's config and the run it continues, EGRL's
+/// config, the MIP backend).
+pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "program_hash": format!("{:016x}", case.program.content_hash()),
+        "hardware": case.hw.to_file(),
+    });
+    let mut set = |k: &str, x: serde_json::Value| {
+        v[k] = x;
+    };
+    match name {
+        "xla" | "xla-repack" | "greedy-size" | "egrl-dp" => {}
+        "exact" => set("backend", exact::BACKEND.into()),
+        "muzero" => {
+            set("options", serde_json::json!(config.options));
+            set("train", serde_json::json!(config.train));
+            let checkpoint = config.checkpoint.as_ref().map(|c| c.display().to_string());
+            set("checkpoint", checkpoint.into());
+        }
+        _ if egrl::SOLVER_NAMES.contains(&name) => set("egrl", serde_json::json!(config.egrl)),
+        _ => set("options", serde_json::json!(config.options)),
+    }
+    v
+}
+
+/// The settings that differ between two [`settings_of`] values, as paths
+/// (`hardware.levels`, `options.slots`).
+pub fn settings_differ(saved: &serde_json::Value, now: &serde_json::Value) -> Vec<String> {
+    fn differ(a: &serde_json::Value, b: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        let (Some(x), Some(y)) = (a.as_object(), b.as_object()) else {
+            if a != b {
+                out.push(at.to_string());
+            }
+            return;
+        };
+        let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let null = serde_json::Value::Null;
+        for k in keys {
+            let path = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            differ(
+                x.get(k).unwrap_or(&null),
+                y.get(k).unwrap_or(&null),
+                &path,
+                out,
+            );
+        }
+    }
+    let mut out = Vec::new();
+    differ(saved, now, "", &mut out);
+    out
+}
+
+/// Checks every solver's settings against `case` before any budget is spent: EGRL's and
+/// the agent's configs, and the run folder the agent would continue (it must be a run of
+/// this very case, and readable).
+pub fn check_config(case: &Case, names: &[String], config: &RaceConfig) -> Result<(), RaceError> {
+    let bad = |m: String| RaceError::Config(m);
+    if names
+        .iter()
+        .any(|n| egrl::SOLVER_NAMES.contains(&n.as_str()))
+    {
+        config
+            .egrl
+            .check()
+            .map_err(|m| bad(format!("egrl config: {m}")))?;
+    }
+    if !names.iter().any(|n| n == "muzero") {
+        return Ok(());
+    }
+    config.train.check().map_err(Box::new)?;
+    let Some(dir) = &config.checkpoint else {
+        return Ok(());
+    };
+    let info = crate::train::read_run_info(dir).map_err(Box::new)?;
+    if !info.cases.is_empty() {
+        return Err(bad(format!(
+            "--checkpoint {}: a multi-program run; the race continues a run of one program",
+            dir.display()
+        )));
+    }
+    let hw_now = serde_json::to_value(case.hw.to_file()).ok();
+    let mut differ = Vec::new();
+    if info.program_hash != case.program.content_hash() {
+        differ.push(format!("program (the run trains `{}`)", info.workload));
+    }
+    if serde_json::to_value(&info.hardware).ok() != hw_now {
+        differ.push(format!("hardware (the run's is `{}`)", info.hardware.name));
+    }
+    if info.options != config.options {
+        differ.push("game options".to_string());
+    }
+    if !differ.is_empty() {
+        return Err(bad(format!(
+            "--checkpoint {}: a run of another case ({}): the agent would train it on this one; race its own case, or start the agent afresh",
+            dir.display(),
+            differ.join(", ")
+        )));
+    }
+    // Its network must load: a damaged checkpoint is found now, not after other budgets.
+    crate::train::load_network(dir).map_err(Box::new)?;
+    Ok(())
+}
+
+/// A saved result checked again before it is reused: its mapping (read back from the
+/// race's folder, `None` when the file is gone) must pass the validator and simulate to
+/// the saved latency, and its curve must end there. `Err` says what did not hold.
+pub fn recheck(
+    case: &Case,
+    saved: &RaceResult,
+    mapping: Option<Mapping>,
+) -> Result<RaceResult, String> {
+    let Some(best) = saved.best_latency_s else {
+        // A solver that found no valid mapping: nothing to re-check but the claim itself.
+        return if saved.valid || !saved.curve.is_empty() {
+            Err("it has no latency but claims a valid mapping or a curve".into())
+        } else {
+            Ok(saved.clone())
+        };
+    };
+    let m = mapping.ok_or("its mapping file is missing")?;
+    m.validate(&case.program, &case.hw)
+        .map_err(|e| format!("its mapping is not valid: {e}"))?;
+    let latency = Simulator::new(&case.program, &case.hw)
+        .run(&m, false)
+        .latency_s;
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    if !same(latency, best) {
+        return Err(format!(
+            "its mapping simulates to {:.4} us, the saved result says {:.4} us",
+            latency * 1e6,
+            best * 1e6
+        ));
+    }
+    let steps_down = saved
+        .curve
+        .windows(2)
+        .all(|w| w[1].1 <= w[0].1 && w[1].0 >= w[0].0);
+    let ends_at_best = saved.curve.last().is_some_and(|&(_, l)| same(l, best));
+    if !(steps_down && ends_at_best) {
+        return Err("its curve does not improve step by step to its best latency".into());
+    }
+    Ok(RaceResult {
+        valid: true,
+        best_latency_s: Some(latency),
+        proxy_latency_s: Some(accel_sim::CostModel::new(&case.program, &case.hw).latency(&m)),
+        mapping: Some(m),
+        ..saved.clone()
+    })
 }
 
 /// Runs solver `name` on `case` for `config.seconds`; `on_best(elapsed_s, latency_s)` is
@@ -238,6 +402,7 @@ pub fn race_case(
         proof,
         gap_to_optimum: None,
         sim_gap_to_optimum: None,
+        settings: Some(settings_of(case, name, config)),
     };
     if let Some(m) = mapping {
         if m.validate(&case.program, &case.hw).is_ok() {
@@ -301,13 +466,17 @@ fn race_agent(
     on_best: &mut dyn FnMut(f64, f64),
 ) -> Result<AgentRace, RaceError> {
     let deadline = t0 + Duration::from_secs_f64(config.seconds);
+    let dir = match &config.agent_dir {
+        Some(d) => d.clone(),
+        None => temp_run_dir(case),
+    };
     let mut trainer = match &config.checkpoint {
-        Some(dir) => Trainer::resume(dir, None).map_err(Box::new)?,
+        // A copy: the run the user names is theirs, and stays as it was.
+        Some(from) => {
+            copy_run(from, &dir)?;
+            Trainer::resume(&dir, None).map_err(Box::new)?
+        }
         None => {
-            let dir = match &config.agent_dir {
-                Some(d) => d.clone(),
-                None => temp_run_dir(case),
-            };
             let setup = GameSetup::new(
                 Arc::clone(&case.program),
                 case.hw.clone(),
@@ -354,6 +523,26 @@ fn race_agent(
         None
     };
     Ok((curve, mapping, dir.display().to_string()))
+}
+
+/// Copies the run folder `from` into `to` (a fresh folder), files and subfolders.
+fn copy_run(from: &Path, to: &Path) -> Result<(), RaceError> {
+    let io = |p: &Path, e: std::io::Error| RaceError::Io {
+        path: p.display().to_string(),
+        msg: e.to_string(),
+    };
+    std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+        let entry = entry.map_err(|e| io(from, e))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(|e| io(&src, e))?;
+        if kind.is_dir() {
+            copy_run(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).map_err(|e| io(&src, e))?;
+        }
+    }
+    Ok(())
 }
 
 fn temp_run_dir(case: &Case) -> PathBuf {

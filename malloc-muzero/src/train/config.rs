@@ -1,7 +1,7 @@
 //! What shapes a run ([`TrainConfig`]) and when it stops ([`Limits`]).
 
 use super::TrainError;
-use malloc_game::{observation, GameSetup};
+use malloc_game::{observation, GameOptions, GameSetup};
 use muzero::OptimConfig;
 use muzero::ReplayConfig;
 use muzero::{GumbelConfig, SearchConfig};
@@ -207,7 +207,18 @@ impl TrainConfig {
         let obs = observation::observation_len(setup.options());
         let actions = setup.action_count();
         if let Some(dir) = &self.init {
-            let n = super::init_info(dir)?.network;
+            let info = super::init_info(dir)?;
+            // Same sizes are not the same game: another order or other modes present other
+            // buffers and moves behind the same indices, and the network's policy means
+            // nothing there.
+            let differ = differing_fields(&info.options, setup.options());
+            if !differ.is_empty() {
+                return Err(TrainError::Config(format!(
+                    "init: `{dir}` was trained with other game options ({}); fine-tuning plays its game (drop the flags that set them)",
+                    differ.join(", ")
+                )));
+            }
+            let n = info.network;
             if n.observation_len != obs || n.action_count != actions {
                 return Err(TrainError::Config(format!(
                     "init: the network of `{dir}` takes observations of {} and {} actions; this game has {obs} and {actions} (other game options or another number of fast levels; see --fast-levels)",
@@ -230,6 +241,24 @@ impl TrainConfig {
             ))),
         }
     }
+}
+
+/// The fields of two game options that differ, each as `name: theirs vs ours`.
+fn differing_fields(theirs: &GameOptions, ours: &GameOptions) -> Vec<String> {
+    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
+        (serde_json::to_value(theirs), serde_json::to_value(ours))
+    else {
+        return vec!["options".into()];
+    };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, v)| {
+            format!(
+                "{k}: {v} there, {} here",
+                b.get(k).unwrap_or(&serde_json::Value::Null)
+            )
+        })
+        .collect()
 }
 
 /// When to stop: whichever comes first (none: run until the stop flag is raised).

@@ -72,6 +72,13 @@ pub enum TrainError {
     /// one of another game (whose best mapping it would drop).
     #[error("{dir} already holds a run {what}: resume it, or start in another folder")]
     RunExists { dir: String, what: &'static str },
+    /// A run folder's file whose field does not hold what a run writes there.
+    #[error("{path}: field `{field}`: {msg}")]
+    RunFile {
+        path: String,
+        field: &'static str,
+        msg: String,
+    },
     #[error("{dir}: no checkpoint yet (checkpoints/latest.json is missing)")]
     NoCheckpoint { dir: String },
     /// Remote self-play: a run description, work order or batch of games that does not

@@ -314,7 +314,20 @@ impl RunDir {
         if !path.exists() {
             return Ok(None);
         }
-        read_json(&path).map(Some)
+        let latest: Latest = read_json(&path)?;
+        // The checkpoint is a folder of this run's own: a name that climbs out of
+        // checkpoints/ (an edited or hostile file) would load, and later remove, another's.
+        if !is_checkpoint_name(&latest.dir) {
+            return Err(TrainError::RunFile {
+                path: path.display().to_string(),
+                field: "dir",
+                msg: format!(
+                    "{:?} is not a checkpoint folder of this run (iter-N)",
+                    latest.dir
+                ),
+            });
+        }
+        Ok(Some(latest))
     }
 
     /// Brings the folder back to the state of the checkpoint `latest` a session continues
@@ -472,6 +485,12 @@ impl RunDir {
     }
 }
 
+/// A checkpoint folder's name as a run writes it: `iter-` and digits, nothing that is a path.
+fn is_checkpoint_name(name: &str) -> bool {
+    name.strip_prefix("iter-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The names and paths of the entries of `dir` (none if it does not exist).
 fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>, TrainError> {
     let read = match std::fs::read_dir(dir) {
@@ -493,4 +512,33 @@ fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
         .map(|(_, p)| p)
         .filter(|p| p.is_dir())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_checkpoint_outside_the_run_is_refused() {
+        let root = std::env::temp_dir().join(format!("mmz-latest-{}", std::process::id()));
+        let run = RunDir::new(&root);
+        std::fs::create_dir_all(run.checkpoints()).unwrap();
+        let latest = |dir: &str| {
+            format!(
+                r#"{{"iteration": 3, "dir": "{dir}", "train_steps": 1, "positions": 1, "elapsed_s": 1.0}}"#
+            )
+        };
+        let path = run.checkpoints().join("latest.json");
+        for hostile in ["../../../../etc", "/etc", "iter-", "iter-1/../../x", ""] {
+            std::fs::write(&path, latest(hostile)).unwrap();
+            let err = run.read_latest().unwrap_err().to_string();
+            assert!(
+                err.contains("latest.json") && err.contains("`dir`"),
+                "{err}"
+            );
+        }
+        std::fs::write(&path, latest("iter-000003")).unwrap();
+        assert_eq!(run.read_latest().unwrap().unwrap().dir, "iter-000003");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
