@@ -264,8 +264,17 @@ fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTra
         Some(path) => (read_cases(path)?, path.display().to_string()),
         None => (generalist::training_cases(), "--suite".to_string()),
     };
+    // Loading and preparing many cases takes a while before the first iteration: shown.
+    let bar = spinner(args.json);
     let mut named = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
+        bar.set_message(format!(
+            "loading case {}/{} ({})",
+            i + 1,
+            specs.len(),
+            spec.workload
+        ));
+        bar.tick();
         let case = malloc_muzero::Case::named(
             Some(&spec.workload),
             spec.hw.as_deref(),
@@ -304,7 +313,14 @@ fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTra
     }
     let what = if args.suite { "suite" } else { "cases" };
     let dir = out_dir(args, what, config.seed);
-    refuse_existing(SuiteTrainer::start(cases, config, &dir), &dir)
+    bar.set_message(format!(
+        "preparing {} cases (baselines and demonstrations)",
+        cases.len()
+    ));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let started = SuiteTrainer::start(cases, config, &dir);
+    bar.finish_and_clear();
+    refuse_existing(started, &dir)
 }
 
 /// A `--cases` file: a non-empty JSON list of cases.
@@ -314,6 +330,14 @@ fn read_cases(path: &Path) -> Result<Vec<CaseSpec>> {
         serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
     if cases.is_empty() {
         bail!("{}: the list of cases is empty", path.display());
+    }
+    if cases.len() > malloc_muzero::train::MAX_CASES {
+        bail!(
+            "{}: {} cases; a multi-program run takes at most {} (one case an iteration: more would each be seen too rarely to learn from)",
+            path.display(),
+            cases.len(),
+            malloc_muzero::train::MAX_CASES
+        );
     }
     Ok(cases)
 }

@@ -331,3 +331,60 @@ fn vague_inputs_get_errors_that_name_the_problem() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A huge `--cases` file is refused at once, naming the count; cases that share a program
+/// share its copy in the run folder, and the run resumes from it.
+#[test]
+fn case_files_are_bounded_and_programs_kept_once() {
+    let dir = scratch("cases");
+    let many = dir.join("many.json");
+    let one = r#"{"workload": "diamond", "fast_capacity": "2MiB"}"#;
+    std::fs::write(&many, format!("[{}]", vec![one; 10_000].join(","))).unwrap();
+    let t0 = Instant::now();
+    let (code, _, err) = run(&[
+        "train",
+        "--cases",
+        &many.display().to_string(),
+        "--steps",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("10000 cases") && err.contains("at most"),
+        "{err}"
+    );
+    assert!(t0.elapsed().as_secs_f64() < 10.0);
+
+    let cases = dir.join("cases.json");
+    std::fs::write(
+        &cases,
+        r#"[{"workload": "diamond", "fast_capacity": "2MiB"},
+            {"workload": "diamond", "fast_capacity": "4MiB"},
+            {"workload": "chain", "fast_capacity": "2MiB"}]"#,
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let out_s = out.display().to_string();
+    let train = |extra: &[&str]| {
+        let mut a = vec!["train", "--json"];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    let cases = cases.display().to_string();
+    let (code, _, err) = train(&[
+        "--cases",
+        &cases,
+        "--threads",
+        "1",
+        "--steps",
+        "2",
+        "--out",
+        &out_s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let copies = std::fs::read_dir(out.join("programs")).unwrap().count();
+    assert_eq!(copies, 2, "one copy per distinct program");
+    let (code, _, err) = train(&["--resume", &out_s, "--steps", "4"]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -51,7 +51,7 @@ pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
 pub use run_dir::CaseInfo;
 pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
-pub use suite::{CaseSummary, SuiteCase, SuiteSummary, SuiteTrainer};
+pub use suite::{CaseSummary, SuiteCase, SuiteSummary, SuiteTrainer, MAX_CASES};
 pub use trainer::{Progress, TrainSummary, Trainer};
 
 /// What `init` names: the bundled generalist ([`crate::generalist`]).

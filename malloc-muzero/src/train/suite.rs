@@ -89,6 +89,12 @@ impl SuiteTrainer {
         let first = cases
             .first()
             .ok_or_else(|| TrainError::Config("cases: a multi-program run needs a case".into()))?;
+        if cases.len() > MAX_CASES {
+            return Err(TrainError::Config(format!(
+                "cases: {} cases; a multi-program run takes at most {MAX_CASES} (it plays one case an iteration, so more would each be seen too rarely to learn from)",
+                cases.len()
+            )));
+        }
         let network = config.network_for(&first.setup)?;
         for c in &cases {
             same_game(&first.setup, c)?;
@@ -127,9 +133,13 @@ impl SuiteTrainer {
         run_dir.write_info(&info, first.setup.program())?;
         let programs = dir.join("programs");
         std::fs::create_dir_all(&programs).map_err(super::error::io_error(&programs))?;
+        // One copy per distinct program: cases that differ only in hardware or capacity
+        // share the first one's.
         for (k, c) in cases.iter().enumerate() {
-            let text = bench_workloads::json::to_json(c.setup.program(), None);
-            binio::write_bytes_atomic(&program_copy(dir, k), text.as_bytes())?;
+            if copy_index(&info.cases, k) == k {
+                let text = bench_workloads::json::to_json(c.setup.program(), None);
+                binio::write_bytes_atomic(&program_copy(dir, k), text.as_bytes())?;
+            }
         }
         let setups = cases.into_iter().map(|c| c.setup).collect();
         SuiteTrainer::open(run_dir, info, setups)
@@ -165,7 +175,7 @@ impl SuiteTrainer {
                 workload_path: c.workload_path.as_deref(),
                 hash: c.program_hash,
             };
-            let program = recorded.load(&program_copy(dir, k))?;
+            let program = recorded.load(&program_copy(dir, copy_index(&info.cases, k)))?;
             let hw = c.hardware.clone().into_hardware(&format!("{origin}: "))?;
             setups.push(GameSetup::new(Arc::new(program), hw, info.options.clone())?);
         }
@@ -419,6 +429,18 @@ fn case_info(c: &SuiteCase) -> CaseInfo {
         program_hash: c.setup.program().content_hash(),
         hardware: c.setup.hardware().to_file(),
     }
+}
+
+/// The most cases a multi-program run takes.
+pub const MAX_CASES: usize = 1024;
+
+/// The case whose program copy case `k` reads: the first with the same program.
+fn copy_index(cases: &[CaseInfo], k: usize) -> usize {
+    let hash = cases[k].program_hash;
+    cases
+        .iter()
+        .position(|c| c.program_hash == hash)
+        .unwrap_or(k)
 }
 
 fn program_copy(dir: &Path, k: usize) -> PathBuf {
