@@ -36,4 +36,6 @@ pub use program::{
     Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES, MAX_FLOPS_PER_OP,
 };
 pub use sim::{Bound, OpTiming, SimReport, Simulator};
-pub use textfile::{read_text, read_text_capped, TextFileError, MAX_TEXT_BYTES};
+pub use textfile::{
+    objects_where_objects, read_text, read_text_capped, TextFileError, MAX_TEXT_BYTES,
+};

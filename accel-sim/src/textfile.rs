@@ -24,6 +24,55 @@ pub enum TextFileError {
     NotUtf8 { path: String, offset: usize },
 }
 
+/// Checks a config file's JSON `value` against its type's `defaults` (the defaults as JSON):
+/// wherever the defaults have an object, the file must have one too. serde would otherwise
+/// read a struct from an array by position (`["egrl-pg", 7]` setting the second field) or
+/// take `[]` as all defaults. `type_name` names the config at the top level.
+pub fn objects_where_objects(
+    value: &serde_json::Value,
+    defaults: &serde_json::Value,
+    type_name: &str,
+) -> Result<(), String> {
+    objects_at(value, defaults, "", type_name)
+}
+
+fn objects_at(
+    value: &serde_json::Value,
+    defaults: &serde_json::Value,
+    path: &str,
+    type_name: &str,
+) -> Result<(), String> {
+    let Some(fields) = defaults.as_object() else {
+        return Ok(());
+    };
+    let Some(given) = value.as_object() else {
+        let what = match value {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Bool(_) => "a boolean",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::Object(_) => "an object",
+        };
+        return Err(if path.is_empty() {
+            format!("must be a JSON object of {type_name}'s fields by name, not {what}")
+        } else {
+            format!("{path}: must be a JSON object of its fields by name, not {what}")
+        });
+    };
+    for (name, v) in given {
+        if let Some(d) = fields.get(name) {
+            let inner = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            objects_at(v, d, &inner, type_name)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`], without a leading byte-order
 /// mark.
 pub fn read_text(path: &Path) -> Result<String, TextFileError> {

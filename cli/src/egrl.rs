@@ -19,8 +19,9 @@ pub struct TrainEgrlArgs {
     #[command(flatten)]
     pub case: evaluate::CaseArgs,
     /// egrl (population and learner), egrl-ea (population alone), egrl-pg (learner alone).
-    #[arg(long, default_value = "egrl")]
-    pub variant: String,
+    /// Default: the config file's `variant`, else egrl; given, it wins over the config file.
+    #[arg(long)]
+    pub variant: Option<String>,
     /// Wall-clock minutes of this session (default 3 unless --generations is given).
     #[arg(long)]
     pub minutes: Option<f64>,
@@ -33,12 +34,16 @@ pub struct TrainEgrlArgs {
     /// Continue the run in this folder.
     #[arg(long, conflicts_with_all = ["out", "workload", "hw", "fast_capacity", "seed", "config", "variant"])]
     pub resume: Option<PathBuf>,
+    /// Default: the config file's `seed`, else 0; given, it wins over the config file.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Threads (default: one per core); results do not depend on it.
+    /// Threads (default: the config file's `threads`, else one per core); given, it wins
+    /// over the config file. Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
-    /// A JSON config (fields of `EgrlConfig`; absent fields keep their defaults).
+    /// A JSON config: an object of `EgrlConfig`'s fields (absent fields keep their
+    /// defaults). Settings merge as defaults < this file < flags: --variant, --seed and
+    /// --threads, when given, win over the config file (a note names each such override).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Seconds between checkpoints.
@@ -75,9 +80,10 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
             search.problem().decisions().len(),
             search.problem().hardware().name,
             folder.root().display(),
+            // Generations counted from 1, as metrics.jsonl and --generations count them.
             match search.generation() {
                 0 => String::new(),
-                g => format!(" (resumed after generation {})", g - 1),
+                g => format!(" (resumed after generation {g})"),
             }
         );
     }
@@ -113,7 +119,7 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
         eprintln!(
             "interrupted after generation {}: checkpoint and best mapping written; continue with: mallocmuzero train-egrl --resume {}",
-            search.generation().saturating_sub(1),
+            search.generation(),
             folder.root().display()
         );
         std::process::exit(crate::train::INTERRUPTED);
@@ -122,25 +128,38 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
 }
 
 fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egrl::Egrl)> {
-    let mut config = match &args.config {
-        Some(path) => read_config(path)?,
-        None => EgrlConfig::default(),
+    let (mut config, in_file) = match &args.config {
+        Some(path) => read_config_file(path)?,
+        None => (EgrlConfig::default(), Vec::new()),
     };
-    config.variant = Variant::named(&args.variant).with_context(|| {
-        format!(
-            "--variant: unknown `{}` (egrl, egrl-ea, egrl-pg)",
-            args.variant
-        )
-    })?;
+    let origin = config_origin(args);
+    // defaults < file < flags: a flag overrides only when given, and says so when the file
+    // set that field otherwise (printed once the run is made, so an error stays one line).
+    let mut notes = Vec::new();
+    let mut overridden = |field: &str, file_value: String, flag_value: String| {
+        if in_file.iter().any(|f| f == field) && file_value != flag_value {
+            notes.push(format!(
+                "note: --{field} {flag_value} overrides `{field}` {file_value} of {origin}"
+            ));
+        }
+    };
+    if let Some(name) = &args.variant {
+        let variant = Variant::named(name)
+            .with_context(|| format!("--variant: unknown `{name}` (egrl, egrl-ea, egrl-pg)"))?;
+        overridden("variant", config.variant.name().into(), name.clone());
+        config.variant = variant;
+    }
     if let Some(s) = args.seed {
+        overridden("seed", config.seed.to_string(), s.to_string());
         config.seed = s;
     }
     if let Some(t) = threads {
+        overridden("threads", config.threads.to_string(), t.to_string());
         config.threads = t;
     }
     config
         .check()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", config_origin(args)))?;
+        .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let mut case_args = args.case.clone();
     let workload = case_args
         .workload
@@ -157,13 +176,16 @@ fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egr
             config.seed
         ))
     });
-    Ok(RunFolder::create(
-        &dir,
-        &workload,
-        case.program,
-        case.hw,
-        config,
-    )?)
+    // The bounds that depend on the case's size are checked here, against the config.
+    let made =
+        RunFolder::create(&dir, &workload, case.program, case.hw, config).map_err(|e| match e {
+            egrl::EgrlError::Config(m) => anyhow::anyhow!("{origin}: {m}"),
+            e => e.into(),
+        })?;
+    for n in notes {
+        eprintln!("{n}");
+    }
+    Ok(made)
 }
 
 fn config_origin(args: &TrainEgrlArgs) -> String {
@@ -172,9 +194,17 @@ fn config_origin(args: &TrainEgrlArgs) -> String {
         .map_or("config".into(), |p| p.display().to_string())
 }
 
-pub(crate) fn read_config(path: &Path) -> Result<EgrlConfig> {
+/// A config file and the names of the fields it sets.
+pub(crate) fn read_config_file(path: &Path) -> Result<(EgrlConfig, Vec<String>)> {
     let text = accel_sim::read_text(path)?;
-    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+    let config =
+        EgrlConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)?;
+    let fields = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok((config, fields))
 }
 
 fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {

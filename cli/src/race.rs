@@ -7,7 +7,7 @@
 
 use crate::evaluate::{single_case, CaseArgs};
 use crate::play::GameArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_muzero::race::{self, RaceConfig, RaceResult, RACE_SOLVERS};
@@ -93,7 +93,19 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         None => TrainConfig::default(),
     };
     let egrl = match &args.egrl_config {
-        Some(path) => crate::egrl::read_config(path)?,
+        Some(path) => {
+            let (config, fields) = crate::egrl::read_config_file(path)?;
+            // The race sets these for every solver alike; a file's own would be dropped
+            // without a word.
+            let raced = ["seed", "threads", "variant"];
+            if let Some(f) = fields.iter().find(|f| raced.contains(&f.as_str())) {
+                bail!(
+                    "{}: field `{f}`: the race sets it (--seed, --threads, and the solver's name for the variant); remove it from the file",
+                    path.display()
+                );
+            }
+            config
+        }
         None => egrl::EgrlConfig::default(),
     };
     let cases = if args.suite {
@@ -132,7 +144,13 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     // Every setting and every saved result's key is checked before the first budget
     // starts, and the folder is written once: a mistake costs nothing already spent.
     for case in &cases {
-        race::check_config(case, &solvers, &config_of(case))?;
+        race::check_config(case, &solvers, &config_of(case)).map_err(|e| {
+            // A config's error names the file it came from.
+            match (e, &args.egrl_config) {
+                (race::RaceError::EgrlConfig(m), Some(p)) => anyhow!("{}: {m}", p.display()),
+                (e, _) => e.into(),
+            }
+        })?;
     }
     let mut saved = read_saved(args, threads)?;
     for case in &cases {

@@ -10,7 +10,7 @@
 
 use crate::evaluate;
 use crate::play::GameArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::GameSetup;
@@ -176,7 +176,11 @@ fn limits(args: &TrainArgs) -> Result<Limits> {
 
 pub(crate) fn read_config(path: &Path) -> Result<TrainConfig> {
     let text = accel_sim::read_text(path)?;
-    serde_json::from_str(&text).with_context(|| format!("{}", path.display()))
+    let config = TrainConfig::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    config
+        .check()
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    Ok(config)
 }
 
 /// The first Ctrl-C raises `stop`; the second exits at once.

@@ -388,3 +388,51 @@ fn case_files_are_bounded_and_programs_kept_once() {
     assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A config file is an object of fields by name: `[]` and arrays read by position are
+/// refused for the agent's config as for EGRL's, and a race names the EGRL config's file
+/// and refuses the fields it sets itself.
+#[test]
+fn config_files_are_objects_and_a_race_names_what_it_overrides() {
+    let dir = scratch("configs");
+    let file = dir.join("c.json");
+    let out = dir.join("run").display().to_string();
+    let path = file.display().to_string();
+    for bad in ["[]", "[7]", r#"{"search": [1, 2]}"#, r#"{"network": [4]}"#] {
+        std::fs::write(&file, bad).unwrap();
+        let (code, _, err) = run(&[
+            "train",
+            "--workload",
+            "diamond",
+            "--config",
+            &path,
+            "--steps",
+            "1",
+            "--out",
+            &out,
+        ]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("must be a JSON object"), "{bad}: {err}");
+    }
+    for (text, needle) in [
+        (r#"{"seed": 7}"#, "field `seed`"),
+        (r#"{"variant": "egrl-ea"}"#, "field `variant`"),
+        (r#"{"hidden": 0}"#, "hidden"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let (code, _, err) = run(&[
+            "race",
+            "--workload",
+            "diamond",
+            "--seconds",
+            "1",
+            "--solver",
+            "egrl",
+            "--egrl-config",
+            &path,
+        ]);
+        assert_eq!(code, 2, "{text}: {err}");
+        assert!(err.contains(&path) && err.contains(needle), "{text}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -110,7 +110,34 @@ impl Default for EgrlConfig {
     }
 }
 
+/// The most scalars a search may hold in its networks and chromosomes: the population's,
+/// and the learner's actor and critic with their Adam moments. Breeding holds two
+/// generations and a checkpoint a copy and its bytes, so the peak is about four times this
+/// as f32: 2 GiB.
+pub const MAX_PARAMETERS: u64 = 1 << 27;
+
+/// The most bytes the replay buffer may hold when full (a checkpoint writes all of it).
+pub const MAX_REPLAY_BYTES: u64 = 1 << 30;
+
 impl EgrlConfig {
+    /// Reads a config file's text: a JSON object of `EgrlConfig`'s fields (absent ones keep
+    /// their defaults), its nested configs objects too.
+    ///
+    /// Why the shape is checked first: serde reads a struct from a JSON array by position,
+    /// so `["egrl-pg", 7]` would set the variant and the seed, and `[]` would be the
+    /// defaults, without a word.
+    pub fn from_json(text: &str) -> Result<EgrlConfig, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let defaults = serde_json::to_value(EgrlConfig::default()).map_err(|e| e.to_string())?;
+        accel_sim::objects_where_objects(&value, &defaults, "EgrlConfig")?;
+        // From the text, not the value: a repeated field is an error there, while the value
+        // would keep the last one.
+        serde_json::from_str(text).map_err(|e| match field_at_fault(&value, &defaults, &[]) {
+            Some(field) => format!("{field}: {e}"),
+            None => e.to_string(),
+        })
+    }
+
     /// Rejects settings that cannot run, naming the field.
     pub fn check(&self) -> Result<(), String> {
         let positive = [
@@ -156,50 +183,158 @@ impl EgrlConfig {
         if self.variant == Variant::Egrl && self.migrate_every == 0 {
             return Err("migrate_every is 0, must be at least 1".into());
         }
-        let unit = [
-            ("evolution.elite_fraction", self.evolution.elite_fraction),
+        // Every float is finite and in a range where the search still means something: a
+        // learning rate of 1e300 passed "finite and >= 0" and turned the learner's loss into
+        // NaN. Each upper bound is far beyond any useful value.
+        let ranges = [
+            ("violation_penalty", self.violation_penalty, 0.0, 1e3),
+            // Open at 0: a learner that cannot move is the egrl-ea variant, said plainly.
+            (
+                "learner.learning_rate",
+                self.learner.learning_rate,
+                0.0,
+                1.0,
+            ),
+            // The learner keeps ln(alpha) in [-30, 5].
+            (
+                "learner.initial_alpha",
+                self.learner.initial_alpha,
+                0.0,
+                100.0,
+            ),
+            // A share of the uniform policy's entropy.
+            (
+                "learner.target_entropy",
+                self.learner.target_entropy,
+                0.0,
+                1.0,
+            ),
+            (
+                "learner.alpha_learning_rate",
+                self.learner.alpha_learning_rate,
+                0.0,
+                10.0,
+            ),
+            (
+                "evolution.elite_fraction",
+                self.evolution.elite_fraction,
+                0.0,
+                1.0,
+            ),
             (
                 "evolution.crossover_probability",
                 self.evolution.crossover_probability,
+                0.0,
+                1.0,
             ),
             (
                 "evolution.gnn_mutation_rate",
                 self.evolution.gnn_mutation_rate,
+                0.0,
+                1.0,
             ),
             (
                 "evolution.boltzmann_mutation_rate",
                 self.evolution.boltzmann_mutation_rate,
+                0.0,
+                1.0,
             ),
-        ];
-        for (field, v) in unit {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("{field} is {v}, must be in [0, 1]"));
-            }
-        }
-        let finite = [
-            ("violation_penalty", self.violation_penalty),
-            ("learner.learning_rate", self.learner.learning_rate),
-            ("learner.initial_alpha", self.learner.initial_alpha),
-            ("learner.target_entropy", self.learner.target_entropy),
-            (
-                "learner.alpha_learning_rate",
-                self.learner.alpha_learning_rate,
-            ),
+            // The GNN's initial weights are below 1 and the chromosomes' logits are kept in
+            // [-4, 4]: larger steps only saturate them.
             (
                 "evolution.gnn_mutation_sigma",
                 f64::from(self.evolution.gnn_mutation_sigma),
+                0.0,
+                10.0,
             ),
             (
                 "evolution.boltzmann_mutation_sigma",
                 f64::from(self.evolution.boltzmann_mutation_sigma),
+                0.0,
+                100.0,
             ),
         ];
-        for (field, v) in finite {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{field} is {v}, must be finite and >= 0"));
+        for (field, v, min, max) in ranges {
+            if !(v.is_finite() && (min..=max).contains(&v)) {
+                return Err(format!(
+                    "{field} is {}, must be in [{min}, {max}]",
+                    shown(v)
+                ));
             }
         }
+        if self.learner.learning_rate == 0.0 {
+            return Err(
+                "learner.learning_rate is 0, must be > 0 (for no learner, use the egrl-ea variant)"
+                    .into(),
+            );
+        }
+        // The networks alone, before the problem is known (at its fewest levels and without
+        // the chromosomes): [`EgrlConfig::check_for`] counts all of it.
+        self.check_parameters(0, 2, "at least ")
+    }
+
+    /// [`EgrlConfig::check`], and the bounds that depend on the problem's size: what the
+    /// population, the learner and the replay buffer would hold.
+    pub fn check_for(&self, decisions: usize, levels: usize) -> Result<(), String> {
+        self.check()?;
+        self.check_parameters(decisions, levels, "")?;
+        let replay = (self.replay_capacity as u64).saturating_mul(replay_item_bytes(decisions));
+        if replay > MAX_REPLAY_BYTES {
+            return Err(format!(
+                "replay_capacity is {}: full, the replay buffer would hold {replay} bytes ({decisions} decisions each), more than the {MAX_REPLAY_BYTES} allowed",
+                self.replay_capacity
+            ));
+        }
+        let batch = (self.learner.batch as u64)
+            .saturating_mul(decisions as u64)
+            .saturating_mul(levels as u64);
+        if self.variant.learns() && batch > MAX_PARAMETERS {
+            return Err(format!(
+                "learner.batch is {}: a batch would be {batch} numbers ({decisions} decisions x {levels} levels each), more than the {MAX_PARAMETERS} allowed",
+                self.learner.batch
+            ));
+        }
         Ok(())
+    }
+
+    fn check_parameters(&self, decisions: usize, levels: usize, bound: &str) -> Result<(), String> {
+        let total = self.parameter_count(decisions, levels);
+        if total <= MAX_PARAMETERS {
+            return Ok(());
+        }
+        let per_gnn = gnn_parameters(self.hidden, self.rounds, levels);
+        Err(format!(
+            "the {} would hold {bound}{total} parameters ({per_gnn} per GNN of hidden {}, rounds {}; gnn_members {}, boltzmann_members {}), more than the {MAX_PARAMETERS} allowed (about {} GiB at the peak): lower hidden, rounds, gnn_members or boltzmann_members",
+            match (self.variant.evolves(), self.variant.learns()) {
+                (true, true) => "population and learner",
+                (true, false) => "population",
+                _ => "learner",
+            },
+            self.hidden,
+            self.rounds,
+            self.gnn_members,
+            self.boltzmann_members,
+            // Four copies of 4-byte floats (see [`MAX_PARAMETERS`]).
+            (MAX_PARAMETERS * 4 * 4) >> 30
+        ))
+    }
+
+    /// The scalars held in networks and chromosomes on a problem of `decisions` decisions
+    /// over `levels` levels: each GNN member, each chromosome, and the learner's actor and
+    /// critic with Adam's two moments each (saturating).
+    pub fn parameter_count(&self, decisions: usize, levels: usize) -> u64 {
+        let per_gnn = gnn_parameters(self.hidden, self.rounds, levels);
+        let mut total = 0u64;
+        if self.variant.evolves() {
+            let chromosome = (decisions as u64).saturating_mul(levels as u64);
+            total = total
+                .saturating_add(per_gnn.saturating_mul(self.gnn_members as u64))
+                .saturating_add(chromosome.saturating_mul(self.boltzmann_members as u64));
+        }
+        if self.variant.learns() {
+            total = total.saturating_add(per_gnn.saturating_mul(6));
+        }
+        total
     }
 
     fn resolved_threads(&self) -> usize {
@@ -304,7 +439,9 @@ const INIT_PURPOSE: u64 = 1 << 43;
 impl Egrl {
     /// A fresh run on `problem`.
     pub fn new(problem: Arc<Problem>, config: EgrlConfig) -> Result<Egrl, EgrlError> {
-        config.check().map_err(EgrlError::Config)?;
+        config
+            .check_for(problem.decisions().len(), problem.levels())
+            .map_err(EgrlError::Config)?;
         let shape = shape_of(&problem, &config);
         let d = problem.decisions().len();
         let levels = problem.levels();
@@ -345,7 +482,10 @@ impl Egrl {
 
     /// A run continued from `state` (a checkpoint of a run on the same problem).
     pub fn from_state(problem: Arc<Problem>, state: EgrlState) -> Result<Egrl, EgrlError> {
-        state.config.check().map_err(EgrlError::Config)?;
+        state
+            .config
+            .check_for(problem.decisions().len(), problem.levels())
+            .map_err(EgrlError::Config)?;
         let shape = shape_of(&problem, &state.config);
         let graph = graph_of(&problem)?;
         let d = problem.decisions().len();
@@ -462,6 +602,9 @@ impl Egrl {
             )
         });
         let stats = stats?;
+        if let Some(s) = stats {
+            finite_stats(&s, generation, &config.learner)?;
+        }
         let elapsed_s = base_s + start.elapsed().as_secs_f64();
         let member_fitness = self.record(&actions, &scores, elapsed_s);
         if config.variant.evolves() {
@@ -652,6 +795,31 @@ fn learn(
     Ok(last)
 }
 
+/// Refuses a learner step whose statistics are not finite: the learner has diverged, and
+/// every later step (and the actor's games, and its migrants) would carry NaN while the
+/// metrics wrote `null`. The run stops before this generation is recorded, so the last
+/// checkpoint holds the learner as it was before.
+fn finite_stats(s: &StepStats, generation: u64, config: &LearnerConfig) -> Result<(), EgrlError> {
+    let bad: Vec<String> = [
+        ("critic loss", s.critic_loss),
+        ("entropy", s.entropy),
+        ("alpha", s.alpha),
+    ]
+    .iter()
+    .filter(|(_, v)| !v.is_finite())
+    .map(|(name, v)| format!("its {name} is {}", shown(*v)))
+    .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(EgrlError::Diverged(format!(
+        "generation {generation}: {} (learner.learning_rate {}, learner.alpha_learning_rate {}): start a new run with lower rates",
+        bad.join(", "),
+        config.learning_rate,
+        config.alpha_learning_rate
+    )))
+}
+
 /// Decodes and simulates every action, a simulator per worker thread.
 fn score_all(problem: &Problem, actions: &[Action]) -> Vec<Scored> {
     actions
@@ -677,4 +845,248 @@ fn graph_of(problem: &Problem) -> Result<Arc<GraphTensors>, EgrlError> {
         &OpGraph::of(problem),
         &Device::Cpu,
     )?))
+}
+
+/// A float as a person reads it: 1e300, not three hundred digits.
+fn shown(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// The parameters of one GNN of [`GnnShape`] on `levels` levels (saturating).
+fn gnn_parameters(hidden: usize, rounds: usize, levels: usize) -> u64 {
+    let shape = GnnShape {
+        features: feature_width(levels.max(2)),
+        hidden,
+        rounds,
+        levels,
+    };
+    shape.dims().iter().fold(0u64, |acc, d| {
+        let n = d.iter().fold(1u64, |n, &x| n.saturating_mul(x as u64));
+        acc.saturating_add(n)
+    })
+}
+
+/// What one replayed assignment takes: a byte per decision, its fitness and the vector's
+/// header.
+fn replay_item_bytes(decisions: usize) -> u64 {
+    decisions as u64 + 32
+}
+
+/// The path of the first field of `value` (a config's JSON, at `path` in it) that a config
+/// does not take on its own: serde's message says what was wrong, and where in the text,
+/// but not in which field.
+fn field_at_fault(
+    value: &serde_json::Value,
+    defaults: &serde_json::Value,
+    path: &[&str],
+) -> Option<String> {
+    for (name, v) in value.as_object()? {
+        let mut inner = path.to_vec();
+        inner.push(name);
+        let nested = defaults
+            .get(name)
+            .filter(|d| d.is_object() && v.is_object());
+        if let Some(d) = nested {
+            if let Some(found) = field_at_fault(v, d, &inner) {
+                return Some(found);
+            }
+            continue;
+        }
+        let alone = inner
+            .iter()
+            .rev()
+            .fold(v.clone(), |acc, n| serde_json::json!({ *n: acc }));
+        // As text: from a value, serde_json takes 1e39 as an f32 (infinity) without a word.
+        if serde_json::from_str::<EgrlConfig>(&alone.to_string()).is_err() {
+            return Some(inner.join("."));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use accel_sim::fixtures::three_ops;
+    use accel_sim::Hardware;
+
+    fn problem() -> Arc<Problem> {
+        let p = three_ops("t", 1 << 20, 1e6);
+        Arc::new(Problem::new(Arc::new(p), Hardware::nnp_i_like(), 0.1).unwrap())
+    }
+
+    #[test]
+    fn a_config_is_an_object_at_every_level() {
+        for (text, says) in [
+            ("[]", "must be a JSON object"),
+            (r#"["egrl-pg", 7]"#, "must be a JSON object"),
+            ("null", "not null"),
+            (r#"{"learner": [0.5]}"#, "learner: must be a JSON object"),
+            (r#"{"evolution": 3}"#, "evolution: must be a JSON object"),
+        ] {
+            let e = EgrlConfig::from_json(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let c =
+            EgrlConfig::from_json(r#"{"variant": "egrl-pg", "seed": 7, "learner": {}}"#).unwrap();
+        assert_eq!((c.variant, c.seed), (Variant::Pg, 7));
+        for (text, field) in [
+            (
+                r#"{"evolution": {"boltzmann_mutation_sigma": 1e39}}"#,
+                "evolution.boltzmann_mutation_sigma: ",
+            ),
+            (
+                r#"{"seed": 1, "learner": {"batch": "64"}}"#,
+                "learner.batch: ",
+            ),
+            (r#"{"learner": {"lr": 0.1}}"#, "learner.lr: "),
+            (r#"{"variant": "egrl-xx"}"#, "variant: "),
+        ] {
+            let e = EgrlConfig::from_json(text).unwrap_err();
+            assert!(e.starts_with(field), "{text}: {e}");
+        }
+        let e = EgrlConfig::from_json(r#"{"seed": 1, "seed": 2}"#).unwrap_err();
+        assert!(e.contains("duplicate field `seed`"), "{e}");
+    }
+
+    #[test]
+    fn every_float_setting_is_bounded_and_named_by_its_path() {
+        type Set = fn(&mut EgrlConfig, f64);
+        let fields: [(&str, Set); 11] = [
+            ("violation_penalty", |c, v| c.violation_penalty = v),
+            ("learner.learning_rate", |c, v| c.learner.learning_rate = v),
+            ("learner.initial_alpha", |c, v| c.learner.initial_alpha = v),
+            ("learner.target_entropy", |c, v| {
+                c.learner.target_entropy = v
+            }),
+            ("learner.alpha_learning_rate", |c, v| {
+                c.learner.alpha_learning_rate = v
+            }),
+            ("evolution.elite_fraction", |c, v| {
+                c.evolution.elite_fraction = v
+            }),
+            ("evolution.crossover_probability", |c, v| {
+                c.evolution.crossover_probability = v
+            }),
+            ("evolution.gnn_mutation_rate", |c, v| {
+                c.evolution.gnn_mutation_rate = v
+            }),
+            ("evolution.boltzmann_mutation_rate", |c, v| {
+                c.evolution.boltzmann_mutation_rate = v
+            }),
+            ("evolution.gnn_mutation_sigma", |c, v| {
+                c.evolution.gnn_mutation_sigma = v as f32
+            }),
+            ("evolution.boltzmann_mutation_sigma", |c, v| {
+                c.evolution.boltzmann_mutation_sigma = v as f32
+            }),
+        ];
+        for (field, set) in fields {
+            for bad in [1e300, f64::INFINITY, f64::NAN, -1e-9] {
+                let mut c = EgrlConfig::default();
+                set(&mut c, bad);
+                let e = c.check().unwrap_err();
+                assert!(e.starts_with(field), "{field} = {bad}: {e}");
+            }
+        }
+        let mut c = EgrlConfig::default();
+        c.learner.learning_rate = 0.0;
+        assert!(c.check().unwrap_err().contains("learner.learning_rate"));
+    }
+
+    #[test]
+    fn the_parameter_count_is_what_the_networks_hold() {
+        let pr = problem();
+        let c = EgrlConfig {
+            hidden: 7,
+            rounds: 2,
+            gnn_members: 3,
+            boltzmann_members: 5,
+            ..EgrlConfig::default()
+        };
+        let shape = shape_of(&pr, &c);
+        let per_gnn = shape.init(&mut StdRng::seed_from_u64(0)).len() as u64;
+        let (d, l) = (pr.decisions().len(), pr.levels());
+        assert_eq!(gnn_parameters(7, 2, l), per_gnn);
+        let chromosomes = 5 * (d * l) as u64;
+        assert_eq!(
+            c.parameter_count(d, l),
+            3 * per_gnn + chromosomes + 6 * per_gnn
+        );
+        let ea = EgrlConfig {
+            variant: Variant::Ea,
+            ..c.clone()
+        };
+        assert_eq!(ea.parameter_count(d, l), 3 * per_gnn + chromosomes);
+        let pg = EgrlConfig {
+            variant: Variant::Pg,
+            ..c
+        };
+        assert_eq!(pg.parameter_count(d, l), 6 * per_gnn);
+    }
+
+    /// Each size passes its own bound; together they do not fit in memory.
+    #[test]
+    fn a_population_beyond_memory_is_refused_before_it_is_made() {
+        let c = EgrlConfig {
+            hidden: 4096,
+            gnn_members: 1000,
+            ..EgrlConfig::default()
+        };
+        let e = c.check().unwrap_err();
+        assert!(e.contains("parameters") && e.contains("gnn_members"), "{e}");
+        let e = Egrl::new(problem(), c).err().unwrap().to_string();
+        assert!(e.contains("parameters"), "{e}");
+        // Chromosomes scale with the program: only the problem can tell.
+        let c = EgrlConfig {
+            boltzmann_members: 100_000,
+            ..EgrlConfig::default()
+        };
+        c.check().unwrap();
+        let e = c.check_for(2_000, 3).unwrap_err();
+        assert!(e.contains("boltzmann_members"), "{e}");
+        let c = EgrlConfig {
+            replay_capacity: 10_000_000,
+            ..EgrlConfig::default()
+        };
+        c.check().unwrap();
+        let e = c.check_for(2_000, 3).unwrap_err();
+        assert!(e.starts_with("replay_capacity"), "{e}");
+        EgrlConfig::default().check_for(2_000, 3).unwrap();
+    }
+
+    /// A learner whose numbers are no longer finite stops the run with an error, before
+    /// the generation is recorded (its metrics wrote null and the run went on).
+    #[test]
+    fn a_diverged_learner_stops_the_run() {
+        let pr = problem();
+        let config = EgrlConfig {
+            variant: Variant::Pg,
+            threads: 1,
+            ..EgrlConfig::default()
+        };
+        let mut state = Egrl::new(Arc::clone(&pr), config).unwrap().state().unwrap();
+        state.learner.as_mut().unwrap().log_alpha = f64::NAN;
+        let mut egrl = Egrl::from_state(pr, state).unwrap();
+        let limits = RunLimits {
+            generations: Some(3),
+            ..RunLimits::default()
+        };
+        let e = egrl
+            .run(&limits, &AtomicBool::new(false), &mut |_, _| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("diverged") && e.contains("learner.learning_rate"),
+            "{e}"
+        );
+        assert!(egrl
+            .metrics()
+            .iter()
+            .all(|m| m.alpha.is_none_or(f64::is_finite)));
+    }
 }

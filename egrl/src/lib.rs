@@ -29,7 +29,9 @@ pub use engine::{
     CurvePoint, Egrl, EgrlConfig, EgrlState, Found, GenerationMetrics, RunLimits, Variant,
 };
 pub use features::{feature_width, OpGraph, KIND_BUCKETS};
-pub use problem::{Assignment, Decision, Decoded, Problem, ProblemError, Scored, Slot};
+pub use problem::{
+    decision_count, Assignment, Decision, Decoded, Problem, ProblemError, Scored, Slot,
+};
 pub use race::{race, RaceOutcome, SOLVER_NAMES};
 pub use replay::Replay;
 pub use run_dir::{RunFolder, RunInfo, Summary};
@@ -39,6 +41,9 @@ pub use run_dir::{RunFolder, RunInfo, Summary};
 pub enum EgrlError {
     #[error("egrl config: {0}")]
     Config(String),
+    /// The learner's loss, entropy or temperature stopped being a number.
+    #[error("the learner diverged at {0}")]
+    Diverged(String),
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error("network: {0}")]

@@ -263,6 +263,12 @@ impl Problem {
     }
 }
 
+/// How many decisions EGRL makes on `program` (what [`Problem::decisions`] would hold),
+/// without the cost model a problem builds: for checking a config before a race.
+pub fn decision_count(program: &Program) -> usize {
+    decisions_of(program).len()
+}
+
 fn decisions_of(program: &Program) -> Vec<Decision> {
     let mut slots: Vec<[Vec<BufferId>; 2]> = vec![[Vec::new(), Vec::new()]; program.len()];
     for (b, buf) in program.buffers().iter().enumerate() {

@@ -98,6 +98,17 @@ impl RunFolder {
     /// thread count (results do not depend on it).
     pub fn resume(root: &Path, threads: Option<usize>) -> Result<(RunFolder, Egrl), EgrlError> {
         let info_path = root.join("run.json");
+        let value: serde_json::Value = read_json(&info_path)?;
+        // A mallocMuZero run has no `format`; without this it failed on a missing field.
+        if value.get("format").is_none() && value.get("rules").is_some() {
+            return Err(file_error(
+                &info_path,
+                &format!(
+                    "a mallocMuZero training run folder (made by `mallocmuzero train`), not an EGRL run: continue it with `mallocmuzero train --resume {}`",
+                    root.display()
+                ),
+            ));
+        }
         let info: RunInfo = read_json(&info_path)?;
         if info.format != RUN_FORMAT || info.version != RUN_VERSION {
             return Err(file_error(
@@ -118,14 +129,18 @@ impl RunFolder {
         }
         let context = format!("{}: ", info_path.display());
         let hw = info.hardware.clone().into_hardware(&context)?;
-        let mut state: EgrlState =
-            binio::read(&root.join("checkpoint.bin"), STATE_MAGIC, STATE_VERSION)?;
+        let checkpoint = root.join("checkpoint.bin");
+        let mut state: EgrlState = binio::read(&checkpoint, STATE_MAGIC, STATE_VERSION)?;
+        // The run continues from the checkpoint's config: a run.json that says otherwise
+        // (edited after the start) would describe a run that is not the one running.
+        same_config(&info.config, &state.config, &info_path, &checkpoint)?;
         if let Some(t) = threads {
             state.config.threads = t;
         }
         let penalty = state.config.violation_penalty;
         let problem = Arc::new(Problem::new(Arc::new(program), hw, penalty)?);
         let egrl = Egrl::from_state(problem, state)?;
+        same_best(&egrl, &info_path, &checkpoint)?;
         Ok((
             RunFolder {
                 root: root.to_path_buf(),
@@ -182,6 +197,82 @@ impl RunFolder {
         };
         write_json(&dir.join("summary.json"), &summary)
     }
+}
+
+/// Refuses a `run.json` config that differs from the checkpoint's, naming the first field
+/// that differs and both values. `threads` is left out: `--resume --threads` replaces it in
+/// the checkpoint alone, and results do not depend on it.
+fn same_config(
+    recorded: &EgrlConfig,
+    running: &EgrlConfig,
+    info_path: &Path,
+    checkpoint: &Path,
+) -> Result<(), EgrlError> {
+    let recorded = EgrlConfig {
+        threads: running.threads,
+        ..recorded.clone()
+    };
+    if recorded == *running {
+        return Ok(());
+    }
+    let as_value =
+        |c: &EgrlConfig| serde_json::to_value(c).map_err(|e| file_error(info_path, &e.to_string()));
+    let (field, said, made) =
+        first_difference(&as_value(&recorded)?, &as_value(running)?, "config")
+            .unwrap_or_else(|| ("config".into(), "?".into(), "?".into()));
+    Err(file_error(
+        info_path,
+        &format!(
+            "{field} is {said}, but the run's checkpoint ({}) was made with {made}: run.json was changed after the run started; put back {made}, or start a new run",
+            checkpoint.display()
+        ),
+    ))
+}
+
+/// The first place where `a` and `b` differ: its path and both values as JSON.
+fn first_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    path: &str,
+) -> Option<(String, String, String)> {
+    if a == b {
+        return None;
+    }
+    if let (Some(x), Some(y)) = (a.as_object(), b.as_object()) {
+        let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
+        names.sort();
+        names.dedup();
+        let null = serde_json::Value::Null;
+        return names.into_iter().find_map(|name| {
+            let (p, q) = (x.get(name).unwrap_or(&null), y.get(name).unwrap_or(&null));
+            first_difference(p, q, &format!("{path}.{name}"))
+        });
+    }
+    Some((path.to_string(), a.to_string(), b.to_string()))
+}
+
+/// Refuses a checkpoint whose best mapping does not score, on the problem `run.json`
+/// describes, the latency it recorded: the hardware in `run.json` (or the simulator) is not
+/// the one the run was made with, and the resumed run would compare new mappings with a
+/// best of another case.
+fn same_best(egrl: &Egrl, info_path: &Path, checkpoint: &Path) -> Result<(), EgrlError> {
+    let Some(best) = egrl.best() else {
+        return Ok(());
+    };
+    let problem = egrl.problem();
+    let scored = problem.score(&mut problem.simulator(), &best.assignment).1;
+    if scored.latency_s == best.latency_s {
+        return Ok(());
+    }
+    Err(file_error(
+        info_path,
+        &format!(
+            "the best mapping of the run's checkpoint ({}) scores {:e} s on this hardware, but {:e} s when it was found: run.json's hardware differs from the one the run was made with (or the simulator changed); put it back, or start a new run",
+            checkpoint.display(),
+            scored.latency_s,
+            best.latency_s
+        ),
+    ))
 }
 
 fn file_error(path: &Path, msg: &str) -> EgrlError {

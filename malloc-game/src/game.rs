@@ -475,10 +475,6 @@ impl Game {
     pub fn pass(&self) -> usize {
         self.pass
     }
-    /// What XLA's passes did so far in this game, one entry per pass started.
-    pub fn pass_stats(&self) -> Vec<XlaPassStats> {
-        self.states.iter().map(|s| s.stats.clone()).collect()
-    }
     /// The rewards of the turns played so far.
     pub fn rewards(&self) -> Vec<f64> {
         self.rewards.iter().copied().collect()
@@ -507,8 +503,9 @@ impl Game {
     pub fn allocations(&self, b: BufferId) -> &[Allocation] {
         &self.allocs[b]
     }
-    /// The chunks placed so far in the level of pass `li` (`None` before it starts).
-    pub fn heap(&self, li: usize) -> Option<&ChunkHeap> {
+    /// The chunks placed so far in the level of pass `li` (`None` before it starts): XLA's
+    /// bookkeeping, for the observation; not the game's surface.
+    pub(crate) fn heap(&self, li: usize) -> Option<&ChunkHeap> {
         self.states
             .iter()
             .find(|s| s.level == self.setup.levels[li])
@@ -516,7 +513,7 @@ impl Game {
     }
     /// The chunk the current buffer holds in the pass's level (through its last use
     /// decided so far), and whether its defining op wrote it there.
-    pub fn open_chunk(&self) -> Option<(Allocation, bool)> {
+    pub(crate) fn open_chunk(&self) -> Option<(Allocation, bool)> {
         let c = self.cursor.as_ref()?;
         let level = self.states.last()?.level;
         let a = c.open_allocation(level)?;

@@ -54,6 +54,9 @@ pub enum RaceError {
     Io { path: String, msg: String },
     #[error("{0}")]
     Config(String),
+    /// EGRL's config does not fit the case (its field named).
+    #[error("egrl config: {0}")]
+    EgrlConfig(String),
 }
 
 /// What every solver of a race gets.
@@ -218,8 +221,8 @@ pub fn check_config(case: &Case, names: &[String], config: &RaceConfig) -> Resul
     {
         config
             .egrl
-            .check()
-            .map_err(|m| bad(format!("egrl config: {m}")))?;
+            .check_for(egrl::decision_count(&case.program), case.hw.levels.len())
+            .map_err(RaceError::EgrlConfig)?;
     }
     if !names.iter().any(|n| n == "muzero") {
         return Ok(());

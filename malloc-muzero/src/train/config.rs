@@ -123,6 +123,21 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// A config file's text: a JSON object of the fields by name (nested ones objects
+    /// too, never arrays read by position), each field once; missing fields keep their
+    /// defaults. Errors name the field where they can.
+    pub fn from_json(text: &str) -> Result<TrainConfig, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut defaults =
+            serde_json::to_value(TrainConfig::default()).map_err(|e| e.to_string())?;
+        // `network` defaults to none, yet is an object when given.
+        defaults["network"] =
+            serde_json::to_value(NetworkConfig::small(1, 1)).map_err(|e| e.to_string())?;
+        accel_sim::objects_where_objects(&value, &defaults, "TrainConfig")?;
+        // From the text, not the value: a repeated field is an error there.
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
     /// Refuses impossible values, naming the field.
     pub fn check(&self) -> Result<(), TrainError> {
         let bad = |m: String| Err(TrainError::Config(m));

@@ -213,6 +213,15 @@ pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
 /// its options (whose modes changed) can fail on a field.
 fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
     let value: serde_json::Value = read_json(path)?;
+    // An EGRL run has no `rules` either: it is not a mallocMuZero run of old rules.
+    if value.get("format").and_then(|f| f.as_str()) == Some("egrl-run") {
+        return Err(TrainError::Json {
+            path: path.display().to_string(),
+            source: serde::de::Error::custom(
+                "an EGRL run folder (made by `mallocmuzero train-egrl`), not a mallocMuZero training run: continue it with `mallocmuzero train-egrl --resume`; its best mapping is best/mapping.json (`evaluate --mapping`)",
+            ),
+        });
+    }
     let rules = value.get("rules").map_or(Some(1), |r| r.as_u64());
     if rules != Some(u64::from(malloc_game::RULES_VERSION)) {
         return Err(TrainError::Rules {
