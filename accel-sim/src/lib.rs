@@ -39,3 +39,14 @@ pub use sim::{Bound, OpTiming, SimReport, Simulator};
 pub use textfile::{
     objects_where_objects, read_text, read_text_capped, TextFileError, MAX_TEXT_BYTES,
 };
+
+/// A seed for one role in one step of a seeded run (an iteration, a generation), apart from
+/// every other: so every random draw of a run is reproducible, resumable, and the same for
+/// any thread count. Shared by the trainer and EGRL.
+pub fn seed_for(seed: u64, step: u64, role: u64) -> u64 {
+    let mut x =
+        seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ role.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}

@@ -1,4 +1,5 @@
-//! The one binary file format of the workspace, and the one atomic file write.
+//! The one binary file format of the workspace, the one atomic file write, and the JSON
+//! files of run folders ([`json`]).
 //!
 //! A file is an 8-byte magic naming its kind (`b"MMZGAME\0"`, `b"MMZCKPT\0"`, ...), a
 //! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of one
@@ -11,6 +12,8 @@
 //! Decoding is bounded: bincode refuses a value whose decoded size would pass a limit
 //! scaled to the payload (at most [`MAX_DECODED_BYTES`]), so a corrupt length field cannot
 //! make a reader allocate without bound.
+
+pub mod json;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -65,6 +68,13 @@ pub enum BinError {
     Trailing { path: String, extra: usize },
     #[error("{path}: cannot encode the value: {msg}")]
     Encode { path: String, msg: String },
+    /// A JSON file ([`json`]) that does not parse as what it should hold.
+    #[error("{path}: {source}")]
+    Json {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// The kind a magic names, for messages: `MMZGAME` for `b"MMZGAME\0"`.

@@ -4,9 +4,9 @@
 use accel_sim::{BufferPlacement, CostModel, CostState, Simulator};
 use anyhow::{Context, Result};
 use clap::Args;
-use malloc_game::baselines;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use xla_msa as baselines;
 
 #[derive(Args, Clone, Default)]
 pub struct BenchArgs {

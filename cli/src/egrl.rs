@@ -5,7 +5,6 @@
 //! checkpoint is also written every `--checkpoint-seconds`, so a run killed with -9 loses
 //! at most that much; `--resume DIR` continues exactly.
 
-use crate::evaluate;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use egrl::{EgrlConfig, RunFolder, RunLimits, Variant};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 #[derive(Args, Clone)]
 pub struct TrainEgrlArgs {
     #[command(flatten)]
-    pub case: evaluate::CaseArgs,
+    pub case: crate::case::CaseArgs,
     /// egrl (population and learner), egrl-ea (population alone), egrl-pg (learner alone).
     /// Default: the config file's `variant`, else egrl; given, it wins over the config file.
     #[arg(long)]
@@ -168,7 +167,7 @@ fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egr
     if case_args.hw.is_none() {
         case_args.hw = Some("nnp-i-like".into());
     }
-    let case = evaluate::single_case(&case_args)?;
+    let case = crate::case::single_case(&case_args)?;
     let dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "egrl-{}-seed{}",
@@ -209,7 +208,7 @@ pub(crate) fn read_config_file(path: &Path) -> Result<(EgrlConfig, Vec<String>)>
 
 fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {
     let problem = search.problem();
-    let xla = malloc_muzero::evaluate::xla_latency(problem.program(), problem.hardware())?;
+    let xla = harness::evaluate::xla_latency(problem.program(), problem.hardware())?;
     let best = search.best();
     if json {
         let v = serde_json::json!({

@@ -1,26 +1,11 @@
 //! `mallocmuzero evaluate`: solvers x cases -> validated, simulated results.
 
+use crate::case::{single_case, CaseArgs};
 use anyhow::{bail, Result};
 use clap::Args;
+use harness::{evaluate_case, Case, EvalProgress, Row, Solver, SolverContext};
 use indicatif::{ProgressBar, ProgressStyle};
-use malloc_muzero::{evaluate_case, Case, EvalProgress, Row, Solver, SolverContext};
 use std::path::PathBuf;
-
-/// Which program on which hardware.
-#[derive(Args, Clone, Default, Debug)]
-pub struct CaseArgs {
-    /// A built-in workload name or a program file (.json, or .csv lifetimes).
-    #[arg(long)]
-    pub workload: Option<String>,
-    /// A hardware preset name or a .json/.toml config file.
-    #[arg(long)]
-    pub hw: Option<String>,
-    /// Capacity of the fastest level (`16MiB`) or of level N (`1:16MiB`). Default: the
-    /// suite's capacity for a suite workload on its suite hardware, else the preset's.
-    // A leading `-` is a value here (`-5MiB`), refused by the size parser with its reason.
-    #[arg(long, allow_hyphen_values = true)]
-    pub fast_capacity: Option<String>,
-}
 
 #[derive(Args, Clone)]
 pub struct EvaluateArgs {
@@ -52,7 +37,7 @@ pub struct EvaluateArgs {
     #[arg(long)]
     pub search_model: Option<String>,
     #[command(flatten)]
-    pub game: crate::play::GameArgs,
+    pub game: crate::case::GameArgs,
     /// A mapping file (JSON, `mallocmuzero-mapping`) to evaluate beside the solvers.
     #[arg(long)]
     pub mapping: Option<PathBuf>,
@@ -77,7 +62,7 @@ impl Default for EvaluateArgs {
             checkpoint: None,
             simulations: None,
             search_model: None,
-            game: crate::play::GameArgs::default(),
+            game: crate::case::GameArgs::default(),
             mapping: None,
             exact: ExactArgs::default(),
             json: false,
@@ -198,14 +183,6 @@ fn gap_fraction(text: &str) -> Result<f64, String> {
 }
 
 /// The case named by `--workload`, `--hw` and `--fast-capacity`.
-pub fn single_case(args: &CaseArgs) -> Result<Case> {
-    Ok(Case::named(
-        args.workload.as_deref(),
-        args.hw.as_deref(),
-        args.fast_capacity.as_deref(),
-    )?)
-}
-
 fn print_table(rows: &[Row]) {
     use accel_sim::format_size;
     let known = rows.iter().any(|r| r.gap_to_optimum.is_some());
@@ -283,7 +260,7 @@ pub(crate) fn optimum_cells(known: bool, gap: Option<f64>, sim_gap: Option<f64>)
 }
 
 /// What the exact solver proved, in words.
-pub fn proof_line(p: &malloc_muzero::evaluate::Proof) -> String {
+pub fn proof_line(p: &harness::evaluate::Proof) -> String {
     let bound = format!(
         "lower bound {:.2} us; {} candidate holds, {} models solved by {}",
         p.lower_bound_s * 1e6,

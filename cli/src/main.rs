@@ -8,6 +8,7 @@
 //! Errors print one line and exit with status 2; nothing here panics on input.
 
 mod bench;
+mod case;
 mod egrl;
 mod evaluate;
 mod play;

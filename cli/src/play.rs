@@ -1,49 +1,23 @@
 //! `mallocmuzero play` and `mallocmuzero replay`.
 
-use crate::evaluate;
+use crate::case::{CaseArgs, GameArgs};
 use accel_sim::{Program, Simulator};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use harness::evaluate::{CaseScorer, Row};
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::players::{self, Player};
 use malloc_game::record::GameRecord;
 use malloc_game::render::{self, MapLegend};
-use malloc_game::{GameOptions, GameSetup, Order};
-use malloc_muzero::evaluate::{CaseScorer, Row};
+use malloc_game::GameSetup;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The rules' knobs a user may change from the command line.
-#[derive(Args, Clone, Debug, Default)]
-pub struct GameArgs {
-    /// Offset candidates per (level, mode) (the game's K).
-    #[arg(long)]
-    pub slots: Option<usize>,
-    /// Presentation order: xla, by-start, by-size.
-    #[arg(long, value_parser = clap::value_parser!(Order))]
-    pub order: Option<Order>,
-    /// Fast levels the player may use, fastest first (default: all of the hardware's).
-    #[arg(long)]
-    pub fast_levels: Option<usize>,
-}
-
-impl GameArgs {
-    pub fn options(&self, hw: &accel_sim::Hardware) -> GameOptions {
-        let d = GameOptions::default();
-        GameOptions {
-            fast_levels: self.fast_levels.unwrap_or(hw.levels.len() - 1),
-            slots: self.slots.unwrap_or(d.slots),
-            order: self.order.unwrap_or(d.order),
-            ..d
-        }
-    }
-}
-
 #[derive(Args, Clone)]
 pub struct PlayArgs {
     #[command(flatten)]
-    pub case: evaluate::CaseArgs,
+    pub case: CaseArgs,
     /// random, xla, greedy, beam or beam:W.
     #[arg(long, default_value = "greedy")]
     pub player: String,
@@ -77,7 +51,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         bail!("--episodes: must be >= 1");
     }
     let player = player_or_error(&args.player)?;
-    let case = evaluate::single_case(&args.case)?;
+    let case = crate::case::single_case(&args.case)?;
     let (program, hw) = (Arc::clone(&case.program), case.hw.clone());
     let setup = GameSetup::new(Arc::clone(&program), hw.clone(), args.game.options(&hw))?;
     let mut scorer = CaseScorer::new(&case)?;

@@ -5,14 +5,13 @@
 //! race run again into the same folder with the same budget and seed keeps the results
 //! already there: a race killed at any moment resumes with every result found so far.
 
-use crate::evaluate::{single_case, CaseArgs};
-use crate::play::GameArgs;
+use crate::case::{single_case, CaseArgs, GameArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use harness::race::{self, RaceConfig, RaceResult};
+use harness::Case;
 use indicatif::{ProgressBar, ProgressStyle};
-use malloc_muzero::race::{self, RaceConfig, RaceResult, RACE_SOLVERS};
 use malloc_muzero::train::TrainConfig;
-use malloc_muzero::Case;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -77,7 +76,10 @@ fn version_1() -> u32 {
 
 pub fn run(args: &RaceArgs) -> Result<()> {
     let solvers: Vec<String> = if args.solvers.is_empty() {
-        RACE_SOLVERS.iter().map(|s| s.to_string()).collect()
+        harness::registry::race_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     } else {
         args.solvers.clone()
     };
@@ -398,13 +400,13 @@ fn write_saved(args: &RaceArgs, saved: &Saved) -> Result<()> {
 }
 
 fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> Result<()> {
-    let xla = malloc_muzero::evaluate::xla_latency(&case.program, &case.hw)?;
+    let xla = harness::evaluate::xla_latency(&case.program, &case.hw)?;
     let title = format!(
         "{} on {}: best mapping against time",
         case.program.name(),
         case.hw.name
     );
-    let svg = race::curves_svg(&title, results, seconds, xla);
+    let svg = harness::curves::curves_svg(&title, results, seconds, xla);
     std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
     if results.iter().any(|r| !r.evaluations_curve.is_empty()) {
@@ -413,7 +415,7 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
             case.program.name(),
             case.hw.name
         );
-        let svg = race::evaluations_svg(&title, results, xla);
+        let svg = harness::curves::evaluations_svg(&title, results, xla);
         binio::write_bytes_atomic(&dir.join("evaluations.svg"), svg.as_bytes())?;
     }
     Ok(())

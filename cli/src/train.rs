@@ -1,5 +1,6 @@
 //! `mallocmuzero train`: self-play training of the mallocMuZero agent on one case, or on
-//! many at once (`--suite`, `--cases FILE`: one network for every program).
+//! many at once (`--suite`, `--cases FILE`: one network for every program); one
+//! [`Trainer`] either way, started, run and reported by one path.
 //!
 //! Ctrl-C (or SIGTERM) stops training cleanly: the current iteration is finished, a
 //! checkpoint is written (the best mapping is on disk from the moment it was found), the
@@ -8,15 +9,14 @@
 //! consistent (every file is written atomically) and `--resume` continues from its last
 //! checkpoint.
 
-use crate::evaluate;
-use crate::play::GameArgs;
+use crate::case::GameArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::GameSetup;
 use malloc_muzero::generalist::{self, CaseSpec};
 use malloc_muzero::train::{Limits, Progress, TrainConfig, TrainError, TrainSummary, Trainer};
-use malloc_muzero::train::{SuiteCase, SuiteSummary, SuiteTrainer, INIT_BUNDLED};
+use malloc_muzero::train::{TrainCase, INIT_BUNDLED};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,7 +33,7 @@ pub const INTERRUPTED: i32 = 130;
 #[derive(Args, Clone)]
 pub struct TrainArgs {
     #[command(flatten)]
-    pub case: evaluate::CaseArgs,
+    pub case: crate::case::CaseArgs,
     /// Stop after this many minutes of this session (default 3, unless --steps is given).
     #[arg(long)]
     pub minutes: Option<f64>,
@@ -87,15 +87,9 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     // Installed before anything is written, so no interrupt finds a half-made run.
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
-    let suite = match &args.resume {
-        Some(dir) => malloc_muzero::train::read_run_info(dir).is_ok_and(|i| !i.cases.is_empty()),
-        None => args.suite || args.cases.is_some(),
-    };
-    if suite {
-        return run_suite(args, &limits, config, &stop, &bar);
-    }
     let mut trainer = match &args.resume {
         Some(dir) => Trainer::resume(dir, config)?,
+        None if args.suite || args.cases.is_some() => start_cases(args, config)?,
         None => start(args, config)?,
     };
     if !args.json {
@@ -109,42 +103,6 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let summary = trainer.run(&limits, &stop, &mut render)?;
     bar.finish_and_clear();
     report(&summary, trainer.dir(), args.json)?;
-    exit_if_interrupted(summary.interrupted, summary.iterations, trainer.dir());
-    Ok(())
-}
-
-/// A multi-program run: started from `--suite` or `--cases`, or resumed.
-fn run_suite(
-    args: &TrainArgs,
-    limits: &Limits,
-    config: Option<TrainConfig>,
-    stop: &AtomicBool,
-    bar: &ProgressBar,
-) -> Result<()> {
-    let mut trainer = match &args.resume {
-        Some(dir) => SuiteTrainer::resume(dir, config)?,
-        None => start_suite(args, config)?,
-    };
-    if !args.json {
-        eprintln!(
-            "training one network on {} cases into {}{}",
-            trainer.case_names().len(),
-            trainer.dir().display(),
-            match (args.resume.is_some(), trainer.iterations()) {
-                (false, _) => String::new(),
-                (true, 0) => " (it had no checkpoint: started afresh)".into(),
-                (true, n) => format!(" (resumed after iteration {})", n - 1),
-            }
-        );
-    }
-    let mut render = renderer(
-        (trainer.train_steps(), trainer.positions()),
-        bar,
-        limits.steps,
-    );
-    let summary = trainer.run(limits, stop, &mut render)?;
-    bar.finish_and_clear();
-    report_suite(&summary, trainer.dir(), args.json)?;
     exit_if_interrupted(summary.interrupted, summary.iterations, trainer.dir());
     Ok(())
 }
@@ -254,15 +212,16 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
         .workload
         .get_or_insert_with(|| DEFAULT_WORKLOAD.into())
         .clone();
-    let case = evaluate::single_case(&case_args)?;
+    let case = crate::case::single_case(&case_args)?;
     let dir = out_dir(args, &workload, config.seed);
     let options = args.game.options(&case.hw);
     let setup = GameSetup::new(case.program, case.hw, options)?;
     refuse_existing(Trainer::start(setup, &workload, config, &dir), &dir)
 }
 
-/// A new multi-program run of `--suite` or `--cases`.
-fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTrainer> {
+/// A new run of the cases of `--suite` or `--cases` (of one program when the file lists
+/// one case).
+fn start_cases(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let config = config_of(args, config)?;
     let (specs, origin) = match &args.cases {
         Some(path) => (read_cases(path)?, path.display().to_string()),
@@ -279,7 +238,7 @@ fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTra
             spec.workload
         ));
         bar.tick();
-        let case = malloc_muzero::Case::named(
+        let case = harness::Case::named(
             Some(&spec.workload),
             spec.hw.as_deref(),
             spec.fast_capacity.as_deref(),
@@ -309,7 +268,7 @@ fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTra
         let options = game.options(&case.hw);
         let setup = GameSetup::new(case.program, case.hw, options)
             .with_context(|| format!("{origin}: case {i} (`{name}`)"))?;
-        cases.push(SuiteCase {
+        cases.push(TrainCase {
             name,
             workload: spec.workload.clone(),
             setup,
@@ -322,7 +281,7 @@ fn start_suite(args: &TrainArgs, config: Option<TrainConfig>) -> Result<SuiteTra
         cases.len()
     ));
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    let started = SuiteTrainer::start(cases, config, &dir);
+    let started = Trainer::start_cases(cases, config, &dir);
     bar.finish_and_clear();
     refuse_existing(started, &dir)
 }
@@ -365,6 +324,14 @@ fn announce(trainer: &Trainer, resume: bool) {
         (true, 0) => " (it had no checkpoint: started afresh)".into(),
         (true, n) => format!(" (resumed after iteration {})", n - 1),
     };
+    if trainer.is_multi() {
+        eprintln!(
+            "training one network on {} cases into {}{how}",
+            trainer.case_names().len(),
+            trainer.dir().display(),
+        );
+        return;
+    }
     eprintln!(
         "training on {} ({} buffers) on {} into {}{how}",
         trainer.info().workload,
@@ -406,26 +373,20 @@ fn renderer(
 
 /// Prints `summary` as one JSON line; `false` when the output is text, which the caller
 /// prints, starting with the counts line.
-fn printed_as_json<S: serde::Serialize>(summary: &S, json: bool) -> Result<bool> {
+fn printed_as_json(summary: &TrainSummary, json: bool) -> Result<bool> {
     if json {
         println!("{}", serde_json::to_string(summary)?);
         return Ok(true);
     }
-    let v = serde_json::to_value(summary)?;
     println!(
         "{} iterations, {} training steps, {} positions in {:.1} s",
-        v["iterations"],
-        v["train_steps"],
-        v["positions"],
-        v["elapsed_s"].as_f64().unwrap_or(0.0)
+        summary.iterations, summary.train_steps, summary.positions, summary.elapsed_s
     );
     Ok(false)
 }
 
-fn report_suite(summary: &SuiteSummary, dir: &Path, json: bool) -> Result<()> {
-    if printed_as_json(summary, json)? {
-        return Ok(());
-    }
+/// The cases' table of a multi-program run.
+fn report_cases(summary: &TrainSummary, dir: &Path) {
     println!(
         "{:<40} {:>11} {:>11} {:>8} {:>11}",
         "case", "xla (us)", "best (us)", "vs xla", "eval (us)"
@@ -448,11 +409,14 @@ fn report_suite(summary: &SuiteSummary, dir: &Path, json: bool) -> Result<()> {
         "run: {d} (the network: its newest checkpoint; play it with `evaluate --solver muzero --checkpoint {d}`; continue with --resume {d})",
         d = dir.display()
     );
-    Ok(())
 }
 
 fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
     if printed_as_json(summary, json)? {
+        return Ok(());
+    }
+    if !summary.cases.is_empty() {
+        report_cases(summary, dir);
         return Ok(());
     }
     println!(

@@ -2,9 +2,9 @@
 //! `cargo run --release -p egrl --example quick -- resnet50 4MiB 20`
 use accel_sim::{Hardware, Simulator};
 use egrl::{race, EgrlConfig, Problem};
-use malloc_game::baselines;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use xla_msa as baselines;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -22,8 +22,8 @@ use crate::problem::{Assignment, Problem, Scored};
 use crate::replay::Replay;
 use crate::EgrlError;
 // A seed for one purpose of one generation.
+use accel_sim::seed_for as mix;
 use candle_core::Device;
-use malloc_game::seed_for as mix;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rayon::prelude::*;

@@ -29,10 +29,10 @@ use accel_sim::{
     Allocation, Arrival, BufferId, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
     Mapping, OpId, Program, Simulator,
 };
-use malloc_game::baselines::{Chunk, ChunkHeap, TopGap};
-use malloc_game::PickerConfig;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use xla_msa::PickerConfig;
+use xla_msa::{Chunk, ChunkHeap, TopGap};
 
 /// Which of an op's two decisions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

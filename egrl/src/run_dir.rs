@@ -1,4 +1,5 @@
-//! `train-egrl`'s run folder, with the conventions of `train`'s:
+//! `train-egrl`'s run folder, with the conventions of `train`'s (its JSON files are
+//! written and read by the same functions, [`binio::json`]):
 //! - `run.json`: what the run searches (workload, program hash, hardware, config);
 //! - `program.json`: the run's copy of the program, so it resumes on its own;
 //! - `checkpoint.bin`: the whole search state (population, learner, replay, best), written
@@ -11,6 +12,7 @@ use crate::engine::{Egrl, EgrlConfig, EgrlState, Found};
 use crate::problem::Problem;
 use crate::EgrlError;
 use accel_sim::{Hardware, HardwareFile, MappingFile, Program};
+use binio::json::{read_json, write_json, write_json_lines};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -160,14 +162,7 @@ impl RunFolder {
         if let Some(best) = egrl.best() {
             self.save_best(egrl, best)?;
         }
-        let mut lines = String::new();
-        for m in egrl.metrics() {
-            let line = serde_json::to_string(m)
-                .map_err(|e| file_error(&self.root.join("metrics.jsonl"), &e.to_string()))?;
-            lines += &line;
-            lines.push('\n');
-        }
-        binio::write_bytes_atomic(&self.root.join("metrics.jsonl"), lines.as_bytes())?;
+        write_json_lines(&self.root.join("metrics.jsonl"), egrl.metrics())?;
         let state = egrl.state()?;
         binio::write_atomic(
             &self.root.join("checkpoint.bin"),
@@ -195,7 +190,7 @@ impl RunFolder {
             speedup_over_all_slow: problem.all_slow_s() / best.latency_s,
             found: best.clone(),
         };
-        write_json(&dir.join("summary.json"), &summary)
+        Ok(write_json(&dir.join("summary.json"), &summary)?)
     }
 }
 
@@ -280,14 +275,4 @@ fn file_error(path: &Path, msg: &str) -> EgrlError {
         path: path.display().to_string(),
         msg: msg.to_string(),
     }
-}
-
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), EgrlError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| file_error(path, &e.to_string()))?;
-    Ok(binio::write_bytes_atomic(path, text.as_bytes())?)
-}
-
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, EgrlError> {
-    let text = accel_sim::read_text(path).map_err(|e| file_error(path, &e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| file_error(path, &e.to_string()))
 }

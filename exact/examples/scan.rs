@@ -6,7 +6,7 @@
 //! `cargo run --release -p exact --example scan -- resnet50 tpu-v4i-like 12 6 0.5`
 
 use accel_sim::{CostModel, Hardware};
-use malloc_game::baselines::{self, Solver as _};
+use xla_msa::{self as baselines, Solver as _};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

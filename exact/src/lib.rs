@@ -23,7 +23,7 @@ pub use model::MipError;
 pub use solve::{solve, ExactConfig, ExactError, ExactSolution, Status};
 
 use accel_sim::{Hardware, Program};
-use malloc_game::baselines::{self, Solver as _};
+use xla_msa::{self as baselines, Solver as _};
 
 /// The MIP solver this build uses.
 pub const BACKEND: &str = if cfg!(feature = "highs") {

@@ -193,8 +193,10 @@ impl Model<'_> {
 
     fn rows(&self, vars: &Vars, pairs: &[Pair]) -> Vec<good_lp::Constraint> {
         let mut rows = Vec::new();
-        // Op times.
-        let mut at_op: std::collections::HashMap<OpId, Expression> = vars
+        // Op times, in op order: a std HashMap's order differs between processes, and the
+        // rows' order decides which of equal optima the solver returns (its simulated
+        // latency then differed from run to run).
+        let mut at_op: std::collections::BTreeMap<OpId, Expression> = vars
             .y
             .iter()
             .map(|&(t, y)| (t, Expression::from(y.var)))

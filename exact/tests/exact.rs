@@ -4,11 +4,11 @@
 
 use accel_sim::{CostModel, Hardware, Mapping, Program};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
-use malloc_game::baselines;
 use malloc_game::players::player;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
 use std::time::Instant;
+use xla_msa as baselines;
 
 /// Every other solver's mappings of the case: the baselines, game players (several
 /// random games among them) and a short local search.

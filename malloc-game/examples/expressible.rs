@@ -5,9 +5,9 @@
 //! cargo run --release -p malloc-game --example expressible -- [solver]
 //! ```
 
-use malloc_game::baselines::solver;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
+use xla_msa::solver;
 
 fn main() {
     let name = std::env::args()

@@ -7,9 +7,9 @@
 //! ```
 
 use accel_sim::Simulator;
-use malloc_game::baselines::solver;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
+use xla_msa::solver;
 
 fn main() {
     let name = std::env::args()

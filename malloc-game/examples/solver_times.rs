@@ -9,12 +9,12 @@
 //! greedy, beam, check (validate + simulate + cost model of each mapping). Default: all.
 
 use accel_sim::{CostModel, Hardware, Mapping, Simulator};
-use malloc_game::baselines;
 use malloc_game::players;
 use malloc_game::{GameOptions, GameSetup};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
+use xla_msa as baselines;
 
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();

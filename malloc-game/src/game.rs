@@ -13,8 +13,8 @@
 //! ([`GameSetup::trajectory_of`]), every finished game is a valid mapping, and the
 //! undiscounted return is `(S0 - S) / S0`.
 
-use crate::baselines::heap::{Candidate, ChunkHeap};
-use crate::baselines::xla::{
+use xla_msa::heap::{Candidate, ChunkHeap};
+use xla_msa::xla::{
     pass_levels, xla_order, Budgets, Cursor, Pass, PassState, Timing, Txn, XlaOptions, XlaPassStats,
 };
 use crate::options::{GameOptions, Mode, Order};

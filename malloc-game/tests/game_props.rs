@@ -7,8 +7,9 @@
 use accel_sim::Simulator;
 use malloc_game::players::player;
 use malloc_game::record::GameRecord;
-use malloc_game::{baselines, GameOptions, GameSetup};
+use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
+use xla_msa as baselines;
 
 fn suite_setups() -> Vec<(String, Arc<GameSetup>)> {
     bench_workloads::suite::cases()

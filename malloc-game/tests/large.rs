@@ -4,10 +4,10 @@
 
 use accel_sim::{Hardware, Program};
 use bench_workloads::synthetic::{large_random, random_dag};
-use malloc_game::baselines::heap::{ChunkHeap, TopGap};
 use malloc_game::players::{greedy_action, BeamPlayer, GreedyPlayer, Player};
 use malloc_game::{Game, GameOptions, GameSetup};
 use std::sync::Arc;
+use xla_msa::heap::{ChunkHeap, TopGap};
 
 const MIB: u64 = 1 << 20;
 
@@ -112,7 +112,7 @@ fn heap_best_fit_matches_brute_force_over_long_intervals() {
         }
         assert_eq!(got, best.map(|b| b.1), "chunk {i}: {s}..={e}, {size} bytes");
         if let Some(o) = got {
-            heap.commit(malloc_game::baselines::heap::Chunk {
+            heap.commit(xla_msa::heap::Chunk {
                 start: s,
                 end: e,
                 offset: o,

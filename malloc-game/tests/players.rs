@@ -2,10 +2,10 @@
 //! ends in a valid mapping scored by the simulator, and they rank as they should.
 
 use accel_sim::{Hardware, Program, Simulator};
-use malloc_game::baselines::solver;
 use malloc_game::players::{player, Player, PLAYER_NAMES};
 use malloc_game::{Game, GameOptions, GameSetup};
 use std::sync::Arc;
+use xla_msa::solver;
 
 const MIB: u64 = 1 << 20;
 

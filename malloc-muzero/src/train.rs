@@ -9,7 +9,9 @@
 //! and every `checkpoint_every` iterations the run is saved. Every random draw comes from
 //! the run seed and the iteration number, so a run, and a resumed run, repeat exactly.
 //!
-//! [`Trainer`] holds a run: [`Trainer::start`] or [`Trainer::resume`] it, then
+//! [`Trainer`] holds a run, of one program ([`Trainer::start`]) or of many at once with one
+//! network ([`Trainer::start_cases`]; a run of one program is a run of one case), or
+//! [`Trainer::resume`]s one; then
 //! [`Trainer::run`] it to its [`Limits`] or until its stop flag is raised (the command line
 //! raises it on Ctrl-C); the current iteration is finished, a checkpoint and `best/` are
 //! written, and the run can be resumed from there. Progress goes to a callback, once per
@@ -29,8 +31,13 @@
 //!   of each session, `summary.json`;
 //! - `games/`: the evaluation games, with search statistics.
 //!
+//! A multi-program run keeps `programs/NNN.json` (each case's program) beside
+//! `program.json`, `run.json`'s `cases`, and `best/NNN/` per case; it does not save its
+//! evaluation games. The JSON files of a run folder are EGRL's conventions too
+//! ([`binio::json`]).
+//!
 //! Self-play can also happen away from the learner ([`SelfPlayWorker`], for the Python
-//! package's Ray training): [`Trainer::describe`], [`Trainer::weights`] and
+//! package's Ray training; a run of one program): [`Trainer::describe`], [`Trainer::weights`] and
 //! [`Trainer::order`] give a worker what it needs, and [`Trainer::absorb_batch`] takes its
 //! games back as one iteration of the same run folder.
 
@@ -42,7 +49,6 @@ mod error;
 mod remote;
 mod run_dir;
 mod selfplay;
-mod suite;
 mod trainer;
 
 pub use config::{Limits, TrainConfig};
@@ -51,8 +57,7 @@ pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
 pub use run_dir::CaseInfo;
 pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
-pub use suite::{CaseSummary, SuiteCase, SuiteSummary, SuiteTrainer, MAX_CASES};
-pub use trainer::{Progress, TrainSummary, Trainer};
+pub use trainer::{CaseSummary, Progress, TrainCase, TrainSummary, Trainer, MAX_CASES};
 
 /// What `init` names: the bundled generalist ([`crate::generalist`]).
 pub const INIT_BUNDLED: &str = "bundled";

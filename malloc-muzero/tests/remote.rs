@@ -3,11 +3,9 @@
 //! folder (metrics, checkpoints, best mapping), which then resumes as a plain run. Batches
 //! that do not fit the run are refused.
 
-#[allow(dead_code)] // each test binary uses its own part of the shared helpers
-mod common;
 use accel_sim::Hardware;
-use common::small_config;
 use malloc_game::{GameOptions, GameSetup};
+use malloc_muzero::fixtures::small_config;
 use malloc_muzero::train::{Limits, SelfPlayWorker, TrainConfig, TrainError, Trainer};
 use std::sync::Arc;
 
@@ -30,7 +28,7 @@ fn config(setup: &GameSetup) -> TrainConfig {
 
 #[test]
 fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
-    let dir = common::temp("remote-run");
+    let dir = malloc_muzero::fixtures::temp("remote-run");
     let setup = tiny(3 << 20);
     let mut trainer = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
     let limits = Limits::default();
@@ -78,8 +76,8 @@ fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
 #[test]
 fn a_batch_of_another_game_or_damaged_is_refused() {
     let (a, b) = (tiny(3 << 20), tiny(1 << 20));
-    let dir_a = common::temp("remote-a");
-    let dir_b = common::temp("remote-b");
+    let dir_a = malloc_muzero::fixtures::temp("remote-a");
+    let dir_b = malloc_muzero::fixtures::temp("remote-b");
     let mut ta = Trainer::start(Arc::clone(&a), "a", config(&a), &dir_a).unwrap();
     let mut tb = Trainer::start(Arc::clone(&b), "b", config(&b), &dir_b).unwrap();
     let mut worker = SelfPlayWorker::new(&tb.describe().unwrap(), 1).unwrap();

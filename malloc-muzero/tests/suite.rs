@@ -1,20 +1,19 @@
 //! Multi-program training: one network over several cases, every case played once per
 //! epoch, one policy-target line per case, a resumed run that repeats the uninterrupted
-//! one, and an agent that knows which programs it has seen.
+//! one, an agent that knows which programs it has seen, and a run of one case that is
+//! the run of one program.
 
-#[allow(dead_code)] // each test binary uses its own part of the shared helpers
-mod common;
 use accel_sim::Hardware;
-use common::small_config;
 use malloc_game::{observation, GameOptions, GameSetup};
-use malloc_muzero::train::{Limits, Progress, SuiteCase, SuiteTrainer, TrainConfig, TrainError};
+use malloc_muzero::fixtures::small_config;
+use malloc_muzero::train::{Limits, Progress, TrainCase, TrainConfig, TrainError, Trainer};
 use malloc_muzero::Agent;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Three small programs of different sizes and compute, each at its own capacity.
-fn cases() -> Vec<SuiteCase> {
+fn cases() -> Vec<TrainCase> {
     [(1u64, 3u64, 1e6), (2, 5, 4e6), (1, 2, 2e7)]
         .iter()
         .enumerate()
@@ -28,7 +27,7 @@ fn cases() -> Vec<SuiteCase> {
                 slots: 2,
                 ..GameOptions::default()
             };
-            SuiteCase {
+            TrainCase {
                 name: name.clone(),
                 workload: name,
                 setup: GameSetup::new(Arc::new(p), hw, options).unwrap(),
@@ -47,10 +46,10 @@ fn config() -> TrainConfig {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    common::temp(&format!("suite-{name}"))
+    malloc_muzero::fixtures::temp(&format!("suite-{name}"))
 }
 
-fn steps(t: &mut SuiteTrainer, n: usize) -> Vec<Progress> {
+fn steps(t: &mut Trainer, n: usize) -> Vec<Progress> {
     (0..n)
         .map(|_| t.step_iteration(&Limits::default()).unwrap().unwrap())
         .collect()
@@ -70,7 +69,7 @@ fn timeless(lines: &[Progress]) -> Vec<Progress> {
 #[test]
 fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
     let dir = temp("epochs");
-    let mut t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    let mut t = Trainer::start_cases(cases(), config(), &dir).unwrap();
     let first = steps(&mut t, 6);
     for epoch in first.chunks(3) {
         let seen: BTreeSet<_> = epoch.iter().map(|p| p.case.clone().unwrap()).collect();
@@ -86,13 +85,13 @@ fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
         assert!(dir.join("programs").join(format!("{k:03}.json")).exists());
     }
     let more = {
-        let mut r = SuiteTrainer::resume(&dir, None).unwrap();
+        let mut r = Trainer::resume(&dir, None).unwrap();
         assert_eq!(r.iterations(), 6);
         steps(&mut r, 3)
     };
 
     let straight_dir = temp("straight");
-    let mut s = SuiteTrainer::start(cases(), config(), &straight_dir).unwrap();
+    let mut s = Trainer::start_cases(cases(), config(), &straight_dir).unwrap();
     let straight = steps(&mut s, 9);
     let resumed: Vec<Progress> = first.into_iter().chain(more).collect();
     assert_eq!(timeless(&straight), timeless(&resumed));
@@ -104,7 +103,7 @@ fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
 #[test]
 fn each_case_keeps_one_policy_target_line() {
     let dir = temp("targets");
-    let t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    let t = Trainer::start_cases(cases(), config(), &dir).unwrap();
     for case in cases() {
         let obs_len = observation::observation_len(case.setup.options());
         let mut start = vec![0f32; obs_len];
@@ -128,7 +127,7 @@ fn each_case_keeps_one_policy_target_line() {
 #[test]
 fn the_agent_of_a_suite_run_knows_its_programs() {
     let dir = temp("agent");
-    let mut t = SuiteTrainer::start(cases(), config(), &dir).unwrap();
+    let mut t = Trainer::start_cases(cases(), config(), &dir).unwrap();
     steps(&mut t, 1);
     t.finish(false).unwrap();
     let agent = Agent::load(&dir, None).unwrap();
@@ -144,9 +143,9 @@ fn the_agent_of_a_suite_run_knows_its_programs() {
 
 #[test]
 fn what_a_suite_run_cannot_do_is_refused() {
-    let refused = |cases: Vec<SuiteCase>, config: TrainConfig, what: &str| {
+    let refused = |cases: Vec<TrainCase>, config: TrainConfig, what: &str| {
         let dir = temp(what);
-        match SuiteTrainer::start(cases, config, &dir) {
+        match Trainer::start_cases(cases, config, &dir) {
             Err(TrainError::Config(m)) => assert!(m.contains(what), "{m}"),
             other => panic!("{what}: {:?}", other.err()),
         }
@@ -166,14 +165,41 @@ fn what_a_suite_run_cannot_do_is_refused() {
         reanalyse_games_per_iteration: 1,
         ..config()
     };
-    refused(cases(), reanalyse, "reanalyse");
-    // A folder of one program's run is not resumed as a suite, nor the other way round.
+    refused(cases(), reanalyse.clone(), "reanalyse");
+    // One trainer resumes either kind of run folder: this one as the run of cases it is,
+    // refusing a config it cannot run.
     let suite = temp("kind");
-    SuiteTrainer::start(cases(), config(), &suite).unwrap();
-    assert!(matches!(
-        malloc_muzero::train::Trainer::resume(&suite, None),
-        Err(TrainError::Resume(_))
-    ));
+    Trainer::start_cases(cases(), config(), &suite).unwrap();
+    let resumed = Trainer::resume(&suite, None).unwrap();
+    assert_eq!(resumed.case_names().len(), 3);
+    // Remote self-play ships one game to its workers: a run of one program's.
+    assert!(matches!(resumed.describe(), Err(TrainError::Remote(_))));
+    drop(resumed);
+    match Trainer::resume(&suite, Some(reanalyse)) {
+        Err(TrainError::Config(m)) => assert!(m.contains("reanalyse"), "{m}"),
+        other => panic!("{:?}", other.err()),
+    }
     let _ = std::fs::remove_dir_all(&suite);
-    assert!(SuiteTrainer::resume(Path::new("/nonexistent/run"), None).is_err());
+    assert!(Trainer::resume(Path::new("/nonexistent/run"), None).is_err());
+}
+
+#[test]
+fn a_run_of_one_case_is_a_run_of_one_program() {
+    let (a, b) = (temp("one-a"), temp("one-b"));
+    let one = cases().remove(0);
+    let setup = Arc::clone(&one.setup);
+    let mut t = Trainer::start_cases(vec![one], config(), &a).unwrap();
+    assert!(!t.is_multi());
+    let from_cases = steps(&mut t, 4);
+    t.finish(false).unwrap();
+    let mut s = Trainer::start(setup, "three-ops-0", config(), &b).unwrap();
+    let from_program = steps(&mut s, 4);
+    assert_eq!(timeless(&from_cases), timeless(&from_program));
+    assert!(from_cases.iter().all(|p| p.case.is_none()));
+    // The folder of a run of one program: its program and best mapping at the top.
+    assert!(a.join("program.json").exists() && a.join("best/game.game").exists());
+    assert!(!a.join("programs").exists() && !a.join("best/000").exists());
+    for d in [a, b] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

@@ -1,11 +1,12 @@
 //! A case (program on hardware) and the game's options from Python arguments, with the
 //! command line's defaults and rules.
 
+use crate::args::opt_uint;
 use crate::errors::{bad_arg, err};
 use crate::program::{capacity_spec, Hardware, Program};
+use harness::evaluate::{DEFAULT_HARDWARE, DEFAULT_WORKLOAD};
+use harness::Case;
 use malloc_game::{GameOptions, GameSetup, Order};
-use malloc_muzero::evaluate::{DEFAULT_HARDWARE, DEFAULT_WORKLOAD};
-use malloc_muzero::Case;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -57,7 +58,9 @@ pub fn case_of(
     hw: Option<Hw>,
     fast_capacity: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Case> {
-    let capacity = fast_capacity.map(capacity_spec).transpose()?;
+    let capacity = fast_capacity
+        .map(|c| capacity_spec(c, "fast_capacity"))
+        .transpose()?;
     let named = |w: &Option<Workload>| match w {
         Some(Workload::Named(s)) => Some(s.clone()),
         _ => None,
@@ -96,6 +99,19 @@ pub struct OptionArgs {
 }
 
 impl OptionArgs {
+    /// The options as Python passes them (`slots` and `fast_levels` ints or `None`).
+    pub fn parse(
+        slots: Option<&Bound<'_, PyAny>>,
+        order: Option<String>,
+        fast_levels: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<OptionArgs> {
+        Ok(OptionArgs {
+            slots: opt_uint(slots, "slots")?,
+            order,
+            fast_levels: opt_uint(fast_levels, "fast_levels")?,
+        })
+    }
+
     pub fn options(&self, hw: &accel_sim::Hardware) -> PyResult<GameOptions> {
         let d = GameOptions::default();
         let order = match &self.order {

@@ -1,14 +1,19 @@
 //! The mallocGame from Python: one game (`Game`, OpenSpiel-style) and many stepped in one
 //! call (`VecGame`, what a vectorised Gymnasium environment wraps).
 
+use crate::args::{self, describe, shape_text, uint};
 use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err, IllegalActionError};
 use crate::program::{Hardware, Program};
 use malloc_game::record::GameRecord;
 use malloc_game::{observation, Game as GameInner, GameSetup};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -31,15 +36,11 @@ impl Game {
         workload: Option<Workload>,
         hw: Option<Hw>,
         fast_capacity: Option<&Bound<'_, PyAny>>,
-        slots: Option<usize>,
+        slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
-        fast_levels: Option<usize>,
+        fast_levels: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Game> {
-        let options = OptionArgs {
-            slots,
-            order,
-            fast_levels,
-        };
+        let options = OptionArgs::parse(slots, order, fast_levels)?;
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(Game {
             inner: setup.start(),
@@ -101,7 +102,8 @@ impl Game {
     /// Plays `action`; returns its reward (the cost model's latency saved, as a fraction of
     /// the all-slow latency). An illegal action raises `IllegalActionError` and changes
     /// nothing.
-    fn apply_action(&mut self, action: i64) -> PyResult<f64> {
+    fn apply_action(&mut self, action: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let action = args::action(action, "action", self.inner.action_count(), "")?;
         apply(&mut self.inner, action, None)
     }
 
@@ -130,7 +132,8 @@ impl Game {
         self.inner.setup().all_slow_latency()
     }
     /// A move in words (`fast slot 2`, `prefetch ...`).
-    fn action_name(&self, action: usize) -> PyResult<String> {
+    fn action_name(&self, action: &Bound<'_, PyAny>) -> PyResult<String> {
+        let action: usize = uint(action, "action")?;
         if action >= self.inner.action_count() {
             return Err(bad_arg(format!(
                 "action {action}: the game has actions 0..{}",
@@ -163,7 +166,12 @@ impl Game {
 
     /// Saves the finished game (what `mallocmuzero replay` reads), atomically.
     #[pyo3(signature = (path, player = "python", seed = 0))]
-    fn save(&self, path: std::path::PathBuf, player: &str, seed: u64) -> PyResult<()> {
+    fn save(
+        &self,
+        path: std::path::PathBuf,
+        player: &str,
+        #[pyo3(from_py_with = args::named::seed)] seed: u64,
+    ) -> PyResult<()> {
         let record = GameRecord::from_game(&self.inner, player, seed, None).map_err(err)?;
         record.save(&path).map_err(err)
     }
@@ -208,10 +216,9 @@ impl Game {
 }
 
 /// Plays `action` on `game`, refusing an illegal one; `env` names the game of a batch.
-fn apply(game: &mut GameInner, action: i64, env: Option<usize>) -> PyResult<f64> {
+fn apply(game: &mut GameInner, action: usize, env: Option<usize>) -> PyResult<f64> {
     let which = env.map_or(String::new(), |i| format!("env {i}: "));
-    let legal = usize::try_from(action).is_ok_and(|a| game.is_legal(a));
-    if !legal {
+    if !game.is_legal(action) {
         let why = if game.is_terminal() {
             "the game has ended (reset it)".to_string()
         } else {
@@ -225,7 +232,7 @@ fn apply(game: &mut GameInner, action: i64, env: Option<usize>) -> PyResult<f64>
             "{which}action {action}: {why}"
         )));
     }
-    game.apply_action(action as usize)
+    game.apply_action(action)
         .map_err(|e| IllegalActionError::new_err(format!("{which}action {action}: {e}")))
 }
 
@@ -258,7 +265,7 @@ fn decode_state(text: &str) -> PyResult<GameInner> {
     let setup = GameSetup::new(Arc::new(program), hw, options).map_err(err)?;
     let mut game = setup.start();
     for a in actions {
-        apply(&mut game, a as i64, None)?;
+        apply(&mut game, a, None)?;
     }
     Ok(game)
 }
@@ -292,24 +299,21 @@ impl VecGame {
     #[allow(clippy::too_many_arguments)] // the Python signature: Game's and a count
     fn new(
         py: Python<'_>,
-        num_envs: usize,
+        num_envs: &Bound<'_, PyAny>,
         workload: Option<Workload>,
         hw: Option<Hw>,
         fast_capacity: Option<&Bound<'_, PyAny>>,
-        slots: Option<usize>,
+        slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
-        fast_levels: Option<usize>,
+        fast_levels: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<VecGame> {
+        let num_envs: usize = uint(num_envs, "num_envs")?;
         if num_envs == 0 || num_envs > 1 << 16 {
             return Err(bad_arg(format!(
                 "num_envs: must be in 1..=65536, got {num_envs}"
             )));
         }
-        let options = OptionArgs {
-            slots,
-            order,
-            fast_levels,
-        };
+        let options = OptionArgs::parse(slots, order, fast_levels)?;
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(VecGame {
             games: (0..num_envs).map(|_| setup.start()).collect(),
@@ -346,7 +350,8 @@ impl VecGame {
     }
 
     /// Plays `actions[i]` in game `i` (all legal, else `IllegalActionError` and no game
-    /// moves). Returns `(observations, rewards, terminated, masks, final_latency,
+    /// moves); `actions` is an integer array of shape `(num_envs,)` or a list of ints.
+    /// Returns `(observations, rewards, terminated, masks, final_latency,
     /// final_observations)`: `final_latency[i]` is the simulated latency of game `i` if it
     /// ended in this step (it restarted; `final_observations[i]` is its last observation),
     /// else NaN.
@@ -354,7 +359,7 @@ impl VecGame {
     fn step<'py>(
         &mut self,
         py: Python<'py>,
-        actions: PyReadonlyArray1<'py, i64>,
+        actions: &Bound<'py, PyAny>,
     ) -> PyResult<(
         Bound<'py, PyArray2<f32>>,
         Bound<'py, PyArray1<f64>>,
@@ -363,17 +368,7 @@ impl VecGame {
         Bound<'py, PyArray1<f64>>,
         Bound<'py, PyArray2<f32>>,
     )> {
-        let actions = actions
-            .as_slice()
-            .map_err(|e| bad_arg(format!("actions: {e}")))?;
-        if actions.len() != self.games.len() {
-            return Err(bad_arg(format!(
-                "actions: {} actions for {} games",
-                actions.len(),
-                self.games.len()
-            )));
-        }
-        let actions = actions.to_vec();
+        let actions = self.actions_of(actions)?;
         let s = py.detach(|| self.step_all(&actions))?;
         Ok((
             self.rows(py, s.obs)?,
@@ -391,18 +386,93 @@ impl VecGame {
     }
 
     /// Game `i` (a copy).
-    fn game(&self, i: usize) -> PyResult<Game> {
+    fn game(&self, i: &Bound<'_, PyAny>) -> PyResult<Game> {
+        let i: usize = uint(i, "i")?;
         self.games
             .get(i)
             .map(|g| Game { inner: g.clone() })
-            .ok_or_else(|| bad_arg(format!("game {i}: there are {} games", self.games.len())))
+            .ok_or_else(|| {
+                bad_arg(format!(
+                    "i: game {i} is out of range: there are {} games",
+                    self.games.len()
+                ))
+            })
     }
 }
 
 impl VecGame {
-    fn step_all(&mut self, actions: &[i64]) -> PyResult<Stepped> {
+    /// One action per game from Python, each an integer in range (else a `TypeError`
+    /// naming `actions[i]`, or an `IllegalActionError` naming the game): an integer array
+    /// of shape `(num_envs,)`, a list or tuple of ints, or anything numpy makes into one.
+    /// Nothing is cast: `np.asarray(actions, dtype=np.int64)` would play 2.9 as 2.
+    fn actions_of(&self, ob: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+        let (n, count) = (self.games.len(), self.setup.action_count());
+        let one = |i: usize, x: &Bound<'_, PyAny>| {
+            args::action(x, &format!("actions[{i}]"), count, &format!("env {i}: "))
+        };
+        if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+            let len = ob.len()?;
+            if len != n {
+                return Err(bad_arg(format!(
+                    "actions: {len} actions for {n} games (one per game)"
+                )));
+            }
+            return (0..n).map(|i| one(i, &ob.get_item(i)?)).collect();
+        }
+        if ob.is_instance_of::<PyString>()
+            || ob.is_instance_of::<PyBytes>()
+            || !ob.hasattr("__len__")?
+        {
+            return Err(PyTypeError::new_err(format!(
+                "actions: expected {n} integer actions (a list or an integer array of shape ({n},)), got {}",
+                describe(ob)
+            )));
+        }
+        let array = match ob.cast::<PyUntypedArray>() {
+            Ok(a) => a.clone(),
+            Err(_) => ob
+                .py()
+                .import("numpy")?
+                .call_method1("asarray", (ob,))?
+                .cast_into::<PyUntypedArray>()?,
+        };
+        let dtype = array.dtype();
+        if !matches!(dtype.kind(), b'i' | b'u' | b'O') {
+            return Err(PyTypeError::new_err(format!(
+                "actions: expected integer actions, got an array of {dtype}"
+            )));
+        }
+        if array.shape() != [n] {
+            return Err(bad_arg(format!(
+                "actions: expected shape ({n},), one action per game, got shape {}",
+                shape_text(array.shape())
+            )));
+        }
+        if let Ok(a) = array.cast::<PyArray1<i64>>() {
+            let a = a.readonly();
+            let a = a.as_array();
+            return a
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    usize::try_from(x)
+                        .ok()
+                        .filter(|&x| x < count)
+                        .ok_or_else(|| {
+                            args::out_of_range(&format!("env {i}: "), &x.to_string(), count)
+                        })
+                })
+                .collect();
+        }
+        // Narrower integer dtypes, uint64 and object arrays: element by element, each
+        // checked as a Python int.
+        let list = array.call_method0("tolist")?;
+        (0..n).map(|i| one(i, &list.get_item(i)?)).collect()
+    }
+
+    fn step_all(&mut self, actions: &[usize]) -> PyResult<Stepped> {
         for (i, (g, &a)) in self.games.iter().zip(actions).enumerate() {
-            if !usize::try_from(a).is_ok_and(|a| g.is_legal(a)) {
+            if !g.is_legal(a) {
                 let mut probe = g.clone();
                 return Err(apply(&mut probe, a, Some(i)).err().unwrap_or_else(|| {
                     IllegalActionError::new_err(format!("env {i}: action {a}: not legal"))

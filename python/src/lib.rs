@@ -3,6 +3,7 @@
 //! training and torch tracing; everything that computes lives here, in Rust, with the GIL
 //! released while it runs.
 
+mod args;
 mod case;
 mod errors;
 mod game;

@@ -1,10 +1,11 @@
 //! Programs and hardware as Python objects.
 
+use crate::args::{uint, uint_as};
 use crate::errors::{bad_arg, err};
 use accel_sim::{BufferKind, Hardware as HwInner, Program as ProgramInner};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 use std::sync::Arc;
 
 /// An ML program: a fixed schedule of ops over buffers (a built-in workload, a file, a
@@ -48,7 +49,9 @@ impl Program {
     }
 
     /// Its ops `start..end` alone; buffers crossing the edges become inputs and outputs.
-    fn window(&self, start: usize, end: usize) -> PyResult<Program> {
+    fn window(&self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<Program> {
+        let start: usize = uint(start, "start")?;
+        let end: usize = uint(end, "end")?;
         if start >= end || end > self.inner.len() {
             return Err(bad_arg(format!(
                 "window: ops {start}..{end} is not a non-empty range inside ops 0..{}",
@@ -154,7 +157,7 @@ impl Hardware {
     /// The same hardware with a capacity changed: bytes (an int, the fastest level), or a
     /// spec string: `16MiB` (the fastest level) or `1:16MiB` (level 1).
     fn with_fast_capacity(&self, capacity: &Bound<'_, PyAny>) -> PyResult<Hardware> {
-        let spec = capacity_spec(capacity)?;
+        let spec = capacity_spec(capacity, "capacity")?;
         Ok(Hardware {
             inner: self.inner.clone().with_capacity_spec(&spec).map_err(err)?,
         })
@@ -198,14 +201,14 @@ impl Hardware {
     }
 }
 
-/// A capacity given from Python (an int of bytes or a spec string) as the CLI's spec.
-pub fn capacity_spec(capacity: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(bytes) = capacity.extract::<u64>() {
-        return Ok(bytes.to_string());
+/// A capacity given from Python (an int of bytes or a spec string) as the CLI's spec;
+/// `name` is the parameter.
+pub fn capacity_spec(capacity: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+    if let Ok(spec) = capacity.cast::<PyString>() {
+        return Ok(spec.to_string());
     }
-    capacity.extract::<String>().map_err(|_| {
-        bad_arg("fast_capacity: expected bytes (an int) or a size such as `16MiB` or `1:16MiB`")
-    })
+    let expected = "bytes (an int) or a size such as `16MiB` or `1:16MiB`";
+    uint_as::<u64>(capacity, name, expected).map(|bytes| bytes.to_string())
 }
 
 /// The built-in workloads' names.

@@ -4,6 +4,7 @@
 //! (the run's description, weights, work orders, batches of games), so each lives in its
 //! own process (a Ray actor) and is built there.
 
+use crate::args::{named, opt_uint, uint};
 use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
 use malloc_muzero::train::{self, Limits, TrainConfig, Trainer};
@@ -23,7 +24,11 @@ pub struct SelfPlayWorker {
 impl SelfPlayWorker {
     #[new]
     #[pyo3(signature = (description, threads = 1))]
-    fn new(py: Python<'_>, description: &[u8], threads: usize) -> PyResult<SelfPlayWorker> {
+    fn new(
+        py: Python<'_>,
+        description: &[u8],
+        #[pyo3(from_py_with = named::threads)] threads: usize,
+    ) -> PyResult<SelfPlayWorker> {
         if !(1..=256).contains(&threads) {
             return Err(bad_arg(format!(
                 "threads: must be in 1..=256, got {threads}"
@@ -42,7 +47,13 @@ impl SelfPlayWorker {
     }
 
     /// Takes the weights `data` (`Learner.weights()`) as `version`.
-    fn load_weights(&mut self, py: Python<'_>, version: u64, data: &[u8]) -> PyResult<()> {
+    fn load_weights(
+        &mut self,
+        py: Python<'_>,
+        version: &Bound<'_, PyAny>,
+        data: &[u8],
+    ) -> PyResult<()> {
+        let version: u64 = uint(version, "version")?;
         let inner = &mut self.inner;
         py.detach(|| inner.load_weights(version, data)).map_err(err)
     }
@@ -78,11 +89,13 @@ impl Learner {
         hw: Option<Hw>,
         fast_capacity: Option<&Bound<'_, PyAny>>,
         config: Option<&str>,
-        seed: Option<u64>,
-        slots: Option<usize>,
+        seed: Option<&Bound<'_, PyAny>>,
+        slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
-        fast_levels: Option<usize>,
+        fast_levels: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Learner> {
+        let seed: Option<u64> = opt_uint(seed, "seed")?;
+        let options = OptionArgs::parse(slots, order, fast_levels)?;
         let name = match &workload {
             Some(Workload::Named(s)) => s.clone(),
             Some(Workload::Built(p)) => p.inner.name().to_string(),
@@ -93,11 +106,6 @@ impl Learner {
         if let Some(s) = seed {
             config.seed = s;
         }
-        let options = OptionArgs {
-            slots,
-            order,
-            fast_levels,
-        };
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         let trainer = py
             .detach(|| Trainer::start(setup, &name, config, &out))
@@ -135,8 +143,8 @@ impl Learner {
 
     /// The demonstrations-only steps before the first self-play games (at most `steps`).
     #[pyo3(signature = (steps = None))]
-    fn pretrain(&mut self, py: Python<'_>, steps: Option<u64>) -> PyResult<()> {
-        let limits = limits(steps);
+    fn pretrain(&mut self, py: Python<'_>, steps: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let limits = limits(opt_uint(steps, "steps")?);
         let trainer = &mut self.trainer;
         py.detach(|| trainer.pretrain(&limits)).map_err(err)
     }
@@ -147,8 +155,13 @@ impl Learner {
     /// (a `metrics.jsonl` line) with the batch's `ticket`, `weights_version`, `games` and
     /// `batch_positions`.
     #[pyo3(signature = (batch, steps = None))]
-    fn absorb(&mut self, py: Python<'_>, batch: &[u8], steps: Option<u64>) -> PyResult<Py<PyAny>> {
-        let limits = limits(steps);
+    fn absorb(
+        &mut self,
+        py: Python<'_>,
+        batch: &[u8],
+        steps: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let limits = limits(opt_uint(steps, "steps")?);
         let trainer = &mut self.trainer;
         let (info, progress) = py
             .detach(|| trainer.absorb_batch(batch, &limits))
@@ -171,7 +184,11 @@ impl Learner {
 
     /// Ends the session: a checkpoint and `best/summary.json`; returns the summary.
     #[pyo3(signature = (interrupted = false))]
-    fn finish(&mut self, py: Python<'_>, interrupted: bool) -> PyResult<Py<PyAny>> {
+    fn finish(
+        &mut self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = named::interrupted)] interrupted: bool,
+    ) -> PyResult<Py<PyAny>> {
         let trainer = &mut self.trainer;
         let summary = py.detach(|| trainer.finish(interrupted)).map_err(err)?;
         to_python(py, &summary)
@@ -217,10 +234,8 @@ fn limits(steps: Option<u64>) -> Limits {
 }
 
 fn parse_config(text: Option<&str>) -> PyResult<Option<TrainConfig>> {
-    text.map(|t| {
-        serde_json::from_str::<TrainConfig>(t).map_err(|e| bad_arg(format!("config: {e}")))
-    })
-    .transpose()
+    text.map(|t| TrainConfig::from_json(t).map_err(|e| bad_arg(format!("config: {e}"))))
+        .transpose()
 }
 
 /// A serializable value as Python objects (through JSON, as the command line prints it).

@@ -1,18 +1,21 @@
 //! `evaluate(...)`: the command line's `evaluate`, returning its JSON rows as dicts.
 
+use crate::args::{describe, named, opt_uint, wrong_type};
 use crate::case::{case_of, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
-use malloc_muzero::{evaluate_case, Case, Row, Solver, SolverContext};
+use harness::{evaluate_case, Case, Row, Solver, SolverContext};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 use std::path::PathBuf;
 
 /// Runs `solvers` on a case (or on every suite case with `suite=True`), validates and
 /// simulates each mapping, and returns one dict per (case, solver): the rows of
-/// `mallocmuzero evaluate --json` (`results`), field for field. Solver names are the
-/// command line's (`solver_names()`); the default is its default list. `muzero` plays the
-/// run folder `checkpoint`, or without one the bundled generalist; its search steps
-/// through `search_model`: `"learned"` (MuZero's dynamics network) or `"game"` (the game
-/// itself, the default). An invalid mapping is a row with `valid: False`, not an exception.
+/// `mallocmuzero evaluate --json` (`results`), field for field. `solvers` is a list of the
+/// command line's solver names (`solver_names()`; `solvers=['xla']`), `None` its default
+/// list. `muzero` plays the run folder `checkpoint`, or without one the bundled
+/// generalist; its search steps through `search_model`: `"learned"` (MuZero's dynamics
+/// network) or `"game"` (the game itself, the default). An invalid mapping is a row with `valid: False`, not an exception.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
@@ -24,21 +27,24 @@ use std::path::PathBuf;
 pub fn evaluate(
     py: Python<'_>,
     workload: Option<Workload>,
-    solvers: Option<Vec<String>>,
+    solvers: Option<&Bound<'_, PyAny>>,
     hw: Option<Hw>,
     fast_capacity: Option<&Bound<'_, PyAny>>,
-    suite: bool,
-    seed: u64,
+    #[pyo3(from_py_with = named::suite)] suite: bool,
+    #[pyo3(from_py_with = named::seed)] seed: u64,
     checkpoint: Option<PathBuf>,
-    simulations: Option<usize>,
+    simulations: Option<&Bound<'_, PyAny>>,
     search_model: Option<&str>,
-    exact_seconds: f64,
-    exact_gap: f64,
+    #[pyo3(from_py_with = named::exact_seconds)] exact_seconds: f64,
+    #[pyo3(from_py_with = named::exact_gap)] exact_gap: f64,
     mapping: Option<PathBuf>,
-    slots: Option<usize>,
+    slots: Option<&Bound<'_, PyAny>>,
     order: Option<String>,
-    fast_levels: Option<usize>,
+    fast_levels: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Py<PyAny>>> {
+    let solvers = solvers.map(solver_list).transpose()?;
+    let simulations: Option<usize> = opt_uint(simulations, "simulations")?;
+    let options = OptionArgs::parse(slots, order, fast_levels)?;
     let search_model = search_model
         .map(str::parse)
         .transpose()
@@ -73,11 +79,6 @@ pub fn evaluate(
             relative_gap: exact_gap,
         },
     };
-    let options = OptionArgs {
-        slots,
-        order,
-        fast_levels,
-    };
     let rows: Vec<Row> = py.detach(|| -> PyResult<Vec<Row>> {
         let mut solvers = Solver::all_named(&solvers.unwrap_or_default(), &ctx).map_err(err)?;
         if let Some(path) = mapping {
@@ -99,21 +100,39 @@ pub fn evaluate(
         .collect()
 }
 
-/// The solver names `evaluate` knows besides `muzero` and game players with a width
-/// (`beam:W`).
+/// The solver names of `evaluate(solvers=...)`: a list or tuple of strs, never empty
+/// (`None` is the way to the defaults; the libraries read an empty list as them).
+fn solver_list(ob: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if ob.is_instance_of::<PyString>() {
+        // A str is a sequence of one-letter names: say how to pass one solver.
+        return Err(PyTypeError::new_err(format!(
+            "solvers: expected a list of solver names, got {}; for one solver write solvers=[{}]",
+            describe(ob),
+            ob.repr()?
+        )));
+    }
+    let Ok(items) = ob.try_iter() else {
+        return Err(wrong_type("solvers", "a list of solver names", ob));
+    };
+    let mut names = Vec::new();
+    for (i, item) in items.enumerate() {
+        let item = item?;
+        let name = item
+            .cast::<PyString>()
+            .map_err(|_| wrong_type(&format!("solvers[{i}]"), "a solver name (a str)", &item))?;
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err(bad_arg(
+            "solvers: empty list; name at least one solver or pass None for the defaults",
+        ));
+    }
+    Ok(names)
+}
+
+/// The solver names `evaluate` knows besides game players with a width (`beam:W`): the
+/// harness's registry, the one the command line reads.
 #[pyfunction]
 pub fn solver_names() -> Vec<&'static str> {
-    vec![
-        "all-slow",
-        "xla",
-        "xla-repack",
-        "greedy-size",
-        "egrl-dp",
-        "exact",
-        "random",
-        "greedy",
-        "beam",
-        "xla-game",
-        "muzero",
-    ]
+    harness::registry::evaluate_names()
 }

@@ -15,7 +15,6 @@
 //! moves a chain that is behind the best game of all chains continues from it.
 
 use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
-use crate::baselines::{GreedySize, Solver};
 use crate::game::{Game, GameSetup};
 use crate::players::{greedy_action, GreedyPlayer, Player, XlaPlayer};
 use rand::rngs::StdRng;
@@ -23,6 +22,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
+use xla_msa::{GreedySize, Solver};
 
 /// The knobs of [`LocalSearch`] (defaults tuned on the suite: docs/race.md).
 #[derive(Clone, Debug, PartialEq)]

@@ -8,9 +8,9 @@
 //! simulated latency. A beam that keeps this line can never end behind `xla`.
 
 use super::{play_legal, Player};
-use crate::baselines::xla::Xla;
 use crate::game::{Game, GameSetup, Inexpressible};
 use std::sync::Arc;
+use xla_msa::xla::Xla;
 
 /// The XLA-style player.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

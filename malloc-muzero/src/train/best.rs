@@ -5,10 +5,10 @@
 //! the next one replace the best with a worse mapping. `mapping.json` and `found.json`
 //! follow it, and are rewritten from it when a kill came between the writes.
 
-use super::run_dir::write_json;
 use super::selfplay::PlayedGame;
 use super::TrainError;
 use accel_sim::MappingFile;
+use binio::json::write_json;
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameSetup};
 use std::path::{Path, PathBuf};
@@ -117,6 +117,7 @@ impl Best {
                 "speedup_vs_xla": self.xla / self.latency, "iteration": found.iteration,
                 "train_steps": found.train_steps,
             }),
-        )
+        )?;
+        Ok(())
     }
 }

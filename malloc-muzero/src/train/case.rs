@@ -1,7 +1,6 @@
 //! [`CaseRun`]: one case of a run (its game, demonstrations, xla baseline and best
-//! mapping) and how the games played on it reach the best mapping and the learner. A run
-//! of one program has one ([`super::Trainer`]), a multi-program run one per case
-//! ([`super::SuiteTrainer`]).
+//! mapping) and how the games played on it reach the best mapping and the learner. A
+//! [`super::Trainer`] has one per case (a run of one program, one).
 
 use super::best::{Best, Found};
 use super::demos::{corrected_history, demonstration, imitate};

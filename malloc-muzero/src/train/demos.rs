@@ -4,11 +4,11 @@
 
 use super::TrainError;
 use malloc_game::anytime::Line;
-use malloc_game::baselines::{GreedySize, Solver};
 use malloc_game::players::{BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{observation, Game, GameSetup};
 use muzero::{GameHistory, ReplayBuffer};
 use std::sync::Arc;
+use xla_msa::{GreedySize, Solver};
 
 /// The demonstrations a run may ask for.
 pub const DEMONSTRATION_NAMES: &[&str] = &["xla", "greedy-size", "beam", "greedy"];

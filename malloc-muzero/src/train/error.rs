@@ -64,8 +64,9 @@ pub enum TrainError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("the xla baseline: {0}")]
-    Baseline(Box<crate::EvalError>),
+    /// The xla baseline's mapping failed the validator (a bug).
+    #[error("the xla baseline produced an invalid mapping (a bug): {0}")]
+    Baseline(String),
     #[error("the self-play thread panicked")]
     SelfPlayPanicked,
     /// `start` into a folder holding a run it would overwrite: one with a checkpoint, or
@@ -92,14 +93,6 @@ pub enum TrainError {
 /// Maps an I/O error to one that names the file.
 pub(super) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
     move |source| TrainError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-/// Maps a JSON error to one that names the file.
-pub(super) fn json_error(path: &Path) -> impl FnOnce(serde_json::Error) -> TrainError + '_ {
-    move |source| TrainError::Json {
         path: path.display().to_string(),
         source,
     }

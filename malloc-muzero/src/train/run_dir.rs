@@ -1,11 +1,19 @@
 //! The run directory: what a run trains (`run.json`, `program.json`), its metrics, its
 //! checkpoints, and the repairs a start or resume makes after an interrupted session.
+//!
+//! One layout for a run of one program and for a multi-program run, which differ only in
+//! where each case's files go: a run of one program keeps its program in `program.json`
+//! and its best mapping in `best/`; a multi-program run (`run.json` lists `cases`) keeps
+//! `programs/NNN.json` (one copy per distinct program) and `best/NNN/` per case, beside a
+//! `program.json` of its first case. Its JSON files are written and read as EGRL's are
+//! ([`binio::json`]).
 
-use super::error::{io_error, json_error};
+use super::error::io_error;
 use super::trainer::{Learner, Progress};
 use super::TrainConfig;
 use super::TrainError;
 use accel_sim::Program;
+use binio::json::{append_json_line, read_json, write_json};
 use malloc_game::GameSetup;
 use muzero::ReplayBuffer;
 use muzero::{device, MuZeroNet, NetworkConfig};
@@ -32,8 +40,8 @@ pub struct RunInfo {
     pub options: malloc_game::GameOptions,
     pub network: NetworkConfig,
     pub config: TrainConfig,
-    /// A multi-program run's cases ([`super::SuiteTrainer`]); empty for a run of one
-    /// program. In a suite run the fields above name its first case.
+    /// A multi-program run's cases; empty for a run of one program. In a multi-program
+    /// run the fields above name its first case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cases: Vec<CaseInfo>,
 }
@@ -74,10 +82,50 @@ const REPLAY_VERSION: u32 = 2;
 /// The copy of the program a run folder keeps, so it resumes and replays on its own.
 pub(super) const PROGRAM_JSON: &str = "program.json";
 
+/// The folder of a multi-program run's program copies (`NNN.json`).
+const PROGRAMS: &str = "programs";
+
 /// The files a run writes in `best/`.
 const BEST_FILES: [&str; 4] = ["game.game", "mapping.json", "found.json", "summary.json"];
 
 impl RunInfo {
+    /// Whether this is a multi-program run (`cases` listed), whose folder keeps a program
+    /// copy and a best mapping per case (see the module's doc).
+    pub fn is_multi(&self) -> bool {
+        !self.cases.is_empty()
+    }
+
+    /// Whether `other`, a new run in this run's folder, trains what this one does: the
+    /// same game, or the same cases; so this run's best mappings are the new run's.
+    pub(super) fn same_run(&self, other: &RunInfo) -> bool {
+        if self.is_multi() || other.is_multi() {
+            let cases = |i: &RunInfo| serde_json::to_value(&i.cases).ok();
+            return cases(self).is_some() && cases(self) == cases(other);
+        }
+        self.same_game(other)
+    }
+
+    /// The games of the run's cases, their programs loaded as [`RunInfo::load_program`]
+    /// says (a multi-program run's from their files, built-ins or `programs/NNN.json`).
+    pub fn setups(&self, dir: &Path) -> Result<Vec<Arc<GameSetup>>, TrainError> {
+        if !self.is_multi() {
+            return Ok(vec![self.setup(dir)?]);
+        }
+        let origin = dir.join("run.json").display().to_string();
+        let mut setups = Vec::with_capacity(self.cases.len());
+        for (k, c) in self.cases.iter().enumerate() {
+            let recorded = RecordedProgram {
+                workload: &c.workload,
+                workload_path: c.workload_path.as_deref(),
+                hash: c.program_hash,
+            };
+            let program = recorded.load(&program_copy(dir, copy_index(&self.cases, k)))?;
+            let hw = c.hardware.clone().into_hardware(&format!("{origin}: "))?;
+            setups.push(GameSetup::new(Arc::new(program), hw, self.options.clone())?);
+        }
+        Ok(setups)
+    }
+
     /// The program this run trains: the built-in of that name, or the file it was loaded
     /// from, or (the file moved, or the program was built in code) the run's own copy in
     /// `dir`. A program that differs from the one the run started with is refused.
@@ -190,14 +238,19 @@ fn same_program(
     )))
 }
 
-pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), TrainError> {
-    let text = serde_json::to_string_pretty(value).map_err(json_error(path))?;
-    Ok(binio::write_bytes_atomic(path, text.as_bytes())?)
+/// The case whose program copy case `k` of a multi-program run reads: the first with the
+/// same program (cases that differ only in hardware or capacity share its copy).
+fn copy_index(cases: &[CaseInfo], k: usize) -> usize {
+    let hash = cases[k].program_hash;
+    cases
+        .iter()
+        .position(|c| c.program_hash == hash)
+        .unwrap_or(k)
 }
 
-pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, TrainError> {
-    let text = accel_sim::read_text(path)?;
-    serde_json::from_str(&text).map_err(json_error(path))
+/// Case `k`'s program copy in a multi-program run folder.
+fn program_copy(dir: &Path, k: usize) -> PathBuf {
+    dir.join(PROGRAMS).join(format!("{k:03}.json"))
 }
 
 fn rules_v1() -> u32 {
@@ -230,7 +283,7 @@ fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
             current: malloc_game::RULES_VERSION,
         });
     }
-    read_json(path)
+    Ok(read_json(path)?)
 }
 
 /// Loads the newest checkpoint's network of a run directory.
@@ -261,6 +314,14 @@ impl RunDir {
     pub fn best(&self) -> PathBuf {
         self.root.join("best")
     }
+    /// Where case `k` of the run `info` keeps its best mapping: `best/` in a run of one
+    /// program, `best/NNN/` in a multi-program run.
+    pub fn case_best(&self, info: &RunInfo, k: usize) -> PathBuf {
+        match info.is_multi() {
+            true => self.best().join(format!("{k:03}")),
+            false => self.best(),
+        }
+    }
     pub fn games(&self) -> PathBuf {
         self.root.join("games")
     }
@@ -286,11 +347,12 @@ impl RunDir {
         Ok(())
     }
 
-    /// Removes the files a run writes in `best/` (they are nobody's without a run.json),
-    /// and nothing else: the folder may be the user's.
-    pub fn clear_best(&self) -> Result<(), TrainError> {
-        for name in BEST_FILES {
-            let path = self.best().join(name);
+    /// Removes the files the run `info` would write in its cases' `best/` folders (they
+    /// are nobody's without a run.json), and nothing else: the folder may be the user's.
+    pub fn clear_best(&self, info: &RunInfo) -> Result<(), TrainError> {
+        let cases = info.cases.len().max(1);
+        let files = (0..cases).flat_map(|k| BEST_FILES.map(|f| self.case_best(info, k).join(f)));
+        for path in files {
             match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io_error(&path)(e))
@@ -310,11 +372,27 @@ impl RunDir {
         read_info_at(&path).map(Some)
     }
 
-    /// Writes the program's copy, then `run.json`: a folder with `run.json` has both.
-    pub fn write_info(&self, info: &RunInfo, program: &Program) -> Result<(), TrainError> {
-        let text = bench_workloads::json::to_json(program, None);
-        binio::write_bytes_atomic(&self.root.join(PROGRAM_JSON), text.as_bytes())?;
-        write_json(&self.root.join("run.json"), info)
+    /// Writes the programs' copies (`program.json`, the first case's, and in a
+    /// multi-program run `programs/NNN.json`), then `run.json`: a folder with `run.json`
+    /// has them all. `setups` are the run's cases' games, in order.
+    pub fn write_info(&self, info: &RunInfo, setups: &[Arc<GameSetup>]) -> Result<(), TrainError> {
+        let copy = |path: &Path, program: &Program| {
+            let text = bench_workloads::json::to_json(program, None);
+            binio::write_bytes_atomic(path, text.as_bytes())
+        };
+        if let Some(first) = setups.first() {
+            copy(&self.root.join(PROGRAM_JSON), first.program())?;
+        }
+        if info.is_multi() {
+            let programs = self.root.join(PROGRAMS);
+            std::fs::create_dir_all(&programs).map_err(io_error(&programs))?;
+            for (k, setup) in setups.iter().enumerate() {
+                if copy_index(&info.cases, k) == k {
+                    copy(&program_copy(&self.root, k), setup.program())?;
+                }
+            }
+        }
+        Ok(write_json(&self.root.join("run.json"), info)?)
     }
 
     /// The newest complete checkpoint, if there is one.
@@ -358,6 +436,8 @@ impl RunDir {
     fn remove_temp_files(&self) -> Result<(), TrainError> {
         let mut dirs = vec![self.best(), self.games(), self.checkpoints()];
         dirs.extend(subdirs(&self.checkpoints())?);
+        dirs.extend(subdirs(&self.best())?);
+        dirs.push(self.root.join(PROGRAMS));
         let ours = |name: &str| name.starts_with('.') && name.contains(".tmp.");
         let mut found: Vec<PathBuf> = Vec::new();
         for d in dirs {
@@ -437,16 +517,7 @@ impl RunDir {
     /// Appends one iteration's line to `metrics.jsonl` in one write, so a kill leaves at
     /// most a cut last line (which the next start or resume drops).
     pub fn append_metrics(&self, p: &Progress) -> Result<(), TrainError> {
-        use std::io::Write;
-        let path = self.metrics();
-        let mut line = serde_json::to_string(p).map_err(json_error(&path))?;
-        line.push('\n');
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io_error(&path))?;
-        f.write_all(line.as_bytes()).map_err(io_error(&path))
+        Ok(append_json_line(&self.metrics(), p)?)
     }
 
     /// Writes a checkpoint; `latest.json` last, so a checkpoint counts only once complete.

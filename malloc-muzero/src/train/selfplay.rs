@@ -454,6 +454,5 @@ pub fn play_greedy(
 
 /// The xla baseline's simulated latency on this setup.
 pub fn xla_latency(setup: &GameSetup) -> Result<f64, TrainError> {
-    crate::evaluate::xla_latency(setup.program(), setup.hardware())
-        .map_err(|e| TrainError::Baseline(Box::new(e)))
+    xla_msa::xla_latency(setup.program(), setup.hardware()).map_err(TrainError::Baseline)
 }

@@ -1,19 +1,32 @@
-//! [`Trainer`]: one run, stepped an iteration at a time.
+//! [`Trainer`]: one run, of one program or of many, stepped an iteration at a time.
+//!
+//! A run is a list of cases (a program on a hardware with a capacity), all with the same
+//! game options, so one network plays them all: the observation and the actions do not
+//! depend on the program's size. A run of one program is a run of one case. Each
+//! iteration plays one case, drawn from a seeded shuffle of the cases per epoch (every case
+//! once per epoch, so a run repeats exactly and resumes exactly): its self-play games,
+//! branch games and proposals start from that case's best line, its evaluation game is
+//! that case's. The learner trains on one replay buffer and one demonstrations buffer
+//! holding every case's games; each case keeps its own policy-target line (its best game,
+//! [`super::demos::imitate`]). MuZero Reanalyse is offered to a run of one program only (a
+//! stored game does not say which program it is of).
 
 use super::best::Found;
 use super::case::{self, CaseRun};
 use super::demos::{history_of, imitate};
 use super::remote::{self, BatchInfo};
-use super::run_dir::{write_json, Latest, RunDir, RunInfo};
+use super::run_dir::{CaseInfo, Latest, RunDir, RunInfo};
 use super::selfplay::{reanalyse_round, seed_for};
 use super::selfplay::{Collector, PlayedGame};
 use super::{Limits, TrainConfig, TrainError};
+use binio::json::write_json;
 use malloc_game::record::GameRecord;
-use malloc_game::GameSetup;
-use muzero::{device, LossParts, MuZeroNet};
+use malloc_game::{observation, GameSetup};
+use muzero::{device, LossParts, MuZeroNet, NetworkConfig};
 use muzero::{Optimizer, StepStats};
 use muzero::{ReplayBuffer, TrainingBatch};
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -21,7 +34,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What a run reports at its end (also `best/summary.json`).
+/// What a run reports at its end (also `best/summary.json`). In a multi-program run the
+/// case fields (`xla_latency_s` to `eval_latency_s`) are its first case's, as in
+/// `run.json`, and `cases` has every case's.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TrainSummary {
     /// Iterations completed, counting those of earlier sessions.
@@ -41,6 +56,20 @@ pub struct TrainSummary {
     /// The session ended because its stop flag was raised, not at its limits.
     #[serde(default)]
     pub interrupted: bool,
+    /// A multi-program run's cases; empty for a run of one program.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<CaseSummary>,
+}
+
+/// One case's results in a multi-program run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseSummary {
+    pub name: String,
+    pub xla_latency_s: f64,
+    /// The fastest mapping the agent found for this case (none before one finished).
+    pub best_latency_s: Option<f64>,
+    /// The case's last evaluation game in this session.
+    pub eval_latency_s: Option<f64>,
 }
 
 /// One iteration's report: what the progress callback gets, and one line of
@@ -118,16 +147,6 @@ pub(super) struct Learner {
     pub(super) demos: ReplayBuffer,
 }
 
-/// What a run keeps: where it writes, its case (game, demonstrations, baseline, best).
-struct Run {
-    dir: RunDir,
-    /// The threads that replay branch proposals.
-    pool: rayon::ThreadPool,
-    case: CaseRun,
-    info: RunInfo,
-    all_slow: f64,
-}
-
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Counters {
     /// Iterations completed: the next iteration's number.
@@ -147,10 +166,30 @@ pub(super) struct Learned {
     pub reanalysed: usize,
 }
 
-/// A training run: started or resumed in a run directory, then stepped an iteration at a
-/// time ([`Trainer::step_iteration`]) or run to its limits ([`Trainer::run`]).
+/// A case of a run: its name (in progress lines and summaries), the workload as the user
+/// gave it (a built-in name or a program file), and the game.
+pub struct TrainCase {
+    pub name: String,
+    pub workload: String,
+    pub setup: Arc<GameSetup>,
+}
+
+/// The most cases a run takes.
+pub const MAX_CASES: usize = 1024;
+
+/// A training run of one case or of many: started or resumed in a run directory, then
+/// stepped an iteration at a time ([`Trainer::step_iteration`]) or run to its limits
+/// ([`Trainer::run`]).
 pub struct Trainer {
-    run: Run,
+    dir: RunDir,
+    info: RunInfo,
+    cases: Vec<CaseRun>,
+    /// The cases' names, in their order (a run of one program: its workload).
+    names: Vec<String>,
+    /// The threads that replay branch proposals.
+    pool: rayon::ThreadPool,
+    /// The first case's all-slow latency, for the summary.
+    all_slow: f64,
     learner: Learner,
     counters: Counters,
     /// The last iteration the newest checkpoint includes.
@@ -161,23 +200,50 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// Starts a run of `setup` in `dir`. `workload` is the built-in name or the program
-    /// file it was loaded from. A folder whose run of the same game has no checkpoint yet
-    /// (it stopped in its first iterations) is started again, keeping the best mapping it
-    /// found; a folder whose run has a checkpoint, or is of another game, is refused
-    /// ([`TrainError::RunExists`]).
+    /// Starts a run of one program, `setup`, in `dir`: a one-case
+    /// [`Trainer::start_cases`] whose case is named `workload` (the built-in name or the
+    /// program file it was loaded from).
     pub fn start(
         setup: Arc<GameSetup>,
         workload: &str,
         config: TrainConfig,
         dir: &Path,
     ) -> Result<Trainer, TrainError> {
-        config.check()?;
-        let mut config = config;
+        let case = TrainCase {
+            name: workload.to_string(),
+            workload: workload.to_string(),
+            setup,
+        };
+        Trainer::start_cases(vec![case], config, dir)
+    }
+
+    /// Starts a run of `cases` in `dir`: one network for every case, so they must share
+    /// their game options. A folder whose run of the same cases has no checkpoint yet (it
+    /// stopped in its first iterations) is started again, keeping the best mappings it
+    /// found; a folder whose run has a checkpoint, or is of other cases, is refused
+    /// ([`TrainError::RunExists`]).
+    pub fn start_cases(
+        cases: Vec<TrainCase>,
+        config: TrainConfig,
+        dir: &Path,
+    ) -> Result<Trainer, TrainError> {
+        let mut config = checked(config, cases.len() > 1)?;
         if config.threads == 0 {
             config.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         }
-        let network = config.network_for(&setup)?;
+        let first = cases
+            .first()
+            .ok_or_else(|| TrainError::Config("cases: a run needs a case".into()))?;
+        if cases.len() > MAX_CASES {
+            return Err(TrainError::Config(format!(
+                "cases: {} cases; a run takes at most {MAX_CASES} (it plays one case an iteration, so more would each be seen too rarely to learn from)",
+                cases.len()
+            )));
+        }
+        let network = config.network_for(&first.setup)?;
+        for c in &cases {
+            same_game(&first.setup, c)?;
+        }
         let run_dir = RunDir::new(dir);
         let exists = |what| TrainError::RunExists {
             dir: dir.display().to_string(),
@@ -186,46 +252,36 @@ impl Trainer {
         if run_dir.read_latest()?.is_some() {
             return Err(exists("with a checkpoint"));
         }
-        let info = RunInfo {
-            rules: malloc_game::RULES_VERSION,
-            workload: workload.to_string(),
-            workload_path: program_file(workload),
-            program_hash: setup.program().content_hash(),
-            hardware: setup.hardware().to_file(),
-            options: setup.options().clone(),
-            network,
-            config,
-            cases: Vec::new(),
-        };
+        let info = run_info(&cases, network, config);
         match run_dir.read_info() {
-            Ok(Some(earlier)) if !earlier.same_game(&info) => {
-                return Err(exists("of another game"))
+            Ok(Some(earlier)) if !earlier.same_run(&info) => {
+                return Err(exists(if info.is_multi() {
+                    "of other cases"
+                } else {
+                    "of another game"
+                }))
             }
             Err(_) => return Err(exists("with an unreadable run.json")),
             Ok(Some(_)) => {}
             // Files in `best/` without a run.json are nobody's.
-            Ok(None) => run_dir.clear_best()?,
+            Ok(None) => run_dir.clear_best(&info)?,
         }
+        let setups: Vec<Arc<GameSetup>> = cases.into_iter().map(|c| c.setup).collect();
         run_dir.create()?;
-        run_dir.write_info(&info, setup.program())?;
-        Trainer::fresh(Run::new(run_dir, setup, info)?)
+        run_dir.write_info(&info, &setups)?;
+        Trainer::open(run_dir, info, setups)
     }
 
     /// Resumes the run in `dir` from its newest checkpoint, or starts it afresh from its
-    /// `run.json` when it has none. The program comes from the folder ([`RunInfo::setup`]).
-    /// `config` replaces the run's training config (not its network).
+    /// `run.json` when it has none. The programs come from the folder
+    /// ([`RunInfo::setups`]). `config` replaces the run's training config (not its
+    /// network).
     pub fn resume(dir: &Path, config: Option<TrainConfig>) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
         let mut info = super::read_run_info(dir)?;
-        if !info.cases.is_empty() {
-            return Err(TrainError::Resume(format!(
-                "{} holds a multi-program run: resume it as one (`train --resume` does)",
-                dir.display()
-            )));
-        }
-        let setup = info.setup(dir)?;
+        let setups = info.setups(dir)?;
         if let Some(c) = config.filter(|c| *c != info.config) {
-            c.check()?;
+            let c = checked(c, info.is_multi())?;
             if c.network.as_ref().is_some_and(|n| *n != info.network) {
                 return Err(TrainError::Config(format!(
                     "network: differs from the network of the run in {}, which a resume keeps",
@@ -233,40 +289,59 @@ impl Trainer {
                 )));
             }
             info.config = c;
-            run_dir.write_info(&info, setup.program())?;
+            run_dir.write_info(&info, &setups)?;
         }
-        info.config.check()?;
+        checked(info.config.clone(), info.is_multi())?;
         run_dir.create()?;
-        let run = Run::new(run_dir, setup, info)?;
-        match run.dir.read_latest()? {
-            None => Trainer::fresh(run),
-            Some(latest) => Trainer::restore(run, latest),
+        Trainer::open(run_dir, info, setups)
+    }
+
+    /// The run's cases (demonstrations, baselines, bests read back), then its learner:
+    /// from the newest checkpoint, or fresh; the folder rolled back to that checkpoint.
+    fn open(
+        dir: RunDir,
+        info: RunInfo,
+        setups: Vec<Arc<GameSetup>>,
+    ) -> Result<Trainer, TrainError> {
+        let c = &info.config;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(c.threads.max(1))
+            .build()
+            .map_err(|e| TrainError::Config(format!("threads: {e}")))?;
+        let names: Vec<String> = match info.is_multi() {
+            true => info.cases.iter().map(|c| c.name.clone()).collect(),
+            false => vec![info.workload.clone()],
+        };
+        let all_slow = setups.first().map_or(f64::NAN, |s| s.all_slow_latency());
+        let mut cases = Vec::with_capacity(setups.len());
+        for (k, (setup, name)) in setups.into_iter().zip(&names).enumerate() {
+            let best_dir = dir.case_best(&info, k);
+            std::fs::create_dir_all(&best_dir).map_err(super::error::io_error(&best_dir))?;
+            cases.push(CaseRun::new(setup, &best_dir, name, c)?);
         }
-    }
-
-    fn fresh(run: Run) -> Result<Trainer, TrainError> {
-        run.dir.roll_back_to(None)?;
-        let learner = Learner::fresh(&run.info, [&run.case])?;
+        let latest = dir.read_latest()?;
+        let (learner, counters, saved_through) = match &latest {
+            Some(l) => (
+                dir.load_checkpoint(l, &info.network, &c.optim)?,
+                Counters::after(l),
+                Some(l.iteration),
+            ),
+            None => (Learner::fresh(&info, &cases)?, Counters::default(), None),
+        };
+        dir.roll_back_to(latest.as_ref())?;
+        if let (Some(l), false) = (&latest, info.is_multi()) {
+            cases[0].last_eval = l.eval_latency_s;
+        }
         Ok(Trainer {
-            run,
+            dir,
+            info,
+            cases,
+            names,
+            pool,
+            all_slow,
             learner,
-            counters: Counters::default(),
-            saved_through: None,
-            session: Instant::now(),
-            next_ticket: 0,
-        })
-    }
-
-    fn restore(mut run: Run, latest: Latest) -> Result<Trainer, TrainError> {
-        let (network, optim) = (&run.info.network, &run.info.config.optim);
-        let learner = run.dir.load_checkpoint(&latest, network, optim)?;
-        run.dir.roll_back_to(Some(&latest))?;
-        run.case.last_eval = latest.eval_latency_s;
-        Ok(Trainer {
-            run,
-            learner,
-            counters: Counters::after(&latest),
-            saved_through: Some(latest.iteration),
+            counters,
+            saved_through,
             session: Instant::now(),
             next_ticket: 0,
         })
@@ -282,39 +357,60 @@ impl Trainer {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<TrainSummary, TrainError> {
         limits.check()?;
-        let interrupted = run_until(self, limits, stop, progress)?;
+        let interrupted = loop {
+            if stop.load(Ordering::SeqCst) {
+                break true;
+            }
+            if self.limits_reached(limits) {
+                break false;
+            }
+            match self.step_iteration(limits)? {
+                Some(p) => progress(&p),
+                None => break false,
+            }
+        };
         self.finish(interrupted)
     }
 
-    /// One iteration: self-play with the current weights beside the learner, then the
-    /// new games enter the buffer, the evaluation game, the metrics line, and a checkpoint
-    /// when one is due. The learner stops at `limits.steps`. `None`: `limits.deadline`
-    /// came during the iteration, which is dropped (its games are not kept).
+    /// The case iteration `iteration` plays: epoch `e` visits every case once, in an order
+    /// drawn from the seed and `e` (a run of one program plays it every iteration).
+    pub fn case_at(&self, iteration: u64) -> usize {
+        let n = self.cases.len() as u64;
+        let mut order: Vec<usize> = (0..self.cases.len()).collect();
+        let seed = seed_for(self.info.config.seed, iteration / n, 8);
+        order.shuffle(&mut StdRng::seed_from_u64(seed));
+        order[(iteration % n) as usize]
+    }
+
+    /// One iteration on one case ([`Trainer::case_at`]): self-play with the current
+    /// weights beside the learner, then the new games enter the buffer, the evaluation
+    /// game, the metrics line, and a checkpoint when one is due. The learner stops at
+    /// `limits.steps`. `None`: `limits.deadline` came during the iteration, which is
+    /// dropped (its games are not kept).
     pub fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
         let iteration = self.counters.iterations;
         let cancelled = move || past(limits.deadline);
         self.pretrain(limits)?;
+        let k = self.case_at(iteration);
         let weights = self.learner.net.snapshot()?;
-        let best = self.run.case.line_to_improve();
-        let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
-        let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
+        let (case, c) = (&self.cases[k], &self.info.config);
+        let best = case.line_to_improve();
+        let eval_due = iteration % c.eval_every as u64 == 0;
+        let collector = Collector {
+            setup: &case.setup,
+            config: c,
+            pool: &self.pool,
+        };
+        let reanalysed_on = reanalysed_on(&self.info, &self.cases);
+        let (learner, counters) = (&mut self.learner, &mut self.counters);
         // The evaluation game plays the same weights as self-play, on a thread of its own.
         let (learned, played, eval) = std::thread::scope(|s| {
-            let selfplay = s.spawn(|| {
-                run.collector()
-                    .collect(&weights, iteration, best.as_ref(), &cancelled)
-            });
-            let eval = eval_due
-                .then(|| s.spawn(|| run.case.eval_game(&weights, &run.info.config, iteration)));
+            let selfplay =
+                s.spawn(|| collector.collect(&weights, iteration, best.as_ref(), &cancelled));
+            let eval = eval_due.then(|| s.spawn(|| case.eval_game(&weights, c, iteration)));
             let learned = learner
-                .learn(
-                    &run.info.config,
-                    counters,
-                    iteration,
-                    limits.steps,
-                    &cancelled,
-                )
-                .and_then(|l| learner.reanalyse(run, iteration, l));
+                .learn(c, counters, iteration, limits.steps, &cancelled)
+                .and_then(|l| learner.reanalyse(reanalysed_on, c, iteration, l));
             let played = selfplay.join().unwrap_or(Err(TrainError::SelfPlayPanicked));
             let eval = eval.map(|h| h.join().unwrap_or(Err(TrainError::SelfPlayPanicked)));
             (learned, played, eval)
@@ -323,43 +419,57 @@ impl Trainer {
         let Some(played) = played? else {
             return Ok(None);
         };
-        let returns = self.absorb(played, iteration)?;
-        self.end_iteration(iteration, &learned, &returns, eval.transpose()?)
+        let returns = self.absorb(k, played, iteration)?;
+        self.end_iteration(k, iteration, &learned, &returns, eval.transpose()?)
             .map(Some)
     }
 
     /// The demonstrations-only training steps that come before the first self-play games
     /// (at most `limits.steps`); nothing once the run has trained.
     pub fn pretrain(&mut self, limits: &Limits) -> Result<(), TrainError> {
-        let c = &self.run.info.config;
+        let c = &self.info.config;
         self.learner
             .pretrain_before_play(c, &mut self.counters, limits)
     }
 
-    /// The end of every iteration: the evaluation game (if one was played), the metrics
-    /// line, and a checkpoint when one is due.
+    /// The end of every iteration on case `k`: the evaluation game (if one was played),
+    /// the metrics line, and a checkpoint when one is due.
     fn end_iteration(
         &mut self,
+        k: usize,
         iteration: u64,
         learned: &Learned,
         returns: &[f64],
         eval: Option<PlayedGame>,
     ) -> Result<Progress, TrainError> {
         if let Some(g) = eval {
-            self.record_eval(g, iteration)?;
+            self.record_eval(k, g, iteration)?;
         }
         self.counters.iterations += 1;
-        let p = self.progress(iteration, learned, returns);
-        self.run.dir.append_metrics(&p)?;
-        if self.counters.iterations % self.run.info.config.checkpoint_every as u64 == 0 {
+        let p = self.progress(k, iteration, learned, returns);
+        self.dir.append_metrics(&p)?;
+        if self.counters.iterations % self.info.config.checkpoint_every as u64 == 0 {
             self.checkpoint()?;
         }
         Ok(p)
     }
 
-    /// The run as a remote self-play worker needs it ([`super::SelfPlayWorker::new`]).
+    /// The only case of a run of one program: remote self-play ships one game to its
+    /// workers.
+    fn remote_case(&self) -> Result<&CaseRun, TrainError> {
+        match self.cases.as_slice() {
+            [only] if !self.info.is_multi() => Ok(only),
+            _ => Err(TrainError::Remote(format!(
+                "{} holds a multi-program run; remote self-play plays a run of one program",
+                self.dir().display()
+            ))),
+        }
+    }
+
+    /// The run as a remote self-play worker needs it ([`super::SelfPlayWorker::new`]);
+    /// a run of one program only.
     pub fn describe(&self) -> Result<Vec<u8>, TrainError> {
-        remote::describe(&self.run.info, &self.run.case.setup)
+        remote::describe(&self.info, &self.remote_case()?.setup)
     }
 
     /// The learner's weights now, as bytes ([`super::SelfPlayWorker::load_weights`]).
@@ -370,9 +480,10 @@ impl Trainer {
     /// The next batch of self-play for a remote worker: a fresh ticket, and the line that
     /// branch games and proposals start from now.
     pub fn order(&mut self) -> Result<Vec<u8>, TrainError> {
+        let line = self.remote_case()?.line_to_improve();
         let ticket = self.next_ticket.max(self.counters.iterations);
         self.next_ticket = ticket + 1;
-        remote::order(ticket, self.run.case.line_to_improve().as_ref())
+        remote::order(ticket, line.as_ref())
     }
 
     /// One iteration of a run whose self-play happens elsewhere: the batch `bytes` (from
@@ -385,24 +496,24 @@ impl Trainer {
         bytes: &[u8],
         limits: &Limits,
     ) -> Result<(BatchInfo, Progress), TrainError> {
-        let (info, played) = remote::decode_batch(&self.run.case.setup, bytes)?;
+        let (info, played) = remote::decode_batch(&self.remote_case()?.setup, bytes)?;
         let iteration = self.counters.iterations;
-        let returns = self.absorb(played, iteration)?;
+        let returns = self.absorb(0, played, iteration)?;
         let cancelled = move || past(limits.deadline);
         let weights = self.learner.net.snapshot()?;
-        let eval_due = iteration % self.run.info.config.eval_every as u64 == 0;
-        let (run, learner, counters) = (&self.run, &mut self.learner, &mut self.counters);
+        let (case, config) = (&self.cases[0], &self.info.config);
+        let eval_due = iteration % config.eval_every as u64 == 0;
+        let reanalysed_on = reanalysed_on(&self.info, &self.cases);
+        let (learner, counters) = (&mut self.learner, &mut self.counters);
         let (learned, eval) = std::thread::scope(|s| {
-            let config = &run.info.config;
-            let eval =
-                eval_due.then(|| s.spawn(|| run.case.eval_game(&weights, config, iteration)));
+            let eval = eval_due.then(|| s.spawn(|| case.eval_game(&weights, config, iteration)));
             let learned = learner
                 .learn(config, counters, iteration, limits.steps, &cancelled)
-                .and_then(|l| learner.reanalyse(run, iteration, l));
+                .and_then(|l| learner.reanalyse(reanalysed_on, config, iteration, l));
             let eval = eval.map(|h| h.join().unwrap_or(Err(TrainError::SelfPlayPanicked)));
             (learned, eval)
         });
-        let p = self.end_iteration(iteration, &learned?, &returns, eval.transpose()?)?;
+        let p = self.end_iteration(0, iteration, &learned?, &returns, eval.transpose()?)?;
         Ok((info, p))
     }
 
@@ -411,66 +522,96 @@ impl Trainer {
         self.counters.reached(limits, self.session)
     }
 
-    /// Counts the new games, keeps the best, and stores them for the learner; returns
-    /// their returns.
-    fn absorb(&mut self, played: Vec<PlayedGame>, iteration: u64) -> Result<Vec<f64>, TrainError> {
-        let (case, config) = (&mut self.run.case, &self.run.info.config);
+    /// Counts case `k`'s new games, keeps the best, and stores them for the learner;
+    /// returns their returns.
+    fn absorb(
+        &mut self,
+        k: usize,
+        played: Vec<PlayedGame>,
+        iteration: u64,
+    ) -> Result<Vec<f64>, TrainError> {
+        let (case, config) = (&mut self.cases[k], &self.info.config);
         self.learner
             .absorb(case, played, &mut self.counters, config, iteration)
     }
 
-    /// Saves the evaluation game under `games/`, then the case records it.
-    fn record_eval(&mut self, g: PlayedGame, iteration: u64) -> Result<(), TrainError> {
-        let path = self
-            .run
-            .dir
-            .games()
-            .join(format!("eval-{iteration:06}.game"));
-        GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?.save(&path)?;
+    /// Case `k`'s evaluation game: saved under `games/` in a run of one program (a game
+    /// file replays on the run's `program.json`; a multi-program run has many), then the
+    /// case records it ([`CaseRun::record_eval`]).
+    fn record_eval(&mut self, k: usize, g: PlayedGame, iteration: u64) -> Result<(), TrainError> {
+        if !self.info.is_multi() {
+            let path = self.dir.games().join(format!("eval-{iteration:06}.game"));
+            let record =
+                GameRecord::from_game(&g.game, "muzero", iteration, Some(g.search.clone()))?;
+            record.save(&path)?;
+        }
         let mut to = self
             .learner
-            .taught_at(&self.run.info.config, &self.counters, iteration);
-        self.run.case.record_eval(&g, &mut to)
+            .taught_at(&self.info.config, &self.counters, iteration);
+        self.cases[k].record_eval(&g, &mut to)
     }
 
-    fn progress(&self, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {
+    /// Iteration `iteration`'s line, on case `k` (named in a multi-program run).
+    fn progress(&self, k: usize, iteration: u64, learned: &Learned, returns: &[f64]) -> Progress {
         let elapsed = self.elapsed_s();
         let p = Progress::of_learning(iteration, &self.counters, elapsed, learned, returns);
-        self.run.case.report(p)
+        Progress {
+            case: self.info.is_multi().then(|| self.names[k].clone()),
+            ..self.cases[k].report(p)
+        }
     }
 
     /// Saves a checkpoint of the iterations completed, unless the newest one has them.
     pub fn checkpoint(&mut self) -> Result<(), TrainError> {
-        let latest = self
-            .counters
-            .latest(self.elapsed_s(), self.run.case.last_eval);
-        self.saved_through =
-            save_checkpoint(&self.run.dir, &self.learner, latest, self.saved_through)?;
+        // A run of one program reports its last evaluation game until a resumed session
+        // plays the next; a multi-program run's cases each had their own.
+        let eval = match self.info.is_multi() {
+            true => None,
+            false => self.cases[0].last_eval,
+        };
+        let latest = self.counters.latest(self.elapsed_s(), eval);
+        self.saved_through = save_checkpoint(&self.dir, &self.learner, latest, self.saved_through)?;
         Ok(())
     }
 
     /// Ends the session: a checkpoint of every iteration completed and
-    /// `best/summary.json`. The best mapping itself was written when it was found.
+    /// `best/summary.json`. The best mappings themselves were written when found.
     pub fn finish(&mut self, interrupted: bool) -> Result<TrainSummary, TrainError> {
         self.checkpoint()?;
         let summary = self.summary(interrupted);
-        write_json(&self.run.dir.best().join("summary.json"), &summary)?;
+        write_json(&self.dir.best().join("summary.json"), &summary)?;
         Ok(summary)
     }
 
     /// The run so far.
     pub fn summary(&self, interrupted: bool) -> TrainSummary {
+        let first = &self.cases[0];
+        let cases = match self.info.is_multi() {
+            false => Vec::new(),
+            true => self
+                .cases
+                .iter()
+                .zip(&self.names)
+                .map(|(c, name)| CaseSummary {
+                    name: name.clone(),
+                    xla_latency_s: c.xla,
+                    best_latency_s: Some(c.best.latency).filter(|l| l.is_finite()),
+                    eval_latency_s: c.last_eval,
+                })
+                .collect(),
+        };
         TrainSummary {
             iterations: self.counters.iterations,
             train_steps: self.counters.train_steps,
             positions: self.counters.positions,
             elapsed_s: self.elapsed_s(),
-            xla_latency_s: self.run.case.xla,
-            all_slow_latency_s: self.run.all_slow,
-            best_latency_s: Some(self.run.case.best.latency).filter(|l| l.is_finite()),
-            best_return: Some(self.run.case.best.ret).filter(|r| r.is_finite()),
-            eval_latency_s: self.run.case.last_eval,
+            xla_latency_s: first.xla,
+            all_slow_latency_s: self.all_slow,
+            best_latency_s: Some(first.best.latency).filter(|l| l.is_finite()),
+            best_return: Some(first.best.ret).filter(|r| r.is_finite()),
+            eval_latency_s: first.last_eval,
             interrupted,
+            cases,
         }
     }
 
@@ -479,13 +620,22 @@ impl Trainer {
     }
 
     pub fn dir(&self) -> &Path {
-        self.run.dir.root()
+        self.dir.root()
     }
+    /// The first case's game (a run of one program's only one).
     pub fn setup(&self) -> &Arc<GameSetup> {
-        &self.run.case.setup
+        &self.cases[0].setup
     }
     pub fn info(&self) -> &RunInfo {
-        &self.run.info
+        &self.info
+    }
+    /// The cases' names, in the run's order (a run of one program: its workload).
+    pub fn case_names(&self) -> &[String] {
+        &self.names
+    }
+    /// Whether the run trains on many programs (`run.json`'s `cases`).
+    pub fn is_multi(&self) -> bool {
+        self.info.is_multi()
     }
     /// Iterations completed, counting those of earlier sessions.
     pub fn iterations(&self) -> u64 {
@@ -497,81 +647,88 @@ impl Trainer {
     pub fn positions(&self) -> u64 {
         self.counters.positions
     }
-    /// The demonstrations buffer: the heuristics' games and the agent's best game (the
-    /// one whose moves are policy targets), sampled beside self-play.
+    /// The demonstrations buffer: every case's heuristic games and best game (the one
+    /// whose moves are policy targets), sampled beside self-play.
     pub fn demonstrations(&self) -> &ReplayBuffer {
         &self.learner.demos
     }
-    /// The best return found so far (-inf before any game has finished).
+    /// The first case's best return so far (-inf before any game has finished).
     pub fn best_return(&self) -> f64 {
-        self.run.case.best.ret
+        self.cases[0].best.ret
     }
+    /// The first case's best latency so far (inf before any game has finished).
     pub fn best_latency_s(&self) -> f64 {
-        self.run.case.best.latency
+        self.cases[0].best.latency
     }
 }
 
-impl Run {
-    fn new(dir: RunDir, setup: Arc<GameSetup>, info: RunInfo) -> Result<Run, TrainError> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(info.config.threads.max(1))
-            .build()
-            .map_err(|e| TrainError::Config(format!("threads: {e}")))?;
-        let all_slow = setup.all_slow_latency();
-        let case = CaseRun::new(setup, &dir.best(), &info.workload, &info.config)?;
-        Ok(Run {
-            pool,
-            case,
-            all_slow,
-            dir,
-            info,
-        })
-    }
-
-    fn collector(&self) -> Collector<'_> {
-        Collector {
-            setup: &self.case.setup,
-            config: &self.info.config,
-            pool: &self.pool,
-        }
+/// The game reanalyse replays stored games on: a run of one program's. A stored game does
+/// not say which program it is of, so a multi-program run does not reanalyse ([`checked`]
+/// refuses the config).
+fn reanalysed_on<'a>(info: &RunInfo, cases: &'a [CaseRun]) -> Option<&'a Arc<GameSetup>> {
+    match cases {
+        [only] if !info.is_multi() => Some(&only.setup),
+        _ => None,
     }
 }
 
-/// What [`run_until`] steps: a run of one program or of many.
-pub(super) trait Iterations {
-    fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError>;
-    fn limits_reached(&self, limits: &Limits) -> bool;
+/// `config`, checked, with what a multi-program run does not offer refused.
+fn checked(config: TrainConfig, multi: bool) -> Result<TrainConfig, TrainError> {
+    config.check()?;
+    if multi && config.reanalyse_games_per_iteration > 0 {
+        return Err(TrainError::Config(
+            "reanalyse_games_per_iteration: a multi-program run does not reanalyse (set it to 0)"
+                .into(),
+        ));
+    }
+    Ok(config)
 }
 
-impl Iterations for Trainer {
-    fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
-        Trainer::step_iteration(self, limits)
+/// Refuses a case whose game the first case's network cannot play.
+fn same_game(first: &GameSetup, case: &TrainCase) -> Result<(), TrainError> {
+    let (a, b) = (first.options(), case.setup.options());
+    if a != b {
+        return Err(TrainError::Config(format!(
+            "cases: `{}` has other game options than the first case (observation {} vs {}, actions {} vs {}): every case of a multi-program run plays by the same options and number of fast levels",
+            case.name,
+            observation::observation_len(b),
+            observation::observation_len(a),
+            case.setup.action_count(),
+            first.action_count()
+        )));
     }
-    fn limits_reached(&self, limits: &Limits) -> bool {
-        Trainer::limits_reached(self, limits)
+    Ok(())
+}
+
+/// `run.json` of a new run of `cases`: a run of one program names it in the top fields;
+/// a multi-program run lists its cases, the top fields naming the first.
+fn run_info(cases: &[TrainCase], network: NetworkConfig, config: TrainConfig) -> RunInfo {
+    let infos: Vec<CaseInfo> = cases.iter().map(case_info).collect();
+    let first = &cases[0];
+    let multi = cases.len() > 1;
+    RunInfo {
+        rules: malloc_game::RULES_VERSION,
+        workload: match multi {
+            true => format!("suite of {} cases", cases.len()),
+            false => first.workload.clone(),
+        },
+        workload_path: infos[0].workload_path.clone().filter(|_| !multi),
+        program_hash: infos[0].program_hash,
+        hardware: infos[0].hardware.clone(),
+        options: first.setup.options().clone(),
+        network,
+        config,
+        cases: if multi { infos } else { Vec::new() },
     }
 }
 
-/// Runs iterations until a limit is reached or `stop` is raised (checked between
-/// iterations: the current one is finished, so the run stays what an uninterrupted one
-/// would have been), calling `progress` after each. Returns whether `stop` ended it.
-pub(super) fn run_until(
-    t: &mut impl Iterations,
-    limits: &Limits,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(&Progress),
-) -> Result<bool, TrainError> {
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            return Ok(true);
-        }
-        if t.limits_reached(limits) {
-            return Ok(false);
-        }
-        match t.step_iteration(limits)? {
-            Some(p) => progress(&p),
-            None => return Ok(false),
-        }
+fn case_info(c: &TrainCase) -> CaseInfo {
+    CaseInfo {
+        name: c.name.clone(),
+        workload: c.workload.clone(),
+        workload_path: program_file(&c.workload),
+        program_hash: c.setup.program().content_hash(),
+        hardware: c.setup.hardware().to_file(),
     }
 }
 
@@ -819,16 +976,20 @@ impl Learner {
         Ok(())
     }
 
-    /// This iteration's reanalyse round, with the weights the learner has now.
+    /// This iteration's reanalyse round on the game `setup` (none: no reanalyse), with
+    /// the weights the learner has now.
     fn reanalyse(
         &mut self,
-        run: &Run,
+        setup: Option<&Arc<GameSetup>>,
+        config: &TrainConfig,
         iteration: u64,
         learned: Learned,
     ) -> Result<Learned, TrainError> {
-        let (net, config) = (&self.net, &run.info.config);
-        let reanalysed =
-            reanalyse_round(net, &run.case.setup, &mut self.replay, config, iteration)?;
+        let Some(setup) = setup else {
+            return Ok(learned);
+        };
+        let net = &self.net;
+        let reanalysed = reanalyse_round(net, setup, &mut self.replay, config, iteration)?;
         Ok(Learned {
             reanalysed,
             ..learned

@@ -6,7 +6,9 @@ fast_capacity=None)`` (after ``import mallocmuzero``): one buffer-use decision p
 - Actions: ``Discrete(action_count)``. Which are legal depends on the state: each step's
   ``info["action_mask"]`` and ``env.action_masks()`` (what sb3-contrib's MaskablePPO reads)
   give them. **An illegal action raises ``mallocmuzero.IllegalActionError``** (a
-  ``ValueError``) and leaves the game as it was; it is never silently replaced.
+  ``ValueError``) and leaves the game as it was; it is never silently replaced. An action
+  is an ``int`` or a numpy integer (a 0-d integer array too); anything else (a float, a
+  string, a bool) raises ``TypeError`` rather than being rounded into some action.
   ``action_space.sample()`` without a mask draws a legal action of the current state
   (``sample(mask=...)`` uses the mask given).
 - Observations: ``Box(-inf, inf, (observation_len,), float32)``, the agent's features
@@ -108,7 +110,9 @@ class MallocGameEnv(gym.Env):
         return self._game.observation(), self._info()
 
     def step(self, action):
-        reward = self._game.apply_action(int(action))
+        # Passed as given: int() would play 2.9 as 2 and "14" as 14; the game takes
+        # integers only.
+        reward = self._game.apply_action(action)
         terminated = self._game.is_terminal()
         return self._game.observation(), float(reward), terminated, False, self._info()
 
@@ -153,7 +157,8 @@ class MallocGameVectorEnv(VectorEnv):
         return obs, {"action_mask": self._masks.copy()}
 
     def step(self, actions):
-        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        # Passed as given (an integer array of shape (num_envs,) or a list of ints): a cast
+        # to int64 would play 2.9 as 2, a reshape would take any shape of the right size.
         obs, rewards, terminated, masks, latency, final_obs = self._games.step(actions)
         self._masks = masks
         infos = {"action_mask": masks.copy()}

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import numbers
 import os
 import sys
 import time
@@ -213,13 +215,35 @@ def _read_config(path: str | None) -> str | None:
     return text
 
 
+def _integer(name: str, value, least: int) -> None:
+    # A bool is an int to Python but never a count here; a float would fail deep inside
+    # Ray or a Rust actor (or, for True, run one actor).
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    if value < least:
+        raise ValueError(f"{name}: must be >= {least}, got {value}")
+
+
+def _check(cfg: RunConfig) -> None:
+    """Refuses a bad number in `cfg`, naming its field, before Ray starts."""
+    _integer("actors", cfg.actors, 1)
+    _integer("threads_per_actor", cfg.threads_per_actor, 1)
+    if cfg.num_cpus is not None:
+        # 0 is not "the default" (that is None): Ray would get actors + 1.
+        _integer("num_cpus", cfg.num_cpus, 1)
+    if cfg.seed is not None:
+        _integer("seed", cfg.seed, 0)
+    if isinstance(cfg.seconds, bool) or not isinstance(cfg.seconds, numbers.Real):
+        raise TypeError(f"seconds: expected a number, got {type(cfg.seconds).__name__} {cfg.seconds!r}")
+    # inf would never end (as `train --minutes inf` is refused); NaN compares false.
+    if not (math.isfinite(cfg.seconds) and cfg.seconds > 0):
+        raise ValueError(f"seconds: must be finite and > 0, got {cfg.seconds}")
+
+
 def run(cfg: RunConfig, on_progress=None) -> dict:
     """Runs the training ``cfg`` describes on the Ray this process is connected to (or starts
     one) and returns the run's summary, with the session's Ray figures."""
-    if cfg.actors < 1:
-        raise ValueError(f"actors: must be >= 1, got {cfg.actors}")
-    if not (cfg.seconds > 0):
-        raise ValueError(f"seconds: must be > 0, got {cfg.seconds}")
+    _check(cfg)
     started_ray = False
     if not ray.is_initialized():
         if cfg.address:

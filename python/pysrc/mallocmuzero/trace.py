@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 
 _NEEDS_TORCH = "mallocmuzero.trace needs torch (pip install torch, or the package's [trace] extra)"
 
@@ -91,10 +92,9 @@ def trace_to_dict(
     `example_inputs` (a tensor or a tuple of them), traced in eval mode under no_grad.
     `description` opens the file's description (what the model and its input are); the
     rest of it records how it was traced. `source` adds fields to the file's `source`."""
+    dtype_bytes = _dtype_bytes(dtype_bytes)
     fx = _fx()
     torch = fx.torch
-    if dtype_bytes not in (1, 2, 4, 8):
-        raise ValueError(f"dtype_bytes: must be 1, 2, 4 or 8, got {dtype_bytes}")
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     if not all(isinstance(a, torch.Tensor) for a in args):
         raise TypeError("example_inputs: a tensor or a tuple of tensors")
@@ -133,6 +133,22 @@ def trace_to_dict(
         "buffers": buffers,
         "ops": [{k: op[k] for k in ("name", "kind", "flops", "reads", "writes")} for op in ops],
     }
+
+
+def _dtype_bytes(dtype_bytes) -> int:
+    # 2.0 and True pass `in (1, 2, 4, 8)` (2.0 would make every size a float, True one
+    # byte); checked before torch is imported, so the error does not wait on it.
+    try:
+        if isinstance(dtype_bytes, bool):
+            raise TypeError
+        n = operator.index(dtype_bytes)
+    except TypeError:
+        raise TypeError(
+            f"dtype_bytes: expected an int (1, 2, 4 or 8), got {type(dtype_bytes).__name__} {dtype_bytes!r}"
+        ) from None
+    if n not in (1, 2, 4, 8):
+        raise ValueError(f"dtype_bytes: must be 1, 2, 4 or 8, got {n}")
+    return n
 
 
 def trace(module, example_inputs, *, name: str = "model", dtype_bytes: int = 2):

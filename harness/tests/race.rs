@@ -2,14 +2,13 @@
 //! demonstrations buffer with their true returns, and a short race's agent finds the
 //! optimum of a small game with its own games.
 
-mod common;
 use accel_sim::Hardware;
-use common::small_config;
+use harness::race::{race_case, RaceConfig};
+use harness::Case;
 use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
 use malloc_game::{GameOptions, GameSetup};
-use malloc_muzero::race::{race_case, RaceConfig};
+use malloc_muzero::fixtures::small_config;
 use malloc_muzero::train::{TrainConfig, Trainer};
-use malloc_muzero::Case;
 use std::sync::Arc;
 
 fn options() -> GameOptions {
@@ -31,7 +30,7 @@ fn setup(case: &Case) -> Arc<GameSetup> {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    common::temp(&format!("race-{name}"))
+    malloc_muzero::fixtures::temp(&format!("race-{name}"))
 }
 
 #[test]
@@ -74,7 +73,9 @@ fn demonstrations_enter_the_buffer_with_their_true_returns() {
 fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
     let case = tiny_case();
     let s = setup(&case);
-    let best = common::optimal_game(s.start()).final_latency().unwrap();
+    let best = malloc_muzero::fixtures::optimal_game(s.start())
+        .final_latency()
+        .unwrap();
     let dir = temp("tiny");
     let config = RaceConfig {
         seconds: 20.0,

@@ -1,5 +1,13 @@
-//! Baseline solvers of the mapping problem, and the physical bound.
+//! xla-msa: XLA's memory space assignment machinery, apart from the game that walks it,
+//! and the baseline solvers of the mapping problem built on it.
 //!
+//! The machinery (docs/xla-msa.md): the prefetch interval [`picker`], the best-fit chunk
+//! [`heap`] over canonical offsets (`occupancy`), the [`copy_budget`], and the passes and
+//! cursor of [`xla`] that the baseline runs straight through and the mallocGame
+//! (`malloc-game`) walks one decision at a time. EGRL's packer and the exact solver's warm
+//! starts use what they need of it without depending on the game.
+//!
+//! The baselines:
 //! - `all-slow`: everything in level 0 ([`Mapping::all_slow`]).
 //! - `xla`: XLA's memory space assignment ([`xla`], docs/xla-msa.md).
 //! - `xla-repack`: the same with XLA's re-packing of offsets when a buffer runs out of
@@ -7,18 +15,19 @@
 //! - `greedy-size`: TFLite-style whole-live-range placement, largest first
 //!   ([`greedy_size`]).
 //! - [`bound_latency`]: the latency with unbounded fast memory and free copies.
-//!
-//! [`heap`] is the best-fit chunk heap they share with the mallocGame.
 
 pub mod bound;
 pub mod copy_budget;
 pub mod greedy_size;
 pub mod heap;
+mod occupancy;
+pub mod picker;
 pub mod xla;
 
 pub use bound::bound_latency;
 pub use greedy_size::GreedySize;
 pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, TopGap};
+pub use picker::{PickerConfig, PrefetchWindow};
 pub use xla::{
     xla_order, CascadeTiming, EvictionOverBudget, Xla, XlaOptions, XlaPassStats, XlaSolution,
     DEFAULT_MAX_REPACKS,
@@ -50,6 +59,16 @@ pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
     }
 }
 
+/// The standalone xla solver's simulated latency: every speedup is measured against it.
+/// `Err` is the validator's message (a bug: the solver builds valid mappings).
+pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, String> {
+    let m = Xla::default().solve(program, hw);
+    m.validate(program, hw).map_err(|e| e.to_string())?;
+    Ok(accel_sim::Simulator::new(program, hw)
+        .run(&m, false)
+        .latency_s)
+}
+
 /// Everything in level 0.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AllSlow;
@@ -66,7 +85,7 @@ impl Solver for AllSlow {
 /// The solvers build valid mappings by construction and their tests check it on random
 /// programs; this net keeps the `Solver` promise even against a bug: each buffer the
 /// validator names loses its fast allocations (level 0 is always valid for it).
-pub(crate) fn ensure_valid(program: &Program, hw: &Hardware, mut mapping: Mapping) -> Mapping {
+pub fn ensure_valid(program: &Program, hw: &Hardware, mut mapping: Mapping) -> Mapping {
     if mapping.buffers.len() != program.buffers().len() {
         return Mapping::all_slow(program);
     }

@@ -60,10 +60,10 @@
 //! are shorter and hide less copy time, so its picker and budget use those times, with the
 //! copies already made replayed into the budget.
 
-use super::copy_budget::CopyBudget;
-use super::heap::{pack_decreasing_size, Chunk, ChunkHeap, ChunkId, TopGap};
-use super::Solver;
+use crate::copy_budget::CopyBudget;
+use crate::heap::{pack_decreasing_size, Chunk, ChunkHeap, ChunkId, TopGap};
 use crate::picker::{first_true, PickerConfig, PrefetchWindow};
+use crate::Solver;
 use accel_sim::{
     Allocation, Arrival, BufferId, BufferKind, BufferPlacement, CostModel, CostState, Hardware,
     Mapping, OpId, Program,
@@ -265,7 +265,7 @@ impl Solver for Xla {
         }
     }
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping {
-        super::ensure_valid(program, hw, self.solve_detailed(program, hw).mapping)
+        crate::ensure_valid(program, hw, self.solve_detailed(program, hw).mapping)
     }
 }
 
@@ -298,7 +298,7 @@ pub fn xla_order(program: &Program, cost: &CostModel, level: usize) -> Vec<Buffe
 
 /// The hardware levels the passes fill, in order: the fastest first, then (with the
 /// cascade) each slower fast level, at most `max_levels` of them.
-pub(crate) fn pass_levels(options: &XlaOptions, fastest: usize) -> Vec<usize> {
+pub fn pass_levels(options: &XlaOptions, fastest: usize) -> Vec<usize> {
     let count = if options.cascade { fastest } else { 1 };
     let count = options.max_levels.map_or(count, |m| count.min(m));
     (1..=fastest).rev().take(count).collect()
@@ -307,7 +307,7 @@ pub(crate) fn pass_levels(options: &XlaOptions, fastest: usize) -> Vec<usize> {
 /// Per-op times a pass plans with: the op's memory time under the mapping so far, its
 /// elapsed time `max(compute, mem)` and their prefix sums.
 #[derive(Debug)]
-pub(crate) struct Timing {
+pub struct Timing {
     pub mem: Vec<f64>,
     pub elapsed: Vec<f64>,
     /// `cum[t]` = elapsed time of ops `0..t`.
@@ -315,7 +315,7 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    pub(crate) fn new(cost: &CostModel, mem: Vec<f64>) -> Timing {
+    pub fn new(cost: &CostModel, mem: Vec<f64>) -> Timing {
         let elapsed: Vec<f64> = mem
             .iter()
             .enumerate()
@@ -329,7 +329,7 @@ impl Timing {
         Timing { mem, elapsed, cum }
     }
     /// Elapsed time of ops `s..e` (half-open).
-    pub(crate) fn span(&self, s: OpId, e: OpId) -> f64 {
+    pub fn span(&self, s: OpId, e: OpId) -> f64 {
         if e <= s {
             0.0
         } else {
@@ -342,7 +342,7 @@ impl Timing {
 type LoggedCopy = (bool, OpId, OpId, f64);
 
 #[derive(Clone, Debug)]
-pub(crate) struct Budgets {
+pub struct Budgets {
     prefetch: CopyBudget,
     /// `None`: evictions share the prefetch budget.
     eviction: Option<CopyBudget>,
@@ -353,7 +353,7 @@ pub(crate) struct Budgets {
 }
 
 impl Budgets {
-    pub(crate) fn new(opts: &XlaOptions, timing: &Timing) -> Budgets {
+    pub fn new(opts: &XlaOptions, timing: &Timing) -> Budgets {
         Budgets {
             prefetch: CopyBudget::new(&timing.elapsed),
             eviction: opts
@@ -366,7 +366,7 @@ impl Budgets {
 
     /// Budgets over `timing` already carrying the logged copies, in FIFO order, each
     /// charged what its window still has.
-    pub(crate) fn replayed(self, opts: &XlaOptions, timing: &Timing) -> Budgets {
+    pub fn replayed(self, opts: &XlaOptions, timing: &Timing) -> Budgets {
         let mut fresh = Budgets::new(opts, timing);
         let mut log: Vec<LoggedCopy> = self.log.into_iter().collect();
         log.sort_by_key(|c| (c.1, c.2));
@@ -385,7 +385,7 @@ impl Budgets {
 /// (its evictions are never refused), so it records nothing (`record` false): the budgets'
 /// journals would otherwise grow for the whole episode.
 #[derive(Default)]
-pub(crate) struct Txn {
+pub struct Txn {
     record: bool,
     chunks: Vec<ChunkId>,
     /// A use found no chunk in the level (XLA's `kFailOutOfMemory`).
@@ -397,7 +397,7 @@ pub(crate) struct Txn {
 
 impl Txn {
     /// A transaction that records nothing.
-    pub(crate) fn none() -> Txn {
+    pub fn none() -> Txn {
         Txn::default()
     }
 }
@@ -411,14 +411,14 @@ impl Budgets {
     }
 
     /// Whether a prefetch of `amount` seconds beside ops `lo..hi` fits, changing nothing.
-    pub(crate) fn prefetch_fits(&self, lo: OpId, hi: OpId, amount: f64) -> bool {
+    pub fn prefetch_fits(&self, lo: OpId, hi: OpId, amount: f64) -> bool {
         !self.enabled || self.prefetch.fits(lo, hi, amount)
     }
 }
 
 /// A buffer's next event in time.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Item {
+pub enum Item {
     /// A use still read from level 0.
     Use(OpId),
     /// An allocation made by an earlier (faster) pass.
@@ -429,7 +429,7 @@ pub(crate) enum Item {
 
 /// The allocation being built in this pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Open {
+pub struct Open {
     pub arrival: Arrival,
     pub start: OpId,
     pub end: OpId,
@@ -438,7 +438,7 @@ pub(crate) struct Open {
 
 impl Open {
     /// The chunk as an allocation in `level`, as it stands (no eviction).
-    pub(crate) fn allocation(&self, level: usize) -> Allocation {
+    pub fn allocation(&self, level: usize) -> Allocation {
         Allocation {
             level,
             offset: self.offset,
@@ -453,7 +453,7 @@ impl Open {
 /// One pass's own state: its level, the heap of that level, the op times it plans with
 /// and what it did. Shared through [`Pass`] by the baseline and by the game.
 #[derive(Clone, Debug)]
-pub(crate) struct PassState {
+pub struct PassState {
     pub level: usize,
     pub max_copy: f64,
     pub heap: ChunkHeap,
@@ -464,7 +464,7 @@ pub(crate) struct PassState {
 /// Where one buffer stands in one pass: its events, what it holds and what it has closed.
 /// The baseline walks it in one go; the game stops at each use for a decision.
 #[derive(Clone, Debug)]
-pub(crate) struct Cursor {
+pub struct Cursor {
     pub b: BufferId,
     items: Vec<(OpId, Item)>,
     reach: Vec<usize>,
@@ -489,7 +489,7 @@ pub(crate) struct Cursor {
 impl Cursor {
     /// The use waiting for a decision, with the items a chunk for it could reach without
     /// a copy (`[0]` is the use itself).
-    pub(crate) fn pending(&self) -> Option<(OpId, &[(OpId, Item)])> {
+    pub fn pending(&self) -> Option<(OpId, &[(OpId, Item)])> {
         match self.items.get(self.next)? {
             &(u, Item::Use(_)) => Some((u, &self.items[self.next..=self.reach[self.next]])),
             _ => None,
@@ -497,24 +497,24 @@ impl Cursor {
     }
 
     /// How far the cursor has gone through its items (changes whenever it moves on).
-    pub(crate) fn progress_mark(&self) -> usize {
+    pub fn progress_mark(&self) -> usize {
         self.next
     }
 
     /// The uses decided so far and the uses in all, among this pass's items.
-    pub(crate) fn progress(&self) -> (usize, usize) {
+    pub fn progress(&self) -> (usize, usize) {
         let is_use = |x: &&(OpId, Item)| matches!(x.1, Item::Use(_));
         let done = self.items[..self.next].iter().filter(is_use).count();
         (done, self.items.iter().filter(is_use).count())
     }
 
     /// The open allocation as an allocation in `level`, as it stands (no eviction yet).
-    pub(crate) fn open_allocation(&self, level: usize) -> Option<Allocation> {
+    pub fn open_allocation(&self, level: usize) -> Option<Allocation> {
         self.open.map(|o| o.allocation(level))
     }
 }
 
-pub(crate) struct Pass<'a> {
+pub struct Pass<'a> {
     pub program: &'a Program,
     pub cost: &'a CostModel,
     pub opts: &'a XlaOptions,
@@ -523,7 +523,7 @@ pub(crate) struct Pass<'a> {
 
 impl Pass<'_> {
     /// XLA's `CanAllocateInAlternateMemoryNoCopy` for a segment from `p` to use `u`.
-    pub(crate) fn no_copy_ok(&self, p: OpId, u: OpId) -> bool {
+    pub fn no_copy_ok(&self, p: OpId, u: OpId) -> bool {
         self.st.max_copy > self.st.timing.span(p + 1, u)
     }
 
@@ -572,7 +572,7 @@ impl Pass<'_> {
     /// XLA's `FindBestChunkCandidate` without a preferred offset: the best-fit offset for
     /// `[start, ends[k]]` with the largest `k` that fits (fitting is monotone in `k`, so a
     /// binary search finds it).
-    pub(crate) fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
+    pub fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
         let fit = |k: usize| {
             self.st
                 .heap
@@ -785,7 +785,7 @@ impl Pass<'_> {
 
     /// The cursor of buffer `b` at its first item; `None` when the buffer cannot be in
     /// this level at all (larger than it).
-    pub(crate) fn begin(&self, b: BufferId, prior: &[Allocation]) -> Option<Cursor> {
+    pub fn begin(&self, b: BufferId, prior: &[Allocation]) -> Option<Cursor> {
         let program = self.program;
         if program.buffer(b).size > self.st.heap.capacity() {
             return None;
@@ -811,12 +811,7 @@ impl Pass<'_> {
     /// Processes the items that need no decision (an earlier pass's allocation, the
     /// program end of an output) up to the next use or the end. `None` if an eviction
     /// cannot be made.
-    pub(crate) fn advance(
-        &mut self,
-        c: &mut Cursor,
-        budgets: &mut Budgets,
-        txn: &mut Txn,
-    ) -> Option<()> {
+    pub fn advance(&mut self, c: &mut Cursor, budgets: &mut Budgets, txn: &mut Txn) -> Option<()> {
         while let Some(&(time, item)) = c.items.get(c.next) {
             match item {
                 Item::Use(_) => return Some(()),
@@ -882,7 +877,7 @@ impl Pass<'_> {
 
     /// Extends the open chunk through the pending use at the same offset (the caller
     /// checked that it fits).
-    pub(crate) fn keep(&mut self, c: &mut Cursor, txn: &mut Txn) -> Option<()> {
+    pub fn keep(&mut self, c: &mut Cursor, txn: &mut Txn) -> Option<()> {
         let size = self.program.buffer(c.b).size;
         let (u, _) = c.pending()?;
         let o = c.open.as_mut()?;
@@ -893,7 +888,7 @@ impl Pass<'_> {
 
     /// Writes the buffer into the level at `offset`, from its definition through the
     /// pending use (the caller checked that it fits).
-    pub(crate) fn define(&mut self, c: &mut Cursor, offset: u64, txn: &mut Txn) -> Option<()> {
+    pub fn define(&mut self, c: &mut Cursor, offset: u64, txn: &mut Txn) -> Option<()> {
         let size = self.program.buffer(c.b).size;
         let (u, _) = c.pending()?;
         let d = c.p;
@@ -913,7 +908,7 @@ impl Pass<'_> {
     /// takes the copy (the caller checked that it fits, unless `must_fit` is false: a copy
     /// XLA would not make, which the budget then does not carry) and the chunk is
     /// committed.
-    pub(crate) fn prefetch_at(
+    pub fn prefetch_at(
         &mut self,
         c: &mut Cursor,
         (s, offset): (OpId, u64),
@@ -939,7 +934,7 @@ impl Pass<'_> {
     }
 
     /// Done with the pending use: the next segment starts there.
-    pub(crate) fn end_use(&self, c: &mut Cursor) {
+    pub fn end_use(&self, c: &mut Cursor) {
         if let Some((u, _)) = c.pending() {
             c.can_define = false;
             c.p = u;
@@ -949,7 +944,7 @@ impl Pass<'_> {
     }
 
     /// Ends the open allocation, if any, before op `next`.
-    pub(crate) fn close_open(
+    pub fn close_open(
         &mut self,
         c: &mut Cursor,
         next: OpId,
@@ -966,7 +961,7 @@ impl Pass<'_> {
     /// The buffer's allocations of this pass once its items are done: the open one stays
     /// in the level after its last use, with no eviction needed (an output was closed at
     /// its End item). What the buffer's turn did joins the pass's stats.
-    pub(crate) fn finish(&mut self, mut c: Cursor) -> Vec<Allocation> {
+    pub fn finish(&mut self, mut c: Cursor) -> Vec<Allocation> {
         let (s, mine) = (&mut self.st.stats, &c.stats);
         s.defined += mine.defined;
         s.prefetches += mine.prefetches;
@@ -983,7 +978,7 @@ impl Pass<'_> {
     /// the first op by which the copy has overlapped `preferred_overlap` x its time, but
     /// not past `next - 1`, never shorter than the uses served, and only as far as the
     /// same offset stays free.
-    pub(crate) fn eviction_end(&self, b: BufferId, o: &Open, next: OpId) -> OpId {
+    pub fn eviction_end(&self, b: BufferId, o: &Open, next: OpId) -> OpId {
         let size = self.program.buffer(b).size;
         let copy = self.cost.copy_s(b, self.st.level);
         let d = o.start;
@@ -1038,7 +1033,7 @@ impl Pass<'_> {
     /// changing nothing: a prefetched chunk (or one level 0 also holds) as it is; a
     /// buffer only this level holds evicted right after its definition and held until
     /// [`Pass::eviction_end`].
-    pub(crate) fn closed(&self, c: &Cursor, o: &Open, next: OpId) -> Allocation {
+    pub fn closed(&self, c: &Cursor, o: &Open, next: OpId) -> Allocation {
         let mut a = o.allocation(self.st.level);
         if o.arrival == Arrival::Defined && c.level0_from.is_none() {
             a.end = self.eviction_end(c.b, o, next);
@@ -1049,7 +1044,7 @@ impl Pass<'_> {
 
     /// The picker's window for a prefetch of `b` for use `u` with level 0 holding the
     /// data from op `lo`, under this pass's op times; `None` when XLA would make none.
-    pub(crate) fn window(&self, b: BufferId, lo: OpId, u: OpId) -> Option<PrefetchWindow> {
+    pub fn window(&self, b: BufferId, lo: OpId, u: OpId) -> Option<PrefetchWindow> {
         if lo > u {
             return None;
         }
@@ -1070,7 +1065,7 @@ impl Pass<'_> {
 
     /// The earliest start in `lo..=u` whose overlap with the ops before `u` stays under
     /// `max_copy` (`u` if none does): where a copy starts when the picker has no window.
-    pub(crate) fn earliest_start(&self, lo: OpId, u: OpId) -> OpId {
+    pub fn earliest_start(&self, lo: OpId, u: OpId) -> OpId {
         let timing = &self.st.timing;
         first_true(lo, u, |s| timing.span(s, u) <= self.st.max_copy)
     }
@@ -1079,7 +1074,7 @@ impl Pass<'_> {
     /// level 0 holding the data from op `lo`, the first start, from the preferred one
     /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
     /// Returns the start and offset; changes nothing.
-    pub(crate) fn prefetch_search(
+    pub fn prefetch_search(
         &self,
         b: BufferId,
         lo: OpId,

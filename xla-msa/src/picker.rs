@@ -139,7 +139,7 @@ impl PickerConfig {
 
 /// The first `s` in `lo..hi` where `pred` holds, or `hi` if none does; `pred` must be
 /// false up to some point and true from there on. `O(log (hi - lo))` calls.
-pub(crate) fn first_true(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+pub fn first_true(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (lo, hi);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;

@@ -5,16 +5,17 @@
 //! baseline, a game player, a trained agent, a mapping file); [`evaluate_case`] solves,
 //! validates and simulates each, and returns one [`Row`] per solver.
 
-use crate::agent::{Agent, AgentError};
 use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
 use malloc_game::players::Player;
-use malloc_game::{baselines, GameOptions, GameSetup};
+use malloc_game::{GameOptions, GameSetup};
+use malloc_muzero::{Agent, AgentError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use xla_msa as baselines;
 
 /// The workload and hardware when none is named.
 pub const DEFAULT_WORKLOAD: &str = "resnet50";
@@ -39,7 +40,7 @@ pub enum EvalError {
         program: String,
         smallest: u64,
     },
-    #[error("unknown solver `{0}` (baselines: {b}, egrl-dp, exact; game players: {p}, beam:W with W in 1..={w}, xla-game; muzero: the bundled generalist, or a run with --checkpoint)", b = baselines::SOLVER_NAMES.join(", "), p = malloc_game::players::PLAYER_NAMES.join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
+    #[error("unknown solver `{0}` (known: {known}, and beam:W with W in 1..={w}; muzero is the bundled generalist, or a run with --checkpoint)", known = crate::registry::evaluate_names().join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
     #[error(transparent)]
     Agent(#[from] AgentError),
@@ -133,7 +134,7 @@ pub struct SolverContext {
     /// Search simulations per move of `muzero` (default: the run's evaluation setting).
     pub simulations: Option<usize>,
     /// What the search of `muzero` steps through (default: the game).
-    pub search_model: Option<crate::SearchModel>,
+    pub search_model: Option<malloc_muzero::SearchModel>,
     /// The `exact` solver's time limit and gap tolerance.
     pub exact: exact::ExactConfig,
 }
@@ -275,7 +276,7 @@ pub struct Row {
     pub proxy_latency_s: Option<f64>,
     pub valid: bool,
     pub speedup_vs_xla: Option<f64>,
-    /// The physical limit of this case (see `malloc_game::baselines::bound_latency`).
+    /// The physical limit of this case (see `xla_msa::bound_latency`).
     pub bound_latency_s: f64,
     /// `latency / bound - 1`: how much room is left above this solver.
     pub gap_to_bound: Option<f64>,
@@ -401,8 +402,10 @@ pub fn known_optimum(case: &Case) -> Option<f64> {
 
 /// The standalone xla solver's simulated latency: every speedup is measured against it.
 pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
-    let m = xla_mapping(program, hw)?;
-    Ok(Simulator::new(program, hw).run(&m, false).latency_s)
+    baselines::xla_latency(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+        solver: "xla".into(),
+        msg,
+    })
 }
 
 /// The standalone xla solver's mapping, validated.

@@ -2,15 +2,15 @@
 //! all-slow on realistic workloads, speed, and the heap on minimalloc's packing instances.
 
 use accel_sim::{Buffer, BufferKind, Hardware, Mapping, Op, Program, Simulator};
-use malloc_game::baselines::heap::{pack_decreasing_size, TopGap};
-use malloc_game::baselines::{
-    bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
-    SOLVER_NAMES,
-};
-use malloc_game::PickerConfig;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
+use xla_msa::heap::{pack_decreasing_size, TopGap};
+use xla_msa::PickerConfig;
+use xla_msa::{
+    bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
+    SOLVER_NAMES,
+};
 
 /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");

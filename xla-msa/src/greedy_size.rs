@@ -7,8 +7,8 @@
 //! end in level 0) and held to the program end; a weight or input is prefetched when op 0
 //! begins and held to its last use.
 
-use super::heap::{ChunkHeap, TopGap};
-use super::Solver;
+use crate::heap::{ChunkHeap, TopGap};
+use crate::Solver;
 use accel_sim::{
     Allocation, Arrival, BufferKind, BufferPlacement, CostModel, CostState, Hardware, Mapping,
     Program,
@@ -65,7 +65,7 @@ impl GreedySize {
                 if state.delta(b, &placement) >= 0.0 {
                     continue;
                 }
-                let chunk = super::heap::Chunk {
+                let chunk = crate::heap::Chunk {
                     start,
                     end,
                     offset,
@@ -86,7 +86,7 @@ impl Solver for GreedySize {
         "greedy-size"
     }
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping {
-        super::ensure_valid(program, hw, self.solve_raw(program, hw))
+        crate::ensure_valid(program, hw, self.solve_raw(program, hw))
     }
 }
 

@@ -1,7 +1,8 @@
-//! What the training and race tests share: a small network's config and temporary folders.
+//! Test fixtures shared by this crate's tests and the harness's (feature `fixtures`, not
+//! API): a small network's training config and temporary folders.
 
+use crate::train::TrainConfig;
 use malloc_game::{Game, GameSetup};
-use malloc_muzero::train::TrainConfig;
 use muzero::{NetworkConfig, SearchConfig};
 
 /// A training config for small test games: a small network, 8 simulations, short batches

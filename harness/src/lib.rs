@@ -1,0 +1,14 @@
+//! The evaluation harness every front end (the command line, tests, scripts, the Python
+//! package) calls: the same cases, solvers and rows everywhere.
+//!
+//! - [`registry`]: the one name -> solver registry.
+//! - [`evaluate`]: cases and suites, solve -> validate -> simulate -> [`Row`].
+//! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
+//!   its pictures in [`curves`].
+
+pub mod curves;
+pub mod evaluate;
+pub mod race;
+pub mod registry;
+
+pub use evaluate::{evaluate_case, Case, EvalError, EvalProgress, Row, Solver, SolverContext};
