@@ -13,16 +13,16 @@
 //! ([`GameSetup::trajectory_of`]), every finished game is a valid mapping, and the
 //! undiscounted return is `(S0 - S) / S0`.
 
-use xla_msa::heap::{Candidate, ChunkHeap};
-use xla_msa::xla::{
-    pass_levels, xla_order, Budgets, Cursor, Pass, PassState, Timing, Txn, XlaOptions, XlaPassStats,
-};
 use crate::options::{GameOptions, Mode, Order};
 use accel_sim::{
     Allocation, Arrival, BufferId, CostModel, CostState, Hardware, Mapping, OpId, Program,
     Simulator,
 };
 use std::sync::Arc;
+use xla_msa::heap::{Candidate, ChunkHeap};
+use xla_msa::xla::{
+    pass_levels, xla_order, Budgets, Cursor, Pass, PassState, Timing, Txn, XlaOptions, XlaPassStats,
+};
 
 /// A problem with a game's setup or with an action.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
