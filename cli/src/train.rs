@@ -171,15 +171,43 @@ pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar)
 
 /// The run's config: the file's (or the defaults) with the flags applied.
 fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfig> {
+    let from_file = config.is_some();
     let mut config = config.unwrap_or_default();
+    let defaults = TrainConfig::default();
+    // Flags over the file, and said so where the file set the field otherwise.
+    let overrides = |flag: &str, file: String, default: String, given: String| {
+        if from_file && file != default && file != given {
+            eprintln!("note: {flag} {given} overrides the config file's {file}");
+        }
+    };
     if let Some(s) = args.seed {
+        overrides(
+            "--seed",
+            config.seed.to_string(),
+            defaults.seed.to_string(),
+            s.to_string(),
+        );
         config.seed = s;
     }
     if let Some(t) = args.threads {
         if !(1..=256).contains(&t) {
             bail!("--threads: must be in 1..=256, got {t}");
         }
+        overrides(
+            "--threads",
+            config.threads.to_string(),
+            defaults.threads.to_string(),
+            t.to_string(),
+        );
         config.threads = t;
+    }
+    if let (Some(file), Some(given)) = (&config.init, &args.init) {
+        if from_file && *file != given.display().to_string() {
+            eprintln!(
+                "note: --init {} overrides the config file's init {file}",
+                given.display()
+            );
+        }
     }
     if let Some(init) = &args.init {
         if init.as_os_str() == INIT_BUNDLED {

@@ -414,6 +414,30 @@ fn config_files_are_objects_and_a_race_names_what_it_overrides() {
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("must be a JSON object"), "{bad}: {err}");
     }
+    // Flags over the file, and the override said.
+    std::fs::write(&file, r#"{"seed": 7}"#).unwrap();
+    let (code, _, err) = run(&[
+        "train",
+        "--workload",
+        "diamond",
+        "--config",
+        &path,
+        "--seed",
+        "5",
+        "--steps",
+        "1",
+        "--out",
+        &out,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("--seed 5 overrides the config file's 7"),
+        "{err}"
+    );
+    let run_json = std::fs::read_to_string(dir.join("run").join("run.json")).unwrap();
+    let run_json: serde_json::Value = serde_json::from_str(&run_json).unwrap();
+    assert_eq!(run_json["config"]["seed"], 5);
     for (text, needle) in [
         (r#"{"seed": 7}"#, "field `seed`"),
         (r#"{"variant": "egrl-ea"}"#, "field `variant`"),
