@@ -73,6 +73,50 @@ fn objects_at(
     Ok(())
 }
 
+/// Where two JSON values (two configs, two settings) differ: each leaf that differs as its
+/// dotted path (`learner.learning_rate`; `prefix` first, if any) and both values, objects
+/// walked field by field in name order, anything else compared whole.
+pub fn json_differences(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    prefix: &str,
+) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    fn walk(
+        a: &serde_json::Value,
+        b: &serde_json::Value,
+        at: &str,
+        out: &mut Vec<(String, serde_json::Value, serde_json::Value)>,
+    ) {
+        if a == b {
+            return;
+        }
+        let (Some(x), Some(y)) = (a.as_object(), b.as_object()) else {
+            out.push((at.to_string(), a.clone(), b.clone()));
+            return;
+        };
+        let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
+        names.sort();
+        names.dedup();
+        let null = serde_json::Value::Null;
+        for name in names {
+            let path = if at.is_empty() {
+                name.clone()
+            } else {
+                format!("{at}.{name}")
+            };
+            walk(
+                x.get(name).unwrap_or(&null),
+                y.get(name).unwrap_or(&null),
+                &path,
+                out,
+            );
+        }
+    }
+    let mut out = Vec::new();
+    walk(a, b, prefix, &mut out);
+    out
+}
+
 /// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`], without a leading byte-order
 /// mark.
 pub fn read_text(path: &Path) -> Result<String, TextFileError> {
@@ -151,5 +195,17 @@ mod tests {
     fn an_endless_device_is_refused_at_the_cap() {
         let e = read_text_capped(Path::new("/dev/zero"), 1 << 16).unwrap_err();
         assert!(matches!(e, TextFileError::TooLarge { .. }), "{e}");
+    }
+
+    #[test]
+    fn json_differences_are_leaf_paths_in_name_order() {
+        let a = serde_json::json!({"b": 1, "a": {"x": [1, 2], "y": "s"}, "gone": true});
+        let b = serde_json::json!({"b": 1, "a": {"x": [1, 3], "y": "s"}, "new": 0});
+        let d = json_differences(&a, &b, "config");
+        let paths: Vec<&str> = d.iter().map(|(p, _, _)| p.as_str()).collect();
+        assert_eq!(paths, ["config.a.x", "config.gone", "config.new"]);
+        assert_eq!(d[1].2, serde_json::Value::Null);
+        assert!(json_differences(&a, &a, "").is_empty());
+        assert_eq!(json_differences(&a, &b, "")[0].0, "a.x");
     }
 }

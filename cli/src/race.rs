@@ -370,8 +370,7 @@ fn reuse_saved(
     let i = saved_index(saved, case, solver)?;
     let mapping = case_dir.and_then(|dir| {
         let path = dir.join(format!("{solver}.mapping.json"));
-        let file = accel_sim::MappingFile::read(&path).ok()?;
-        file.to_mapping(&case.program).ok()
+        harness::evaluate::read_mapping(&path, &case.program).ok()
     });
     match race::recheck(case, &saved.results[i], mapping) {
         Ok(r) => Some(r),

@@ -213,7 +213,10 @@ fn same_config(
     let as_value =
         |c: &EgrlConfig| serde_json::to_value(c).map_err(|e| file_error(info_path, &e.to_string()));
     let (field, said, made) =
-        first_difference(&as_value(&recorded)?, &as_value(running)?, "config")
+        accel_sim::json_differences(&as_value(&recorded)?, &as_value(running)?, "config")
+            .into_iter()
+            .next()
+            .map(|(path, a, b)| (path, a.to_string(), b.to_string()))
             .unwrap_or_else(|| ("config".into(), "?".into(), "?".into()));
     Err(file_error(
         info_path,
@@ -222,28 +225,6 @@ fn same_config(
             checkpoint.display()
         ),
     ))
-}
-
-/// The first place where `a` and `b` differ: its path and both values as JSON.
-fn first_difference(
-    a: &serde_json::Value,
-    b: &serde_json::Value,
-    path: &str,
-) -> Option<(String, String, String)> {
-    if a == b {
-        return None;
-    }
-    if let (Some(x), Some(y)) = (a.as_object(), b.as_object()) {
-        let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
-        names.sort();
-        names.dedup();
-        let null = serde_json::Value::Null;
-        return names.into_iter().find_map(|name| {
-            let (p, q) = (x.get(name).unwrap_or(&null), y.get(name).unwrap_or(&null));
-            first_difference(p, q, &format!("{path}.{name}"))
-        });
-    }
-    Some((path.to_string(), a.to_string(), b.to_string()))
 }
 
 /// Refuses a checkpoint whose best mapping does not score, on the problem `run.json`

@@ -165,34 +165,10 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
 /// The settings that differ between two [`settings_of`] values, as paths
 /// (`hardware.levels`, `options.slots`).
 pub fn settings_differ(saved: &serde_json::Value, now: &serde_json::Value) -> Vec<String> {
-    fn differ(a: &serde_json::Value, b: &serde_json::Value, at: &str, out: &mut Vec<String>) {
-        let (Some(x), Some(y)) = (a.as_object(), b.as_object()) else {
-            if a != b {
-                out.push(at.to_string());
-            }
-            return;
-        };
-        let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        let null = serde_json::Value::Null;
-        for k in keys {
-            let path = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            differ(
-                x.get(k).unwrap_or(&null),
-                y.get(k).unwrap_or(&null),
-                &path,
-                out,
-            );
-        }
-    }
-    let mut out = Vec::new();
-    differ(saved, now, "", &mut out);
-    out
+    accel_sim::json_differences(saved, now, "")
+        .into_iter()
+        .map(|(path, _, _)| path)
+        .collect()
 }
 
 /// Checks every solver's settings against `case` before any budget is spent: EGRL's and
@@ -223,17 +199,19 @@ pub fn check_config(case: &Case, names: &[String], config: &RaceConfig) -> Resul
             dir.display()
         )));
     }
-    let hw_now = serde_json::to_value(case.hw.to_file()).ok();
-    let mut differ = Vec::new();
-    if info.program_hash != case.program.content_hash() {
-        differ.push(format!("program (the run trains `{}`)", info.workload));
-    }
-    if serde_json::to_value(&info.hardware).ok() != hw_now {
-        differ.push(format!("hardware (the run's is `{}`)", info.hardware.name));
-    }
-    if info.options != config.options {
-        differ.push("game options".to_string());
-    }
+    let differ: Vec<String> = info
+        .game_differences(
+            case.program.content_hash(),
+            &case.hw.to_file(),
+            &config.options,
+        )
+        .into_iter()
+        .map(|d| match d {
+            "program" => format!("program (the run trains `{}`)", info.workload),
+            "hardware" => format!("hardware (the run's is `{}`)", info.hardware.name),
+            other => other.to_string(),
+        })
+        .collect();
     if !differ.is_empty() {
         return Err(bad(format!(
             "--checkpoint {}: a run of another case ({}): the agent would train it on this one; race its own case, or start the agent afresh",

@@ -258,21 +258,14 @@ impl TrainConfig {
     }
 }
 
-/// The fields of two game options that differ, each as `name: theirs vs ours`.
+/// The fields of two game options that differ, each as `name: theirs there, ours here`.
 fn differing_fields(theirs: &GameOptions, ours: &GameOptions) -> Vec<String> {
-    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
-        (serde_json::to_value(theirs), serde_json::to_value(ours))
-    else {
+    let (Ok(a), Ok(b)) = (serde_json::to_value(theirs), serde_json::to_value(ours)) else {
         return vec!["options".into()];
     };
-    a.iter()
-        .filter(|(k, v)| b.get(*k) != Some(*v))
-        .map(|(k, v)| {
-            format!(
-                "{k}: {v} there, {} here",
-                b.get(k).unwrap_or(&serde_json::Value::Null)
-            )
-        })
+    accel_sim::json_differences(&a, &b, "")
+        .into_iter()
+        .map(|(k, v, w)| format!("{k}: {v} there, {w} here"))
         .collect()
 }
 

@@ -169,11 +169,30 @@ impl RunInfo {
 
     /// Whether two runs play the same game, so the best mapping of one is one of the other.
     pub(super) fn same_game(&self, other: &RunInfo) -> bool {
-        let hw = |i: &RunInfo| serde_json::to_value(&i.hardware).ok();
-        self.program_hash == other.program_hash
-            && self.options == other.options
-            && hw(self).is_some()
-            && hw(self) == hw(other)
+        self.game_differences(other.program_hash, &other.hardware, &other.options)
+            .is_empty()
+    }
+
+    /// What of this run's game differs from the game of that program (by its content
+    /// hash), hardware and options: `program`, `hardware`, `game options`.
+    pub fn game_differences(
+        &self,
+        program_hash: u64,
+        hardware: &accel_sim::HardwareFile,
+        options: &malloc_game::GameOptions,
+    ) -> Vec<&'static str> {
+        let mut differ = Vec::new();
+        if self.program_hash != program_hash {
+            differ.push("program");
+        }
+        let ours = serde_json::to_value(&self.hardware).ok();
+        if ours.is_none() || ours != serde_json::to_value(hardware).ok() {
+            differ.push("hardware");
+        }
+        if self.options != *options {
+            differ.push("game options");
+        }
+        differ
     }
 }
 
