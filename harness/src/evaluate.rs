@@ -410,14 +410,10 @@ pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
 
 /// The standalone xla solver's mapping, validated.
 fn xla_mapping(program: &Program, hw: &Hardware) -> Result<Mapping, EvalError> {
-    use baselines::Solver as _;
-    let m = baselines::Xla::default().solve(program, hw);
-    m.validate(program, hw)
-        .map_err(|e| EvalError::BaselineInvalid {
-            solver: "xla".into(),
-            msg: e.to_string(),
-        })?;
-    Ok(m)
+    baselines::xla_mapping(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+        solver: "xla".into(),
+        msg,
+    })
 }
 
 /// What every row of one case is measured against.

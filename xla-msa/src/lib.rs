@@ -59,11 +59,17 @@ pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
     }
 }
 
-/// The standalone xla solver's simulated latency: every speedup is measured against it.
-/// `Err` is the validator's message (a bug: the solver builds valid mappings).
-pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, String> {
+/// The standalone xla solver's mapping, validated. `Err` is the validator's message (a
+/// bug: the solver builds valid mappings).
+pub fn xla_mapping(program: &Program, hw: &Hardware) -> Result<Mapping, String> {
     let m = Xla::default().solve(program, hw);
     m.validate(program, hw).map_err(|e| e.to_string())?;
+    Ok(m)
+}
+
+/// The standalone xla solver's simulated latency: every speedup is measured against it.
+pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, String> {
+    let m = xla_mapping(program, hw)?;
     Ok(accel_sim::Simulator::new(program, hw)
         .run(&m, false)
         .latency_s)
