@@ -241,11 +241,8 @@ pub fn recheck(
         };
     };
     let m = mapping.ok_or("its mapping file is missing")?;
-    m.validate(&case.program, &case.hw)
-        .map_err(|e| format!("its mapping is not valid: {e}"))?;
-    let latency = Simulator::new(&case.program, &case.hw)
-        .run(&m, false)
-        .latency_s;
+    let (latency, proxy) =
+        measure(case, &m).map_err(|e| format!("its mapping is not valid: {e}"))?;
     let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
     if !same(latency, best) {
         return Err(format!(
@@ -265,7 +262,7 @@ pub fn recheck(
     Ok(RaceResult {
         valid: true,
         best_latency_s: Some(latency),
-        proxy_latency_s: Some(accel_sim::CostModel::new(&case.program, &case.hw).latency(&m)),
+        proxy_latency_s: Some(proxy),
         mapping: Some(m),
         ..saved.clone()
     })
@@ -371,14 +368,10 @@ pub fn race_case(
         settings: Some(settings_of(case, name, config)),
     };
     if let Some(m) = mapping {
-        if m.validate(&case.program, &case.hw).is_ok() {
-            let latency = Simulator::new(&case.program, &case.hw)
-                .run(&m, false)
-                .latency_s;
+        if let Ok((latency, proxy)) = measure(case, &m) {
             result.valid = true;
             result.best_latency_s = Some(latency);
-            result.proxy_latency_s =
-                Some(accel_sim::CostModel::new(&case.program, &case.hw).latency(&m));
+            result.proxy_latency_s = Some(proxy);
             if result.curve.is_empty() {
                 // An instant solver: one point, when it finished.
                 result.curve.push((t0.elapsed().as_secs_f64(), latency));
@@ -388,6 +381,17 @@ pub fn race_case(
         result.mapping = Some(m);
     }
     Ok(result)
+}
+
+/// A mapping of `case` validated, then its simulated and cost-model latencies; `Err` is
+/// the validator's message. Every result of a race, fresh or reused, is measured so.
+fn measure(case: &Case, m: &Mapping) -> Result<(f64, f64), accel_sim::MappingError> {
+    m.validate(&case.program, &case.hw)?;
+    let latency = Simulator::new(&case.program, &case.hw)
+        .run(m, false)
+        .latency_s;
+    let proxy = accel_sim::CostModel::new(&case.program, &case.hw).latency(m);
+    Ok((latency, proxy))
 }
 
 /// Runs `work` while telling `on_best` of each improvement of `incumbent`.
