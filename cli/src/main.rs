@@ -1,10 +1,11 @@
 //! `mallocmuzero`: the command line over the workspace's library crates. It holds flags and
 //! printing only, so that everything it runs can be reached from Rust and Python too:
 //! accel-sim (hardware, validation, the simulator), bench-workloads (programs, the suite,
-//! windows), binio (atomic writes of what it saves), malloc-game (the game, players, saved
-//! games, pictures), muzero (the engine: networks and search for `bench`, candle's thread
-//! setting), malloc-muzero (the evaluation harness, training, the trained agent, the race),
-//! egrl (`train-egrl`) and exact (the exact solver's limits and status).
+//! windows), binio (atomic writes of what it saves), xla-msa (XLA's machinery and the
+//! baselines), malloc-game (the game, players, saved games, pictures), muzero (the engine:
+//! networks and search for `bench`, candle's thread setting), malloc-muzero (training and
+//! the trained agent), harness (evaluate, the race, the solver registry), egrl
+//! (`train-egrl`) and exact (the exact solver's limits and status).
 //! Errors print one line and exit with status 2; nothing here panics on input.
 
 mod bench;
@@ -16,6 +17,11 @@ mod race;
 mod train;
 
 use anyhow::{Context, Result};
+
+/// Persistent game states allocate and free small nodes at a high rate; mimalloc keeps
+/// that a small part of a beam search, where glibc's malloc took half of it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]

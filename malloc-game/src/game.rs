@@ -194,9 +194,12 @@ impl GameSetup {
         let mut g = Game {
             setup: Arc::clone(self),
             turn: 0,
-            allocs: (0..self.program.buffers().len())
-                .map(|_| Vec::new())
-                .collect(),
+            allocs: {
+                let none = Arc::new(Vec::new());
+                (0..self.program.buffers().len())
+                    .map(|_| Arc::clone(&none))
+                    .collect()
+            },
             pass: 0,
             states: Vec::new(),
             budgets: Budgets::new(&self.xla, &timing),
@@ -248,59 +251,77 @@ impl GameSetup {
     pub fn trajectory_of(self: &Arc<Self>, mapping: &Mapping) -> Result<Game, Inexpressible> {
         let mut g = self.start();
         while let Some((b, u)) = g.pending() {
-            let level = self.levels[g.pass];
-            let want = mapping
-                .buffers
-                .get(b)
-                .and_then(|p| {
-                    p.allocations
-                        .iter()
-                        .find(|a| a.level == level && a.start <= u && u <= a.end)
-                })
-                .copied();
-            let action = match want {
-                None => 0,
-                Some(w) => g
-                    .menu
-                    .iter()
-                    .find(|m| {
-                        let a = &m.allocation;
-                        (a.start, a.offset, a.arrival) == (w.start, w.offset, w.arrival)
-                    })
-                    .map(|m| m.action)
-                    .ok_or_else(|| Inexpressible {
-                        turn: g.turn,
-                        buffer: self.program.buffer(b).name.clone(),
-                        op: u,
-                        reason: format!(
-                            "no legal move gives the chunk {:?} from op {} at offset {} in level {level}",
-                            w.arrival, w.start, w.offset
-                        ),
-                        actions: g.actions(),
-                    })?,
-            };
+            let action = g.move_of(mapping).map_err(|w| Inexpressible {
+                turn: g.turn,
+                buffer: self.program.buffer(b).name.clone(),
+                op: u,
+                reason: format!(
+                    "no legal move gives the chunk {:?} from op {} at offset {} in level {}",
+                    w.arrival, w.start, w.offset, w.level
+                ),
+                actions: g.actions(),
+            })?;
             // The action came from the legal menu.
             let _ = g.apply_action(action);
         }
-        let got = g.mapping();
-        for (b, p) in mapping.buffers.iter().enumerate() {
-            let want: Vec<&Allocation> = p
+        if let Some((b, have, want)) = self.unlike(&g.mapping(), mapping) {
+            return Err(Inexpressible {
+                turn: g.turn,
+                buffer: self.program.buffer(b).name.clone(),
+                op: want.first().or(have.first()).map_or(0, |a| a.start),
+                reason: format!("the game ends with {have:?}, the mapping has {want:?}"),
+                actions: g.actions(),
+            });
+        }
+        Ok(g)
+    }
+
+    /// The first buffer whose allocations in the game's levels differ between `got` (a
+    /// finished game's mapping) and `mapping`, with both lists (`got`'s first).
+    pub(crate) fn unlike(
+        &self,
+        got: &Mapping,
+        mapping: &Mapping,
+    ) -> Option<(BufferId, Vec<Allocation>, Vec<Allocation>)> {
+        mapping.buffers.iter().enumerate().find_map(|(b, p)| {
+            let want: Vec<Allocation> = p
                 .allocations
                 .iter()
                 .filter(|a| self.levels.contains(&a.level))
+                .copied()
                 .collect();
-            let have: Vec<&Allocation> = got.buffers[b].allocations.iter().collect();
-            if want != have {
-                return Err(Inexpressible {
-                    turn: g.turn,
-                    buffer: self.program.buffer(b).name.clone(),
-                    op: want.first().or(have.first()).map_or(0, |a| a.start),
-                    reason: format!("the game ends with {have:?}, the mapping has {want:?}"),
-                    actions: g.actions(),
-                });
-            }
+            let have = got.buffers.get(b).map_or(&[][..], |x| &x.allocations);
+            (want != have).then(|| (b, have.to_vec(), want))
+        })
+    }
+}
+
+impl Game {
+    /// The move of the pending turn whose chunk is the one `mapping` gives the buffer at
+    /// that use ([`GameSetup::trajectory_of`]): action 0 where it gives none in the pass's
+    /// level (or the game is over); `Err` with that chunk where no legal move gives it.
+    pub(crate) fn move_of(&self, mapping: &Mapping) -> Result<usize, Allocation> {
+        let Some((b, u)) = self.pending() else {
+            return Ok(0);
+        };
+        let level = self.setup.levels[self.pass];
+        let want = mapping.buffers.get(b).and_then(|p| {
+            p.allocations
+                .iter()
+                .find(|a| a.level == level && a.start <= u && u <= a.end)
+        });
+        match want {
+            None => Ok(0),
+            Some(w) => self
+                .menu
+                .iter()
+                .find(|m| {
+                    let a = &m.allocation;
+                    (a.start, a.offset, a.arrival) == (w.start, w.offset, w.arrival)
+                })
+                .map(|m| m.action)
+                .ok_or(*w),
         }
-        Ok(g)
     }
 }
 
@@ -404,8 +425,10 @@ impl Tally {
 pub struct Game {
     setup: Arc<GameSetup>,
     turn: usize,
-    /// Each buffer's allocations from its finished turns, sorted by start.
-    allocs: imbl::Vector<Vec<Allocation>>,
+    /// Each buffer's allocations from its finished turns, sorted by start. Each list sits
+    /// behind its own `Arc`: copying a shared piece of the vector then copies pointers,
+    /// not lists (a large beam search spent a tenth of its time on those before).
+    allocs: imbl::Vector<Arc<Vec<Allocation>>>,
     /// The pass under way (`setup.levels.len()` once all are done).
     pass: usize,
     /// The passes started so far; the last is the one under way.
@@ -544,7 +567,7 @@ impl Game {
     pub fn mapping(&self) -> Mapping {
         let mut m = Mapping::all_slow(&self.setup.program);
         for (b, a) in self.allocs.iter().enumerate() {
-            m.buffers[b].allocations.clone_from(a);
+            m.buffers[b].allocations.clone_from(&**a);
         }
         if let Some(c) = &self.cursor {
             m.buffers[c.b].allocations.clone_from(&self.shown);
@@ -729,7 +752,7 @@ impl Game {
             return;
         };
         let level = self.states.last().map_or(0, |s| s.level);
-        let mut now = self.allocs[c.b].clone();
+        let mut now = self.allocs[c.b].to_vec();
         now.extend_from_slice(&c.out);
         now.extend(c.open_allocation(level));
         now.sort_by_key(|a| a.start);
@@ -807,11 +830,11 @@ impl Game {
                 let done =
                     self.with_pass(|pass, cursor, _| cursor.take().map(|c| (c.b, pass.finish(c))));
                 if let Some(Some((b, out))) = done {
-                    if let Some(mine) = self.allocs.get_mut(b) {
+                    if let Some(mine) = self.allocs.get_mut(b).map(Arc::make_mut) {
                         mine.extend(out);
                         mine.sort_by_key(|a| a.start);
                     }
-                    debug_assert_eq!(self.allocs[b], self.shown);
+                    debug_assert_eq!(*self.allocs[b], self.shown);
                 }
                 self.shown.clear();
                 continue;
@@ -822,7 +845,7 @@ impl Game {
                     let prior = self.allocs[b].clone();
                     let cursor = self.with_pass(|pass, _, _| pass.begin(b, &prior)).flatten();
                     if let Some(c) = cursor {
-                        self.shown = self.allocs[b].clone();
+                        self.shown = self.allocs[b].to_vec();
                         self.cursor = Some(c);
                     }
                     continue;

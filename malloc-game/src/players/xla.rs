@@ -9,6 +9,7 @@
 
 use super::{play_legal, Player};
 use crate::game::{Game, GameSetup, Inexpressible};
+use accel_sim::Mapping;
 use std::sync::Arc;
 use xla_msa::xla::Xla;
 
@@ -21,11 +22,15 @@ impl XlaPlayer {
     /// levels, or where the game cannot follow it (a bug: every xla mapping is a
     /// trajectory; the tests hold it to that on the suite).
     pub fn trajectory(setup: &Arc<GameSetup>) -> Result<Game, Inexpressible> {
-        let xla = Xla::new(setup.xla_options().clone());
-        let mapping = xla
+        setup.trajectory_of(&XlaPlayer::mapping(setup))
+    }
+
+    /// The `xla` baseline's mapping over the game's fast levels, which
+    /// [`XlaPlayer::trajectory`] plays.
+    pub fn mapping(setup: &GameSetup) -> Mapping {
+        Xla::new(setup.xla_options().clone())
             .solve_detailed(setup.program(), setup.hardware())
-            .mapping;
-        setup.trajectory_of(&mapping)
+            .mapping
     }
 }
 

@@ -18,9 +18,12 @@
 //! `leaves + t`): a query walks indices, not pointers. Nodes spanning fewer than
 //! `2^LOW` ops keep no union of starts: a query reads their few leaves' lists instead,
 //! which spares an insert most of its small allocations. The array is persistent
-//! (`parray.rs`): a clone shares it, and a change copies only the path to what changed.
+//! (`tree_nodes.rs`, over `parray.rs`): a clone shares it, and a change copies only the
+//! path to what changed and the nodes it writes.
 
 use super::parray::PArray;
+use super::tree_nodes::TreeNodes;
+use std::sync::Arc;
 
 /// Nodes spanning fewer than `2^LOW` ops keep no union of the rects starting there.
 const LOW: u32 = 4;
@@ -61,12 +64,12 @@ pub(crate) struct TimeIndex {
     horizon: usize,
     /// The tree's time range is `0..leaves`, a power of two `>= horizon`.
     leaves: usize,
-    /// `2 * leaves` nodes; node 0 is unused. Persistent arrays: an index clones in
-    /// `O(1)` (a game state holds one per level, and a beam search clones states), and a
-    /// change copies only the pieces it touches.
-    nodes: PArray<Node>,
-    /// Per op: the rects starting there, by id.
-    starts: PArray<Vec<Entry>>,
+    /// Nodes `1..2 * leaves`, persistent: an index clones in `O(1)` (a game state holds
+    /// one per level, and a beam search clones states), and a change copies only the
+    /// pieces it touches (`tree_nodes.rs`).
+    nodes: TreeNodes<Node>,
+    /// Per op: the rects starting there, by id (behind an `Arc` for the same reason).
+    starts: PArray<Arc<Vec<Entry>>>,
     free_ids: Vec<usize>,
     next_id: usize,
     live: usize,
@@ -79,8 +82,11 @@ impl TimeIndex {
         TimeIndex {
             horizon,
             leaves,
-            nodes: PArray::from_fn(2 * leaves, |_| Node::default()),
-            starts: PArray::from_fn(leaves, |_| Vec::new()),
+            nodes: TreeNodes::new(leaves),
+            starts: {
+                let empty = Arc::new(Vec::new());
+                PArray::from_fn(leaves, |_| Arc::clone(&empty))
+            },
             ..TimeIndex::default()
         }
     }
@@ -96,7 +102,11 @@ impl TimeIndex {
         if self.keeps_union(1) {
             return self.nodes[1].union.last().map_or(0, |p| p.1);
         }
-        let tops = self.starts.iter().flatten().map(|e| e.rect.top);
+        let tops = self
+            .starts
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|e| e.rect.top);
         tops.max().unwrap_or(0)
     }
 
@@ -116,7 +126,7 @@ impl TimeIndex {
     /// The union of the rects starting in node `n`'s span, from the leaves' lists.
     fn union_from_starts(&self, n: usize) -> Union {
         let mut u = Union::new();
-        for e in self.span(n).flat_map(|t| &self.starts[t]) {
+        for e in self.span(n).flat_map(|t| self.starts[t].iter()) {
             union_insert(&mut u, e.rect.offset, e.rect.top);
         }
         u
@@ -144,16 +154,17 @@ impl TimeIndex {
         } = e.rect;
         let nodes = &mut self.nodes;
         for_each_tile(self.leaves, start, end, |n| {
-            nodes[n].cover.push(*e);
-            union_insert(&mut nodes[n].cover_union, offset, top);
+            let node = nodes.get_mut(n);
+            node.cover.push(*e);
+            union_insert(&mut node.cover_union, offset, top);
         });
-        let list = &mut self.starts[start];
+        let list = Arc::make_mut(&mut self.starts[start]);
         let at = list.partition_point(|x| x.id < e.id);
         list.insert(at, *e);
         let mut n = start + self.leaves;
         while n >= 1 {
             if self.keeps_union(n) {
-                union_insert(&mut self.nodes[n].union, offset, top);
+                union_insert(&mut self.nodes.get_mut(n).union, offset, top);
             }
             n >>= 1;
         }
@@ -163,7 +174,7 @@ impl TimeIndex {
     pub fn remove(&mut self, id: usize, rect: Rect) {
         let nodes = &mut self.nodes;
         for_each_tile(self.leaves, rect.start, rect.end, |n| {
-            let node = &mut nodes[n];
+            let node = nodes.get_mut(n);
             if let Some(i) = node.cover.iter().position(|x| x.id == id) {
                 node.cover.swap_remove(i);
             }
@@ -172,17 +183,19 @@ impl TimeIndex {
                 union_insert(&mut node.cover_union, x.rect.offset, x.rect.top);
             }
         });
-        self.starts[rect.start].retain(|x| x.id != id);
+        Arc::make_mut(&mut self.starts[rect.start]).retain(|x| x.id != id);
         let mut n = rect.start + self.leaves;
         while n >= 1 && !self.keeps_union(n) {
             n >>= 1;
         }
         if n >= 1 {
-            self.nodes[n].union = self.union_from_starts(n);
+            let union = self.union_from_starts(n);
+            self.nodes.get_mut(n).union = union;
         }
         while n > 1 {
             n >>= 1;
-            self.nodes[n].union = union_of(&self.nodes[2 * n].union, &self.nodes[2 * n + 1].union);
+            let union = union_of(&self.nodes[2 * n].union, &self.nodes[2 * n + 1].union);
+            self.nodes.get_mut(n).union = union;
         }
         self.free_ids.push(id);
         self.live -= 1;
@@ -207,7 +220,7 @@ impl TimeIndex {
     /// Skips the subtrees where nothing starts: `O(log T)` per op with a start.
     pub fn starting_in(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &Rect)) {
         let hi = hi.min(self.leaves.saturating_sub(1));
-        if lo <= hi && !self.nodes.is_empty() {
+        if lo <= hi && self.leaves > 0 {
             self.starts_below(1, 0, self.leaves - 1, lo, hi, &mut f);
         }
     }
@@ -225,7 +238,7 @@ impl TimeIndex {
             return;
         }
         if l == r {
-            for e in &self.starts[l] {
+            for e in self.starts[l].iter() {
                 f(e.id, &e.rect);
             }
             return;
@@ -264,7 +277,7 @@ impl TimeIndex {
                     }
                     return;
                 }
-                for x in self.span(n).flat_map(|t| &self.starts[t]) {
+                for x in self.span(n).flat_map(|t| self.starts[t].iter()) {
                     if go {
                         go = f(&[(x.rect.offset, x.rect.top)]);
                     }

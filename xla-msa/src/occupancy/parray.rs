@@ -46,14 +46,6 @@ impl<T: Clone> PArray<T> {
         PArray { len, depth, root }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Element `i` (panics past the end, as a slice does).
     pub(crate) fn get(&self, i: usize) -> &T {
         assert!(
@@ -134,7 +126,7 @@ mod tests {
     fn reads_writes_and_clones_are_independent() {
         for len in [0, 1, 31, 32, 33, 1024, 1025, 40_000] {
             let mut a = PArray::from_fn(len, |i| i as u64);
-            assert_eq!(a.len(), len);
+            assert_eq!(a.iter().count(), len);
             assert!(a.iter().copied().eq(0..len as u64));
             let b = a.clone();
             for i in (0..len).step_by(7) {
