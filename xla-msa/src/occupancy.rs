@@ -10,7 +10,7 @@
 
 pub(crate) mod index;
 mod parray;
-mod tree_nodes;
+mod shared_array;
 
 /// A place where a chunk fits: its offset and the size of the free gap it starts (from the
 /// offset to the next chunk above it, or to the capacity).

@@ -18,12 +18,10 @@
 //! `leaves + t`): a query walks indices, not pointers. Nodes spanning fewer than
 //! `2^LOW` ops keep no union of starts: a query reads their few leaves' lists instead,
 //! which spares an insert most of its small allocations. The array is persistent
-//! (`tree_nodes.rs`, over `parray.rs`): a clone shares it, and a change copies only the
+//! (`shared_array.rs`): a clone shares it, and a change copies only the
 //! path to what changed and the nodes it writes.
 
-use super::parray::PArray;
-use super::tree_nodes::TreeNodes;
-use std::sync::Arc;
+use super::shared_array::SharedArray;
 
 /// Nodes spanning fewer than `2^LOW` ops keep no union of the rects starting there.
 const LOW: u32 = 4;
@@ -66,10 +64,10 @@ pub(crate) struct TimeIndex {
     leaves: usize,
     /// Nodes `1..2 * leaves`, persistent: an index clones in `O(1)` (a game state holds
     /// one per level, and a beam search clones states), and a change copies only the
-    /// pieces it touches (`tree_nodes.rs`).
-    nodes: TreeNodes<Node>,
-    /// Per op: the rects starting there, by id (behind an `Arc` for the same reason).
-    starts: PArray<Arc<Vec<Entry>>>,
+    /// pieces it touches (`shared_array.rs`). Node 0 is unused.
+    nodes: SharedArray<Node>,
+    /// Per op: the rects starting there, by id.
+    starts: SharedArray<Vec<Entry>>,
     free_ids: Vec<usize>,
     next_id: usize,
     live: usize,
@@ -82,11 +80,8 @@ impl TimeIndex {
         TimeIndex {
             horizon,
             leaves,
-            nodes: TreeNodes::new(leaves),
-            starts: {
-                let empty = Arc::new(Vec::new());
-                PArray::from_fn(leaves, |_| Arc::clone(&empty))
-            },
+            nodes: SharedArray::new(2 * leaves),
+            starts: SharedArray::new(leaves),
             ..TimeIndex::default()
         }
     }
@@ -126,7 +121,7 @@ impl TimeIndex {
     /// The union of the rects starting in node `n`'s span, from the leaves' lists.
     fn union_from_starts(&self, n: usize) -> Union {
         let mut u = Union::new();
-        for e in self.span(n).flat_map(|t| self.starts[t].iter()) {
+        for e in self.span(n).flat_map(|t| &self.starts[t]) {
             union_insert(&mut u, e.rect.offset, e.rect.top);
         }
         u
@@ -158,7 +153,7 @@ impl TimeIndex {
             node.cover.push(*e);
             union_insert(&mut node.cover_union, offset, top);
         });
-        let list = Arc::make_mut(&mut self.starts[start]);
+        let list = self.starts.get_mut(start);
         let at = list.partition_point(|x| x.id < e.id);
         list.insert(at, *e);
         let mut n = start + self.leaves;
@@ -183,7 +178,7 @@ impl TimeIndex {
                 union_insert(&mut node.cover_union, x.rect.offset, x.rect.top);
             }
         });
-        Arc::make_mut(&mut self.starts[rect.start]).retain(|x| x.id != id);
+        self.starts.get_mut(rect.start).retain(|x| x.id != id);
         let mut n = rect.start + self.leaves;
         while n >= 1 && !self.keeps_union(n) {
             n >>= 1;
@@ -238,7 +233,7 @@ impl TimeIndex {
             return;
         }
         if l == r {
-            for e in self.starts[l].iter() {
+            for e in &self.starts[l] {
                 f(e.id, &e.rect);
             }
             return;
@@ -277,7 +272,7 @@ impl TimeIndex {
                     }
                     return;
                 }
-                for x in self.span(n).flat_map(|t| self.starts[t].iter()) {
+                for x in self.span(n).flat_map(|t| &self.starts[t]) {
                     if go {
                         go = f(&[(x.rect.offset, x.rect.top)]);
                     }
