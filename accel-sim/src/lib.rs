@@ -9,7 +9,8 @@
 //!   ([`Mapping::validate`]) and its file form ([`MappingFile`]);
 //! - [`CostModel`]: the fast analytic cost model (XLA's cost analysis), with incremental
 //!   deltas ([`CostTally`], [`CostState`]);
-//! - [`Simulator`]: the event-driven simulator that gives the "true" latency;
+//! - [`Simulator`]: the event-driven simulator that gives the "true" latency, and
+//!   [`LiveSim`], the same simulation kept up to date as a mapping changes;
 //! - [`read_text`]: reading a user's text file with a size cap and a byte-order mark
 //!   allowed;
 //! - `fixtures` (feature `fixtures`): small programs shared by the workspace's tests.
@@ -35,7 +36,7 @@ pub use mapping::{
 pub use program::{
     Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES, MAX_FLOPS_PER_OP,
 };
-pub use sim::{Bound, OpTiming, SimReport, Simulator};
+pub use sim::{Bound, LiveSim, OpState, OpTiming, SimReport, Simulator};
 pub use textfile::{
     json_differences, objects_where_objects, read_text, read_text_capped, TextFileError,
     MAX_TEXT_BYTES,

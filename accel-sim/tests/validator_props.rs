@@ -145,6 +145,43 @@ fn check_cost_model(p: &Program, hw: &Hardware, m: &Mapping, rng: &mut StdRng) {
     );
 }
 
+/// The incremental simulation, built one buffer at a time in a random order and taken
+/// apart again, against whole runs of each partial mapping (a subset of a valid mapping's
+/// placements is valid); a clone taken halfway keeps its own state.
+fn check_live_sim(p: &Program, hw: &Hardware, m: &Mapping, rng: &mut StdRng) {
+    let mut sim = Simulator::new(p, hw);
+    let mut live = sim.live();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+    let s0 = sim.run(&Mapping::all_slow(p), false).latency_s;
+    assert_eq!(live.latency_s(), s0);
+    let mut order: Vec<usize> = (0..m.buffers.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut partial = Mapping::all_slow(p);
+    let mut halfway = None;
+    for (k, &b) in order.iter().enumerate() {
+        let new = &m.buffers[b].allocations;
+        let guess = live.latency_with(b, &partial.buffers[b].allocations, new);
+        let got = live.change(b, &partial.buffers[b].allocations, new);
+        assert_eq!(guess, got);
+        partial.buffers[b].allocations.clone_from(new);
+        let want = sim.run(&partial, false);
+        assert!(close(got, want.latency_s), "{got} vs {}", want.latency_s);
+        assert!(close(live.stall_s() + 1.0, want.stall_s + 1.0));
+        if k == order.len() / 2 {
+            halfway = Some((live.clone(), partial.clone()));
+        }
+    }
+    let (old, old_mapping) = halfway.unwrap();
+    let want = sim.run(&old_mapping, false).latency_s;
+    assert!(close(old.latency_s(), want));
+    for &b in order.iter().rev() {
+        live.change(b, &m.buffers[b].allocations, &[]);
+    }
+    assert!(close(live.latency_s(), s0));
+}
+
 fn overlaps(p: &Program, m: &Mapping) -> bool {
     let mut rects = Vec::new();
     for (b, pl) in m.buffers.iter().enumerate() {
@@ -193,6 +230,7 @@ fn overlapping_random_mappings_never_validate() {
                 let compute: f64 = (0..p.len()).map(|t| p.op(t).flops / hw.peak_flops).sum();
                 assert!(sim.is_finite() && sim >= compute);
                 check_cost_model(&p, &hw, &m, &mut rng);
+                check_live_sim(&p, &hw, &m, &mut rng);
             }
             Err(e) => {
                 assert!(overlap, "a mapping without overlaps was rejected: {e}");

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 use harness::Case;
-use malloc_game::{GameOptions, Order};
+use malloc_game::{GameOptions, Order, Reward};
 
 /// Which program on which hardware.
 #[derive(Args, Clone, Default, Debug)]
@@ -43,6 +43,11 @@ pub struct GameArgs {
     /// Fast levels the player may use, fastest first (default: all of the hardware's).
     #[arg(long)]
     pub fast_levels: Option<usize>,
+    /// What the rewards and the planners' rankings measure: simulated (the simulated
+    /// latency of the mapping so far, turn by turn) or proxy (the paper's: the cost model,
+    /// corrected on the last turn). Default: simulated.
+    #[arg(long, value_parser = clap::value_parser!(Reward))]
+    pub reward: Option<Reward>,
 }
 
 impl GameArgs {
@@ -52,6 +57,7 @@ impl GameArgs {
             fast_levels: self.fast_levels.unwrap_or(hw.levels.len() - 1),
             slots: self.slots.unwrap_or(d.slots),
             order: self.order.unwrap_or(d.order),
+            reward: self.reward.unwrap_or(d.reward),
             ..d
         }
     }

@@ -226,13 +226,16 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
             .map(|t| {
                 serde_json::json!({
                     "buffer": t.buffer, "action": t.action, "action_name": t.action_name,
-                    "reward": t.reward, "proxy_latency_s": t.proxy_latency_s,
+                    "reward": t.reward, "latency_s": t.latency_s,
+                    "proxy_latency_s": t.proxy_latency_s,
                 })
             })
             .collect();
         let mut out = serde_json::json!({
             "workload": program.name(), "hardware": hw.name, "solver": record.player,
-            "seed": record.seed, "return": game.total_return(), "latency_s": latency,
+            "seed": record.seed, "reward_kind": record.options.reward.as_str(),
+            "all_slow_latency_s": game.setup().all_slow_latency(),
+            "return": game.total_return(), "latency_s": latency,
             "valid": true, "verified": true, "verify_s": verify_s,
         });
         if args.steps {
@@ -243,27 +246,29 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     }
     if args.steps {
         println!(
-            "{:>5}  {:<40} {:<28} {:>10} {:>14}",
-            "turn", "buffer", "action", "reward", "model (us)"
+            "{:>5}  {:<40} {:<28} {:>10} {:>14} {:>14}",
+            "turn", "buffer", "action", "reward", "sim (us)", "model (us)"
         );
         for (i, t) in replay.turns.iter().enumerate() {
             println!(
-                "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2}",
+                "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2} {:>14.2}",
                 truncate(&t.buffer, 40),
                 t.action_name,
                 t.reward,
+                t.latency_s * 1e6,
                 t.proxy_latency_s * 1e6
             );
         }
     }
     println!(
-        "verified {} turns of {} ({} on {}, player {}, seed {}): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
+        "verified {} turns of {} ({} on {}, player {}, seed {}, {} rewards): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
         replay.turns.len(),
         args.game.display(),
         program.name(),
         hw.name,
         record.player,
         record.seed,
+        record.options.reward.as_str(),
         game.total_return(),
         latency * 1e6,
         verify_s * 1e3

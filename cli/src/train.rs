@@ -233,6 +233,17 @@ fn out_dir(args: &TrainArgs, what: &str, seed: u64) -> PathBuf {
 }
 
 /// A new run of the case the flags name.
+/// The game flags, with the reward kind of the run `config.init` names where `--reward`
+/// is not given: fine-tuning plays the game its network was trained on (the bundled
+/// generalist predates reward kinds: `proxy`).
+fn game_of(game: &GameArgs, config: &TrainConfig) -> Result<GameArgs> {
+    let mut game = game.clone();
+    if let (None, Some(init)) = (game.reward, &config.init) {
+        game.reward = Some(malloc_muzero::train::init_info(init)?.options.reward);
+    }
+    Ok(game)
+}
+
 fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let config = config_of(args, config)?;
     let mut case_args = args.case.clone();
@@ -242,7 +253,7 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
         .clone();
     let case = crate::case::single_case(&case_args)?;
     let dir = out_dir(args, &workload, config.seed);
-    let options = args.game.options(&case.hw);
+    let options = game_of(&args.game, &config)?.options(&case.hw);
     let setup = GameSetup::new(case.program, case.hw, options)?;
     refuse_existing(Trainer::start(setup, &workload, config, &dir), &dir)
 }
@@ -276,7 +287,7 @@ fn start_cases(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer>
     }
     // One network plays every case, so every case plays by the same options: without
     // --fast-levels, the fewest fast levels any case's hardware has.
-    let mut game = args.game.clone();
+    let mut game = game_of(&args.game, &config)?;
     if game.fast_levels.is_none() {
         game.fast_levels = named.iter().map(|(_, _, c)| c.hw.levels.len() - 1).min();
     }

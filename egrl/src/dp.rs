@@ -15,9 +15,15 @@
 //! in the previous pass's mapping (cost model, the rest held fixed). All of that is done
 //! under each prefetch limit (`prefetch_limits`), and the mapper returns the pass whose
 //! mapping simulates fastest.
+//!
+//! The cost model sees each copy alone; the simulator, which judges, queues them. So the
+//! same passes are made again with every value measured by the simulator instead (the
+//! saving of a buffer's resident placement, the rest held fixed: against the all-slow
+//! mapping first, then against the previous pass's mapping, each by an incremental
+//! re-simulation, [`accel_sim::LiveSim`]), and those passes compete too.
 
 use crate::problem::{Assignment, Problem, Slot};
-use accel_sim::{BufferPlacement, CostModel, CostState};
+use accel_sim::{BufferPlacement, CostModel, CostState, LiveSim, Mapping};
 
 /// The capacity's granularity in the knapsack.
 pub const KNAPSACK_UNITS: usize = 1024;
@@ -32,7 +38,9 @@ pub fn dp_assignment(problem: &Problem) -> Assignment {
     let cost = CostModel::new(problem.program(), problem.hardware());
     let mut best: Option<(f64, Assignment)> = None;
     for lowest in prefetch_limits(problem.levels()) {
-        for a in passes(problem, &cost, lowest) {
+        let mut all = passes(problem, &cost, lowest);
+        all.extend(simulated_passes(problem, &sim.live(), lowest));
+        for a in all {
             let latency = problem.score(&mut sim, &a).1.latency_s;
             if best.as_ref().is_none_or(|(l, _)| latency < *l) {
                 best = Some((latency, a));
@@ -104,6 +112,60 @@ fn passes(problem: &Problem, cost: &CostModel, limit: usize) -> Vec<Assignment> 
         out.push(knapsack_pass(problem, &marginal));
     }
     out
+}
+
+/// [`passes`] with every value measured by the simulator: per decision and level, the
+/// simulated saving of its buffers' resident placements there against level 0, the rest
+/// of the mapping (all-slow, then the previous pass's) held fixed.
+fn simulated_passes(problem: &Problem, all_slow: &LiveSim, limit: usize) -> Vec<Assignment> {
+    let mut out = Vec::new();
+    let mut mapping = Mapping::all_slow(problem.program());
+    for _ in 0..=MARGINAL_ROUNDS {
+        let mut live = all_slow.clone();
+        for (b, p) in mapping.buffers.iter().enumerate() {
+            live.change(b, &[], &p.allocations);
+        }
+        let table = simulated_values(problem, &live, &mapping, limit);
+        let a = knapsack_pass(problem, &|d, level| table[d][level]);
+        mapping = problem.decode(&a).mapping;
+        out.push(a);
+    }
+    out
+}
+
+/// `values[d][level]`: the simulated saving of decision `d`'s buffers resident in `level`
+/// against level 0, in `mapping` (which `live` simulates) with the rest held fixed; 0 where
+/// the prefetch limit forbids the level.
+fn simulated_values(
+    problem: &Problem,
+    live: &LiveSim,
+    mapping: &Mapping,
+    limit: usize,
+) -> Vec<Vec<f64>> {
+    let levels = problem.levels();
+    problem
+        .decisions()
+        .iter()
+        .map(|d| {
+            let mut row = vec![0.0; levels];
+            for (level, v) in row.iter_mut().enumerate().skip(1) {
+                if d.slot != Slot::A && level >= limit {
+                    continue;
+                }
+                *v = d
+                    .buffers
+                    .iter()
+                    .map(|&b| {
+                        let now = &mapping.buffers[b].allocations;
+                        let slow = live.latency_with(b, now, &[]);
+                        let at = [problem.resident_allocation(b, level)];
+                        slow - live.latency_with(b, now, &at)
+                    })
+                    .sum();
+            }
+            row
+        })
+        .collect()
 }
 
 /// One pass over the fast levels with `value(decision, level)` (the saving at `level`

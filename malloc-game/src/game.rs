@@ -13,9 +13,9 @@
 //! ([`GameSetup::trajectory_of`]), every finished game is a valid mapping, and the
 //! undiscounted return is `(S0 - S) / S0`.
 
-use crate::options::{GameOptions, Mode, Order};
+use crate::options::{GameOptions, Mode, Order, Reward};
 use accel_sim::{
-    Allocation, Arrival, BufferId, CostModel, CostState, Hardware, Mapping, OpId, Program,
+    Allocation, Arrival, BufferId, CostModel, CostState, Hardware, LiveSim, Mapping, OpId, Program,
     Simulator,
 };
 use std::sync::Arc;
@@ -69,6 +69,8 @@ pub struct GameSetup {
     default_timing: Arc<Timing>,
     /// Simulated latency of the all-level-0 mapping.
     s0: f64,
+    /// The simulation of the all-level-0 mapping, which every game starts from.
+    live0: LiveSim,
     /// Memory-boundedness of each buffer in the fastest level (observation feature).
     boundedness: Vec<f64>,
     /// The most turns a game can take.
@@ -123,9 +125,9 @@ impl GameSetup {
             .sum();
         let default_mem: Vec<f64> = (0..program.len()).map(|t| cost.default_mem_s(t)).collect();
         let default_timing = Arc::new(Timing::new(&cost, default_mem));
-        let s0 = Simulator::new(&program, &hw)
-            .run(&Mapping::all_slow(&program), false)
-            .latency_s;
+        // The same arithmetic as a whole run of the all-level-0 mapping.
+        let live0 = Simulator::new(&program, &hw).live();
+        let s0 = live0.latency_s();
         Ok(Arc::new(GameSetup {
             program,
             hw,
@@ -136,6 +138,7 @@ impl GameSetup {
             orders,
             default_timing,
             s0,
+            live0,
             boundedness,
             max_turns,
         }))
@@ -209,26 +212,36 @@ impl GameSetup {
             menu: Vec::new(),
             closed: None,
             tally: Tally::new(&self.cost, self.program.buffers().len()),
+            sim: self.live0.clone(),
             rewards: imbl::Vector::new(),
             actions: imbl::Vector::new(),
             final_latency: None,
         };
         g.start_pass();
-        let before = g.tally.latency();
+        let before = g.latency();
         g.settle();
-        // Nothing before the first choice can change the cost model: no chunk is open.
-        debug_assert_eq!(before, g.tally.latency());
+        // Nothing before the first choice can change the mapping: no chunk is open.
+        debug_assert_eq!(before, g.latency());
         g
     }
 
-    /// The simulated latency `S` of a finished game's mapping and what its last turn adds
-    /// to the reward, given the cost model's latency `proxy` of that mapping.
-    fn finish(&self, proxy: f64, mapping: &Mapping) -> (f64, f64) {
+    /// The simulated latency `S` of a finished game's mapping, by a whole run (the figure
+    /// every other tool gives the mapping), and what the last turn's reward adds to the
+    /// change in the game's running latency: under [`Reward::Proxy`], the correction from
+    /// the cost model's `P(end)` to `S`; under [`Reward::Simulated`], the rounding between
+    /// the incremental `S(end)` and the whole run.
+    fn finish(&self, game: &Game) -> (f64, f64) {
         let s = Simulator::new(&self.program, &self.hw)
-            .run(mapping, false)
+            .run(&game.mapping(), false)
             .latency_s;
-        let p0 = self.cost.all_slow_latency();
-        (s, (proxy - s) / self.s0 - (p0 - self.s0) / self.s0)
+        let extra = match self.options.reward {
+            Reward::Simulated => (game.sim.latency_s() - s) / self.s0,
+            Reward::Proxy => {
+                let p0 = self.cost.all_slow_latency();
+                (game.tally.latency() - s) / self.s0 - (p0 - self.s0) / self.s0
+            }
+        };
+        (s, extra)
     }
 
     /// A short human name of an action: `prefetch slot 0`, `keep`; `level 0` for action 0.
@@ -438,13 +451,15 @@ pub struct Game {
     pos: usize,
     /// The buffer whose uses are being decided.
     cursor: Option<Cursor>,
-    /// That buffer's allocations as the cost tally holds them.
+    /// That buffer's allocations as the cost tally and the simulation hold them.
     shown: Vec<Allocation>,
     /// The legal moves of the pending use, in action order.
     menu: Vec<Move>,
     /// The open chunk as it would be closed before the pending use (evicted if need be).
     closed: Option<Allocation>,
     tally: Tally,
+    /// The simulation of the mapping so far.
+    sim: LiveSim,
     rewards: imbl::Vector<f64>,
     actions: imbl::Vector<usize>,
     final_latency: Option<f64>,
@@ -517,6 +532,23 @@ impl Game {
     /// The cost model's latency of the placements so far (`P(t)`), seconds.
     pub fn proxy_latency(&self) -> f64 {
         self.tally.latency()
+    }
+    /// The simulated latency of the mapping so far (`S(t)`; uses not decided yet read
+    /// level 0), seconds, kept up to date turn by turn. At the end it is within rounding of
+    /// [`Game::final_latency`], which is a whole run.
+    pub fn simulated_latency(&self) -> f64 {
+        self.sim.latency_s()
+    }
+    /// The running latency the rewards measure ([`GameOptions::reward`]): `S(t)` or `P(t)`.
+    pub fn latency(&self) -> f64 {
+        match self.setup.options.reward {
+            Reward::Simulated => self.sim.latency_s(),
+            Reward::Proxy => self.tally.latency(),
+        }
+    }
+    /// The simulation of the mapping so far, for what it knows op by op (the observation).
+    pub fn simulation(&self) -> &LiveSim {
+        &self.sim
     }
     /// The simulated latency `S`, once the game is over.
     pub fn final_latency(&self) -> Option<f64> {
@@ -639,9 +671,29 @@ impl Game {
         v
     }
 
-    /// The cost model's latency change if `action` (legal) were played now, counting
-    /// only this turn's move (not what the game does before the next turn).
+    /// The change in the running latency ([`Game::latency`]: simulated, or the cost
+    /// model's under [`Reward::Proxy`]) if `action` (legal) were played now, counting only
+    /// this turn's move (not what the game does before the next turn).
     pub fn cost_delta(&self, action: usize) -> f64 {
+        match &self.cursor {
+            Some(c) if !self.is_terminal() && self.is_legal(action) => {
+                let new = self.after(action);
+                match self.setup.options.reward {
+                    Reward::Simulated => {
+                        self.sim.latency_with(c.b, &self.shown, &new) - self.sim.latency_s()
+                    }
+                    Reward::Proxy => self.model_delta(action),
+                }
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The cost model's latency change if `action` (legal) were played now, counting only
+    /// this turn's move: [`Game::cost_delta`] under `reward: proxy`, and under the
+    /// simulated reward the tie-breaker of the planners (a move whose effect the simulator
+    /// hides behind compute changes `S` by nothing now, but not the cost model's view).
+    pub fn model_delta(&self, action: usize) -> f64 {
         match &self.cursor {
             Some(c) if !self.is_terminal() && self.is_legal(action) => {
                 let new = self.after(action);
@@ -664,12 +716,12 @@ impl Game {
                 None => return Err(self.illegal(action)),
             }
         };
-        let before = self.tally.latency();
+        let before = self.latency();
         self.play(mv);
         self.turn += 1;
         self.actions.push_back(action);
         let last = self.settle();
-        let mut reward = (before - self.tally.latency()) / self.setup.s0;
+        let mut reward = (before - self.latency()) / self.setup.s0;
         if let Some(last) = last {
             reward += last;
         }
@@ -743,11 +795,11 @@ impl Game {
             debug_assert!(done.is_some(), "a move from the menu failed: {mv:?}");
             pass.end_use(c);
         });
-        self.sync_tally();
+        self.sync_latencies();
     }
 
-    /// Brings the cost tally up to the current buffer's allocations.
-    fn sync_tally(&mut self) {
+    /// Brings the cost tally and the simulation up to the current buffer's allocations.
+    fn sync_latencies(&mut self) {
         let Some(c) = &self.cursor else {
             return;
         };
@@ -758,6 +810,7 @@ impl Game {
         now.sort_by_key(|a| a.start);
         if now != self.shown {
             self.tally.apply(&self.setup.cost, c.b, &self.shown, &now);
+            self.sim.change(c.b, &self.shown, &now);
             self.shown = now;
         }
     }
@@ -816,7 +869,7 @@ impl Game {
                 });
                 // Only an item passed over can have changed the buffer's allocations.
                 if moved.flatten() == Some(true) {
-                    self.sync_tally();
+                    self.sync_latencies();
                 }
                 if self.cursor.as_ref().is_some_and(|c| c.pending().is_some()) {
                     self.make_menu();
@@ -857,7 +910,7 @@ impl Game {
             // Every pass is done.
             self.pass = setup.levels.len();
             self.menu.clear();
-            let (s, last) = setup.finish(self.tally.latency(), &self.mapping());
+            let (s, last) = setup.finish(self);
             self.final_latency = Some(s);
             return Some(last);
         }

@@ -3,7 +3,8 @@
 //!
 //! - [`Game`], [`GameSetup`]: the game (state, legal actions, rewards) over a program and a
 //!   hardware config.
-//! - [`GameOptions`]: the rules' knobs (levels, [`Mode`]s, K offset slots, [`Order`]).
+//! - [`GameOptions`]: the rules' knobs (levels, [`Mode`]s, K offset slots, [`Order`],
+//!   [`Reward`]).
 //! - [`observation`]: the fixed-size observation vector.
 //! - [`players`]: `random`, `xla` (the XLA heuristic as a policy), `greedy`, `beam`.
 //! - [`record`]: saved games and their verified replay.
@@ -22,6 +23,6 @@ pub use game::{Game, GameError, GameSetup, Inexpressible};
 /// The version of the game's rules (docs/mallocgame.md): 2 since a turn decides one use
 /// of a buffer. Files that record games or what was trained on them carry it.
 pub const RULES_VERSION: u32 = 2;
-pub use options::{GameOptions, Mode, Order, MAX_SLOTS};
+pub use options::{GameOptions, Mode, Order, Reward, MAX_SLOTS};
 
 pub use accel_sim::seed_for;

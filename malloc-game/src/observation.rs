@@ -12,10 +12,16 @@
 //!   (`grid_time x grid_offset` cells, each the fraction occupied);
 //! - per action (`ACTION_FEATURES` each): legal flag, offset/capacity, gap slack/capacity,
 //!   hold length/T, and the cost model's saving `-(delta P)/S0 x 10`;
-//! - the look-ahead: `BUFFER_FEATURES` for each of the next `lookahead` buffers.
+//! - the look-ahead: `BUFFER_FEATURES` for each of the next `lookahead` buffers;
+//! - under the simulated reward, what the simulator knows (`SIM_FEATURES`): `S(t)/S0`, the
+//!   share of `S(t)` spent stalled, the prefetch and eviction backlogs queued before the
+//!   pending use, and over the ops the turn touches (the segment up to the use, at most
+//!   [`SIM_WINDOW`] ops) their stalls and level 0's idle time, the latter over the
+//!   buffer's copy time (a prefetch from the segment's start hides where it is >= 1).
+//!   The paper's setting (`reward: proxy`) keeps the paper's layout without them.
 
 use crate::game::Game;
-use crate::options::GameOptions;
+use crate::options::{GameOptions, Reward};
 use accel_sim::BufferId;
 
 /// Features describing one buffer.
@@ -24,6 +30,10 @@ pub const BUFFER_FEATURES: usize = 12;
 pub const SEGMENT_FEATURES: usize = 7;
 /// Features describing one action.
 pub const ACTION_FEATURES: usize = 5;
+/// Features of the simulator's state (simulated reward only).
+pub const SIM_FEATURES: usize = 6;
+/// The most ops before the pending use whose stalls and idle time the observation sums.
+pub const SIM_WINDOW: usize = 512;
 
 /// Length of the observation vector for these options.
 pub fn observation_len(options: &GameOptions) -> usize {
@@ -34,6 +44,10 @@ pub fn observation_len(options: &GameOptions) -> usize {
         + l * options.grid_time * options.grid_offset
         + options.action_count() * ACTION_FEATURES
         + options.lookahead * BUFFER_FEATURES
+        + match options.reward {
+            Reward::Simulated => SIM_FEATURES,
+            Reward::Proxy => 0,
+        }
 }
 
 /// Writes `game`'s observation into `out` (length [`observation_len`]).
@@ -112,7 +126,36 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         }
         at += BUFFER_FEATURES;
     }
+    if options.reward == Reward::Simulated {
+        sim_features(game, &mut out[at..at + SIM_FEATURES]);
+        at += SIM_FEATURES;
+    }
     debug_assert_eq!(at, out.len());
+}
+
+/// What the simulator knows at the pending use (see the module's layout).
+fn sim_features(game: &Game, f: &mut [f32]) {
+    let setup = game.setup();
+    let s0 = setup.all_slow_latency();
+    let sim = game.simulation();
+    let s = sim.latency_s();
+    f[0] = (s / s0) as f32;
+    f[1] = (sim.stall_s() / s.max(f64::MIN_POSITIVE)) as f32;
+    let Some((b, u)) = game.pending() else {
+        return;
+    };
+    // Seconds in units of the mean all-level-0 op time, squashed: backlogs and stalls run
+    // from nothing to many ops' worth.
+    let op_s = s0 / setup.program().len().max(1) as f64;
+    let squash = |x: f64| ((x / op_s).ln_1p() / 8.0) as f32;
+    let at = sim.op(u);
+    f[2] = squash(at.backlog_s[0]);
+    f[3] = squash(at.backlog_s[1]);
+    let p = game.segment_start().unwrap_or(u).min(u);
+    let (stall, idle) = sim.stall_and_idle(p.max(u.saturating_sub(SIM_WINDOW)), u);
+    f[4] = squash(stall);
+    let copy_s = setup.cost_model().copy_s(b, setup.level(game.pass()));
+    f[5] = (idle / copy_s.max(f64::MIN_POSITIVE)).tanh() as f32;
 }
 
 fn buffer_features(game: &Game, b: BufferId, f: &mut [f32]) {

@@ -87,6 +87,47 @@ impl std::str::FromStr for Order {
     }
 }
 
+/// What a turn's reward measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reward {
+    /// The simulated latency itself: turn `t` earns `(S(t-1) - S(t)) / S0`, where `S(t)` is
+    /// the simulated latency of the mapping so far (uses not decided yet read level 0).
+    #[default]
+    Simulated,
+    /// The paper's setting: the cost model's change `(P(t-1) - P(t)) / S0`, and on the last
+    /// turn the correction `(P(end) - S) / S0 - (P(0) - S0) / S0`, so the return is still
+    /// `(S0 - S) / S0`.
+    Proxy,
+}
+
+impl Reward {
+    /// The names [`Reward::from_str`](std::str::FromStr) accepts.
+    pub const NAMES: [&'static str; 2] = ["simulated", "proxy"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reward::Simulated => "simulated",
+            Reward::Proxy => "proxy",
+        }
+    }
+}
+
+impl std::str::FromStr for Reward {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Reward, String> {
+        match s {
+            "simulated" => Ok(Reward::Simulated),
+            "proxy" => Ok(Reward::Proxy),
+            other => Err(format!(
+                "unknown reward `{other}` ({})",
+                Reward::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
 /// The largest K the game accepts (a corrupt or careless value must not allocate wildly).
 pub const MAX_SLOTS: usize = 1024;
 
@@ -107,6 +148,9 @@ pub struct GameOptions {
     pub grid_time: usize,
     /// Occupancy grid of the observation: offset bins over the level's capacity.
     pub grid_offset: usize,
+    /// What the rewards, [`crate::Game::cost_delta`] and the planners that rank by it
+    /// measure; the observation shows the simulator's state only under `simulated`.
+    pub reward: Reward,
 }
 
 impl Default for GameOptions {
@@ -119,6 +163,7 @@ impl Default for GameOptions {
             lookahead: 4,
             grid_time: 8,
             grid_offset: 8,
+            reward: Reward::Simulated,
         }
     }
 }

@@ -17,9 +17,13 @@ use std::sync::Arc;
 
 /// The format version of saved games (binary header and the `format_version` field).
 // 2: binio files carry a checksum. 3: rules v2 (a turn per use, docs/mallocgame.md).
-pub const GAME_FORMAT_VERSION: u32 = 3;
+// 4: the options name the reward kind (`simulated` or `proxy`).
+pub const GAME_FORMAT_VERSION: u32 = 4;
 /// The last format version whose games were played under rules v1 (one turn per buffer).
 pub const LAST_RULES_V1_VERSION: u32 = 2;
+/// The last format version whose games did not record their reward kind (every one of
+/// them earned the cost model's rewards, today's `reward: proxy`).
+pub const LAST_PROXY_ONLY_VERSION: u32 = 3;
 /// The magic of a saved-game file.
 pub const GAME_MAGIC: &[u8; 8] = b"MMZGAME\0";
 
@@ -98,6 +102,12 @@ pub enum RecordError {
     Json { origin: String, msg: String },
     #[error("{origin}: saved by rules v1 (saved-game format version {found}): this build plays rules v2, where a turn decides one use of a buffer (docs/mallocgame.md); replay it with a build from before rules v2, or play the game again")]
     RulesV1 { origin: String, found: u32 },
+    #[error("{origin}: saved-game format version {found}, from before saved games named their reward kind (its rewards were the cost model's, today's `--reward proxy`); this build reads version {expected}: play the game again")]
+    NoRewardKind {
+        origin: String,
+        found: u32,
+        expected: u32,
+    },
     #[error("{origin}: saved-game format version {found}, this build reads {expected}")]
     Version {
         origin: String,
@@ -110,6 +120,26 @@ pub enum RecordError {
         field: &'static str,
         msg: String,
     },
+}
+
+/// The error for a saved game of format version `found`, which this build does not read.
+fn version_error(origin: &str, found: u32) -> RecordError {
+    let origin = origin.to_string();
+    if (1..=LAST_RULES_V1_VERSION).contains(&found) {
+        RecordError::RulesV1 { origin, found }
+    } else if found == LAST_PROXY_ONLY_VERSION {
+        RecordError::NoRewardKind {
+            origin,
+            found,
+            expected: GAME_FORMAT_VERSION,
+        }
+    } else {
+        RecordError::Version {
+            origin,
+            found,
+            expected: GAME_FORMAT_VERSION,
+        }
+    }
 }
 
 /// Why a saved game does not replay.
@@ -179,6 +209,10 @@ pub struct TurnInfo {
     pub reward: f64,
     /// The cost model's latency after this turn (`P(t)`), seconds.
     pub proxy_latency_s: f64,
+    /// The simulated latency of the mapping after this turn (`S(t)`; after the last turn,
+    /// the final latency), seconds. Under the simulated reward, turn `t`'s reward is
+    /// `(S(t-1) - S(t)) / S0`: these let anyone check that the rewards telescope.
+    pub latency_s: f64,
 }
 
 /// A verified replay: the finished game and its per-turn table.
@@ -251,11 +285,7 @@ impl GameRecord {
             });
         }
         if self.format_version != GAME_FORMAT_VERSION {
-            return Err(RecordError::Version {
-                origin: origin.to_string(),
-                found: self.format_version,
-                expected: GAME_FORMAT_VERSION,
-            });
+            return Err(version_error(origin, self.format_version));
         }
         let invalid = |field, msg| RecordError::Invalid {
             origin: origin.to_string(),
@@ -325,11 +355,8 @@ impl GameRecord {
     pub fn load(path: &Path) -> Result<GameRecord, RecordError> {
         let record: GameRecord =
             binio::read(path, GAME_MAGIC, GAME_FORMAT_VERSION).map_err(|e| match e {
-                BinError::Version { found, .. } if (1..=LAST_RULES_V1_VERSION).contains(&found) => {
-                    RecordError::RulesV1 {
-                        origin: path.display().to_string(),
-                        found,
-                    }
+                BinError::Version { found, .. } => {
+                    version_error(&path.display().to_string(), found)
                 }
                 e => RecordError::Bin(e),
             })?;
@@ -351,11 +378,9 @@ impl GameRecord {
         // name the rules, not the first field that fails.
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
             if let Some(found) = v.get("format_version").and_then(|f| f.as_u64()) {
-                if (1..=u64::from(LAST_RULES_V1_VERSION)).contains(&found) {
-                    return Err(RecordError::RulesV1 {
-                        origin: origin.to_string(),
-                        found: found as u32,
-                    });
+                if found != u64::from(GAME_FORMAT_VERSION) {
+                    let found = u32::try_from(found).unwrap_or(u32::MAX);
+                    return Err(version_error(origin, found));
                 }
             }
         }
@@ -454,6 +479,7 @@ impl GameRecord {
                 action_name,
                 reward: replayed,
                 proxy_latency_s: game.proxy_latency(),
+                latency_s: game.final_latency().unwrap_or(game.simulated_latency()),
             });
         }
         if !game.is_terminal() {

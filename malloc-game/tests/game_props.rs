@@ -223,3 +223,85 @@ fn keep_moves_see_the_room_above_their_chunk() {
         "{keeps} keep moves, {roomy} with room"
     );
 }
+
+/// Under the simulated reward the game keeps `S(t)`, the simulated latency of the mapping
+/// so far, incrementally. After every turn of random games (every bundled workload and
+/// generated programs, on 2- and 3-level hardware), it must equal a whole run of
+/// `mapping()` within 1e-9, each reward must be `(S(t-1) - S(t)) / S0`, and the rewards
+/// sum to the return. A clone taken halfway and played on differently keeps its own
+/// state.
+#[test]
+fn the_running_latency_is_a_whole_simulation_of_the_mapping_so_far() {
+    use bench_workloads::synthetic::{large_random, random_dag};
+    use rand::{Rng, SeedableRng};
+    let tpu = accel_sim::Hardware::tpu_v4i_like()
+        .with_capacity(1, 4 << 20)
+        .unwrap();
+    let nnp = accel_sim::Hardware::nnp_i_like()
+        .with_capacity(2, 2 << 20)
+        .unwrap();
+    let mut programs: Vec<Arc<accel_sim::Program>> = bench_workloads::names()
+        .into_iter()
+        .map(|n| Arc::new(bench_workloads::load(n).unwrap()))
+        .collect();
+    programs.extend((0..3).map(|s| Arc::new(random_dag(60, s))));
+    programs.push(Arc::new(large_random(300, 1)));
+    let mut turns = 0;
+    for (i, program) in programs.iter().enumerate() {
+        for hw in [&tpu, &nnp] {
+            let options = GameOptions {
+                fast_levels: hw.levels.len() - 1,
+                ..GameOptions::default()
+            };
+            let setup = GameSetup::new(Arc::clone(program), hw.clone(), options).unwrap();
+            let mut sim = Simulator::new(program, hw);
+            let s0 = setup.all_slow_latency();
+            let what = format!("{} on {}", program.name(), hw.name);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64);
+            let mut play = |mut g: malloc_game::Game, stop_at: Option<usize>, rng: &mut _| {
+                let rng: &mut rand::rngs::StdRng = rng;
+                while !g.is_terminal() && Some(g.turn()) != stop_at {
+                    let legal = g.legal_actions();
+                    // Mostly placements, so that copies queue and interact.
+                    let a = if rng.random_bool(0.2) {
+                        0
+                    } else {
+                        legal[rng.random_range(0..legal.len())]
+                    };
+                    let before = g.simulated_latency();
+                    let r = g.apply_action(a).unwrap();
+                    let want = sim.run(&g.mapping(), false).latency_s;
+                    let got = if g.is_terminal() {
+                        g.final_latency().unwrap()
+                    } else {
+                        g.simulated_latency()
+                    };
+                    assert_eq!(g.final_latency().unwrap_or(want), want, "{what}");
+                    assert!(
+                        (got - want).abs() <= 1e-9 * want,
+                        "{what} turn {}: S(t) {got} vs a whole run {want}",
+                        g.turn()
+                    );
+                    assert!((r - (before - got) / s0).abs() <= 1e-12, "{what}");
+                    turns += 1;
+                }
+                g
+            };
+            let half = play(setup.start(), Some(setup.max_turns() / 8), &mut rng);
+            let kept = (half.simulated_latency(), half.mapping());
+            let a = play(half.clone(), None, &mut rng);
+            assert_eq!(half.simulated_latency(), kept.0, "{what}: the clone moved");
+            assert!(
+                half.mapping() == kept.1,
+                "{what}: the clone's mapping moved"
+            );
+            let b = play(half, None, &mut rng);
+            for g in [a, b] {
+                let s = g.final_latency().unwrap();
+                let sum: f64 = g.rewards().iter().sum();
+                assert!((sum - (s0 - s) / s0).abs() <= 1e-12, "{what}");
+            }
+        }
+    }
+    assert!(turns > 10_000, "{turns}");
+}

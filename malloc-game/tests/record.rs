@@ -270,7 +270,7 @@ fn another_format_version_is_refused() {
     binio::write_atomic(&path, GAME_MAGIC, GAME_FORMAT_VERSION + 1, &rec).unwrap();
     let e = GameRecord::load(&path).unwrap_err();
     assert!(
-        matches!(e, RecordError::Bin(BinError::Version { found, .. }) if found == GAME_FORMAT_VERSION + 1),
+        matches!(e, RecordError::Version { found, .. } if found == GAME_FORMAT_VERSION + 1),
         "{e}"
     );
     assert!(e.to_string().contains(&format!(
@@ -304,10 +304,37 @@ fn games_saved_under_rules_v1_are_named_as_such() {
     // A v1 JSON export: its modes are no longer known, but the version is named first.
     let json = rec
         .to_json()
-        .replace("\"format_version\": 3", "\"format_version\": 2")
+        .replace("\"format_version\": 4", "\"format_version\": 2")
         .replace("\"keep\"", "\"resident\"");
     let e = GameRecord::from_json(&json, "v1.json").unwrap_err();
     assert!(e.to_string().contains("v1.json: saved by rules v1"), "{e}");
+}
+
+/// Format version 3 came before the reward kind was recorded: its games earned the cost
+/// model's rewards, and a file of it is refused by a message that says so.
+#[test]
+fn games_saved_before_reward_kinds_are_named_as_such() {
+    let rec = record(Arc::new(chain(6)), 3);
+    let path = scratch("v3").join("v3.mmzgame");
+    binio::write_atomic(&path, GAME_MAGIC, 3, &rec).unwrap();
+    let e = GameRecord::load(&path).unwrap_err();
+    assert!(
+        matches!(e, RecordError::NoRewardKind { found: 3, .. }),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("v3.mmzgame") && msg.contains("version 3") && msg.contains("--reward proxy"),
+        "{msg}"
+    );
+    let json = rec
+        .to_json()
+        .replace("\"format_version\": 4", "\"format_version\": 3");
+    let e = GameRecord::from_json(&json, "v3.json").unwrap_err();
+    assert!(
+        matches!(e, RecordError::NoRewardKind { found: 3, .. }),
+        "{e}"
+    );
 }
 
 /// Load + replay + verify of a saved resnet50 game; run with `--ignored --nocapture` to
@@ -333,4 +360,23 @@ fn resnet50_replay_time() {
         program.buffers().len(),
         best * 1e3
     );
+}
+
+/// A replay shows each turn's simulated latency `S(t)`, and under the simulated reward the
+/// rewards are its steps: `(S(t-1) - S(t)) / S0`, down to the final latency.
+#[test]
+fn replayed_turns_show_the_latency_the_rewards_telescope_over() {
+    let program = dag();
+    let rec = record(Arc::clone(&program), 5);
+    let replay = rec.replay(program).unwrap();
+    let s0 = rec.all_slow_latency_s;
+    let mut before = s0;
+    for t in &replay.turns {
+        assert!(
+            (t.reward - (before - t.latency_s) / s0).abs() <= 1e-12,
+            "{t:?}"
+        );
+        before = t.latency_s;
+    }
+    assert_eq!(Some(before), replay.game.final_latency());
 }

@@ -93,6 +93,7 @@ pub fn training_cases() -> Vec<CaseSpec> {
 /// training config, and its cases.
 pub fn info() -> Result<RunInfo, TrainError> {
     let info: RunInfo = serde_json::from_str(RUN_JSON)
+        .and_then(crate::train::run_info_from)
         .map_err(|e| TrainError::Config(format!("{ORIGIN}: run.json: {e}")))?;
     if info.rules != malloc_game::RULES_VERSION {
         return Err(TrainError::Config(format!(

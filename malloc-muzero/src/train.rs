@@ -54,6 +54,7 @@ mod trainer;
 pub use config::{Limits, TrainConfig};
 pub use error::TrainError;
 pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
+pub(crate) use run_dir::run_info_from;
 pub use run_dir::CaseInfo;
 pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
@@ -63,7 +64,7 @@ pub use trainer::{CaseSummary, Progress, TrainCase, TrainSummary, Trainer, MAX_C
 pub const INIT_BUNDLED: &str = "bundled";
 
 /// The run info of the network `init` names: `bundled`, or a run folder.
-fn init_info(init: &str) -> Result<RunInfo, TrainError> {
+pub fn init_info(init: &str) -> Result<RunInfo, TrainError> {
     let info = if init == INIT_BUNDLED {
         crate::generalist::info()
     } else {

@@ -6,7 +6,7 @@ use crate::errors::{bad_arg, err};
 use crate::program::{capacity_spec, Hardware, Program};
 use harness::evaluate::{DEFAULT_HARDWARE, DEFAULT_WORKLOAD};
 use harness::Case;
-use malloc_game::{GameOptions, GameSetup, Order};
+use malloc_game::{GameOptions, GameSetup, Order, Reward};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -91,11 +91,12 @@ pub fn case_of(
 }
 
 /// The game's options from Python (the command line's `--slots`, `--order`,
-/// `--fast-levels`); the defaults are the command line's.
+/// `--fast-levels`, `--reward`); the defaults are the command line's.
 pub struct OptionArgs {
     pub slots: Option<usize>,
     pub order: Option<String>,
     pub fast_levels: Option<usize>,
+    pub reward: Option<String>,
 }
 
 impl OptionArgs {
@@ -104,11 +105,13 @@ impl OptionArgs {
         slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
         fast_levels: Option<&Bound<'_, PyAny>>,
+        reward: Option<String>,
     ) -> PyResult<OptionArgs> {
         Ok(OptionArgs {
             slots: opt_uint(slots, "slots")?,
             order,
             fast_levels: opt_uint(fast_levels, "fast_levels")?,
+            reward,
         })
     }
 
@@ -120,10 +123,17 @@ impl OptionArgs {
                 .map_err(|e| bad_arg(format!("order: {e}")))?,
             None => d.order,
         };
+        let reward = match &self.reward {
+            Some(r) => r
+                .parse::<Reward>()
+                .map_err(|e| bad_arg(format!("reward: {e}")))?,
+            None => d.reward,
+        };
         Ok(GameOptions {
             fast_levels: self.fast_levels.unwrap_or(hw.levels.len() - 1),
             slots: self.slots.unwrap_or(d.slots),
             order,
+            reward,
             ..d
         })
     }

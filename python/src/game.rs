@@ -18,9 +18,11 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 /// One mallocGame: a decision per turn (where the current buffer's use goes: a level, an
-/// offset slot, a prefetch or eviction), a cost-model reward per move, and the simulator's
-/// latency at the end. `Game(workload, hw, fast_capacity)` takes the command line's
-/// `--workload`, `--hw` and `--fast-capacity` (or a `Program` and a `Hardware`).
+/// offset slot, a prefetch or eviction), a reward per move (by default the change in the
+/// simulated latency of the mapping so far; `reward="proxy"`: the paper's cost-model
+/// rewards), and the simulator's latency at the end. `Game(workload, hw, fast_capacity)`
+/// takes the command line's `--workload`, `--hw` and `--fast-capacity` (or a `Program` and
+/// a `Hardware`).
 #[pyclass(module = "mallocmuzero._native")]
 #[derive(Clone)]
 pub struct Game {
@@ -30,7 +32,8 @@ pub struct Game {
 #[pymethods]
 impl Game {
     #[new]
-    #[pyo3(signature = (workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None))]
+    #[pyo3(signature = (workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None, reward = None))]
+    #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
     fn new(
         py: Python<'_>,
         workload: Option<Workload>,
@@ -39,8 +42,9 @@ impl Game {
         slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
         fast_levels: Option<&Bound<'_, PyAny>>,
+        reward: Option<String>,
     ) -> PyResult<Game> {
-        let options = OptionArgs::parse(slots, order, fast_levels)?;
+        let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(Game {
             inner: setup.start(),
@@ -122,6 +126,16 @@ impl Game {
     /// The cost model's latency of the moves so far (seconds).
     fn proxy_latency(&self) -> f64 {
         self.inner.proxy_latency()
+    }
+    /// The simulated latency of the mapping so far (seconds; uses not decided yet read
+    /// level 0), kept up to date turn by turn.
+    fn simulated_latency(&self) -> f64 {
+        self.inner.simulated_latency()
+    }
+    /// What the rewards measure: "simulated" or "proxy".
+    #[getter]
+    fn reward_kind(&self) -> &'static str {
+        self.inner.setup().options().reward.as_str()
     }
     /// The simulator's latency of the finished mapping (seconds); `None` before the end.
     fn final_latency(&self) -> Option<f64> {
@@ -295,7 +309,7 @@ struct Stepped {
 #[pymethods]
 impl VecGame {
     #[new]
-    #[pyo3(signature = (num_envs, workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None))]
+    #[pyo3(signature = (num_envs, workload = None, hw = None, fast_capacity = None, *, slots = None, order = None, fast_levels = None, reward = None))]
     #[allow(clippy::too_many_arguments)] // the Python signature: Game's and a count
     fn new(
         py: Python<'_>,
@@ -306,6 +320,7 @@ impl VecGame {
         slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
         fast_levels: Option<&Bound<'_, PyAny>>,
+        reward: Option<String>,
     ) -> PyResult<VecGame> {
         let num_envs: usize = uint(num_envs, "num_envs")?;
         if num_envs == 0 || num_envs > 1 << 16 {
@@ -313,7 +328,7 @@ impl VecGame {
                 "num_envs: must be in 1..=65536, got {num_envs}"
             )));
         }
-        let options = OptionArgs::parse(slots, order, fast_levels)?;
+        let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
         Ok(VecGame {
             games: (0..num_envs).map(|_| setup.start()).collect(),

@@ -80,7 +80,7 @@ impl Learner {
     /// `config` a training config as JSON text (`TrainConfig`'s fields), `seed` replacing
     /// its seed.
     #[staticmethod]
-    #[pyo3(signature = (out, workload = None, hw = None, fast_capacity = None, *, config = None, seed = None, slots = None, order = None, fast_levels = None))]
+    #[pyo3(signature = (out, workload = None, hw = None, fast_capacity = None, *, config = None, seed = None, slots = None, order = None, fast_levels = None, reward = None))]
     #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
     fn start(
         py: Python<'_>,
@@ -93,9 +93,10 @@ impl Learner {
         slots: Option<&Bound<'_, PyAny>>,
         order: Option<String>,
         fast_levels: Option<&Bound<'_, PyAny>>,
+        reward: Option<String>,
     ) -> PyResult<Learner> {
         let seed: Option<u64> = opt_uint(seed, "seed")?;
-        let options = OptionArgs::parse(slots, order, fast_levels)?;
+        let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
         let name = match &workload {
             Some(Workload::Named(s)) => s.clone(),
             Some(Workload::Built(p)) => p.inner.name().to_string(),

@@ -21,7 +21,7 @@ use std::path::PathBuf;
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
     seed = 0, checkpoint = None, simulations = None, search_model = None,
     exact_seconds = 60.0, exact_gap = 0.0,
-    mapping = None, slots = None, order = None, fast_levels = None
+    mapping = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
 #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
 pub fn evaluate(
@@ -41,10 +41,11 @@ pub fn evaluate(
     slots: Option<&Bound<'_, PyAny>>,
     order: Option<String>,
     fast_levels: Option<&Bound<'_, PyAny>>,
+    reward: Option<String>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let solvers = solvers.map(solver_list).transpose()?;
     let simulations: Option<usize> = opt_uint(simulations, "simulations")?;
-    let options = OptionArgs::parse(slots, order, fast_levels)?;
+    let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
     let search_model = search_model
         .map(str::parse)
         .transpose()

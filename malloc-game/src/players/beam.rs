@@ -1,14 +1,15 @@
 //! Beam search over whole games.
 //!
 //! Each step, every child of every game in the beam is scored with [`Game::cost_delta`]
-//! alone (no clone): its cost-model latency after the move. The `width` best children
-//! are cloned and played; a parent whose only kept child is the last one to use it is
+//! alone (no clone): its running latency after the move ([`Game::latency`]: the
+//! simulated latency of the mapping so far, or the cost model's under `reward: proxy`).
+//! The `width` best children are cloned and played; a parent whose only kept child is the last one to use it is
 //! moved, not cloned. A game that ends leaves the beam; the best finished game by the
 //! simulator (`total_return`) is the result. Games of one step may sit at different
 //! buffers (a line that keeps a chunk decides fewer uses later), but each is a partial
-//! mapping of the same program, and the cost model compares those like for like.
+//! mapping of the same program, compared like for like.
 //!
-//! The slots of one mode differ only in offset, which the cost model does not see: a
+//! The slots of one mode differ only in offset, which neither latency sees: a
 //! game's children are its moves at slot 0 (and action 0), and among its children with
 //! the same score only the lowest-numbered one is kept, so equal moves do not fill the
 //! beam.
@@ -18,8 +19,8 @@
 //!
 //! Two lines are always kept, beside the `width` best children if need be: the greedy
 //! line (the game [`super::GreedyPlayer`] plays) and the xla line (the `xla` baseline's
-//! mapping as a trajectory, [`super::XlaPlayer`]). Ranking by the cost model can drop
-//! them in favour of lines the simulator then judges worse; keeping them makes `beam:W`
+//! mapping as a trajectory, [`super::XlaPlayer`]). Ranking partial mappings can drop
+//! them in favour of lines that end worse; keeping them makes `beam:W`
 //! at least as good as both `greedy` and `xla` on every program. The xla line's moves are
 //! found as it goes ([`Game::move_of`] on its own game), not from a trajectory played
 //! beforehand: on a 100k-op program that second game cost a twelfth of the search.
@@ -53,8 +54,9 @@ impl BeamPlayer {
 /// A child of a game in the beam, not played yet.
 #[derive(Clone, Copy, Debug)]
 struct Child {
-    /// Cost-model latency after the move.
-    score: f64,
+    /// The running latency after the move, then the cost model's (the tie-breaker,
+    /// [`greedy::Delta`]).
+    score: (f64, f64),
     /// Index of the parent in the beam.
     parent: usize,
     action: usize,
@@ -78,7 +80,7 @@ impl BeamPlayer {
         line: &Line,
         parent: usize,
         xla: Option<&Mapping>,
-        deltas: &mut Vec<(usize, f64)>,
+        deltas: &mut Vec<(usize, greedy::Delta)>,
         out: &mut Vec<Child>,
     ) -> Result<(), XlaLeft> {
         let g = &line.game;
@@ -92,12 +94,12 @@ impl BeamPlayer {
         if let Some(x) = xla.filter(|x| !deltas.iter().any(|d| d.0 == *x)) {
             // The xla line's move at a slot other than 0.
             let at = deltas.partition_point(|d| d.0 < x);
-            deltas.insert(at, (x, g.cost_delta(x)));
+            deltas.insert(at, (x, greedy::Delta::of(g, x)));
         }
-        let base = g.proxy_latency();
+        let base = (g.latency(), g.proxy_latency());
         let first = out.len();
         for &(action, delta) in deltas.iter() {
-            let score = base + delta;
+            let score = (base.0 + delta.latency, base.1 + delta.model);
             let (on_greedy, on_xla) = (greedy == Some(action), xla == Some(action));
             // Equal to an earlier child: the earlier (lower-numbered) one stands for it,
             // unless this one carries a line that must be kept.
@@ -211,7 +213,9 @@ impl BeamPlayer {
             // depend on the sort.
             children.sort_by(|a, b| {
                 a.score
-                    .total_cmp(&b.score)
+                    .0
+                    .total_cmp(&b.score.0)
+                    .then(a.score.1.total_cmp(&b.score.1))
                     .then(a.parent.cmp(&b.parent))
                     .then(a.action.cmp(&b.action))
             });

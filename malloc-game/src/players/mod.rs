@@ -2,11 +2,12 @@
 //! game (its mapping, rewards and simulated return).
 //!
 //! - [`random`]: uniform over the legal actions (the floor any learned player must clear).
-//! - [`greedy`]: the action with the largest cost-model saving at each turn.
+//! - [`greedy`]: the action with the largest saving of the running latency at each turn
+//!   (simulated; the cost model's under `reward: proxy`).
 //! - [`xla`]: the `xla` baseline's mapping as a trajectory of the game, so the game is
 //!   scored against XLA on equal terms.
-//! - [`beam`]: beam search over whole games, ranked by the cost model, finished by the
-//!   simulator.
+//! - [`beam`]: beam search over whole games, ranked by the running latency, finished by
+//!   the simulator.
 //!
 //! Every player only ever plays legal actions, so every game it returns is finished and
 //! its mapping is valid.

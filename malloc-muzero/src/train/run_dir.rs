@@ -302,7 +302,23 @@ fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
             current: malloc_game::RULES_VERSION,
         });
     }
-    Ok(read_json(path)?)
+    run_info_from(value).map_err(|source| TrainError::Json {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// A `run.json`'s run, where options without a `reward` are those of a run made before
+/// the game had reward kinds: its games earned the cost model's rewards (`proxy`), and its
+/// network reads the observation of that setting. (A missing field would otherwise take
+/// today's default, another game.)
+pub(crate) fn run_info_from(mut value: serde_json::Value) -> Result<RunInfo, serde_json::Error> {
+    if let Some(options) = value.get_mut("options").and_then(|o| o.as_object_mut()) {
+        options
+            .entry("reward")
+            .or_insert_with(|| malloc_game::Reward::Proxy.as_str().into());
+    }
+    serde_json::from_value(value)
 }
 
 /// Loads the newest checkpoint's network of a run directory.

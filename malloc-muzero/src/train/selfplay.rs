@@ -362,9 +362,10 @@ pub(super) fn proposal_game(line: &Line) -> PlayedGame {
     }
 }
 
-/// One iteration's reanalyse: games `iteration * count ..` (modulo the games stored,
-/// oldest first; `count` is `config.reanalyse_games_per_iteration`), so the schedule
-/// follows from the buffer alone and resumes exactly. Returns how many games were
+/// One iteration's reanalyse: `count` games (`config.reanalyse_games_per_iteration`) from
+/// game `iteration * count` on (modulo the games stored, oldest first), so the schedule
+/// follows from the buffer alone and resumes exactly; games branched from the best line
+/// are passed over (their early turns are not stored). Returns how many games were
 /// reanalysed.
 pub(super) fn reanalyse_round(
     net: &MuZeroNet,
@@ -381,13 +382,23 @@ pub(super) fn reanalyse_round(
     }
     let first = (iteration as usize).wrapping_mul(count) % stored;
     let all: Vec<usize> = replay.iter_games().map(|(id, _)| id).collect();
-    let ids: Vec<usize> = (0..count.min(stored))
-        .map(|j| all[(first + j) % stored])
-        .collect();
-    for id in &ids {
-        reanalyse_game(net, setup, replay, search, *id, seed)?;
+    // A game branched from the best line holds only the turns played after the branch,
+    // which do not replay from the start: the next stored games stand in for it.
+    let fresh = setup.start().observation();
+    let mut done = 0;
+    for j in 0..stored {
+        if done == count {
+            break;
+        }
+        let id = all[(first + j) % stored];
+        let starts_fresh = replay
+            .game(id)
+            .is_some_and(|h| h.observations.get(..fresh.len()) == Some(&fresh[..]));
+        if starts_fresh && reanalyse_game(net, setup, replay, search, id, seed)? {
+            done += 1;
+        }
     }
-    Ok(ids.len())
+    Ok(done)
 }
 
 /// Re-searches every position of stored game `id` with `net` (one batched, noise-free

@@ -75,11 +75,13 @@ class MallocGameEnv(gym.Env):
         slots=None,
         order=None,
         fast_levels=None,
+        reward=None,
         render_mode=None,
     ):
         _no_render(render_mode)
         self._start = Game(
-            workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels
+            workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels,
+            reward=reward,
         )
         self._game = self._start.clone()
         self.action_space = LegalDiscrete(self._start.action_count, self.action_masks)
@@ -132,11 +134,13 @@ class MallocGameVectorEnv(VectorEnv):
         slots=None,
         order=None,
         fast_levels=None,
+        reward=None,
         render_mode=None,
     ):
         _no_render(render_mode)
         self._games = VecGame(
-            num_envs, workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels
+            num_envs, workload, hw, fast_capacity, slots=slots, order=order, fast_levels=fast_levels,
+            reward=reward,
         )
         self.num_envs = num_envs
         self.single_action_space = spaces.Discrete(self._games.action_count)

@@ -15,10 +15,17 @@
 //!   eviction is done. While waiting, nothing else uses level 0, so the queues drain at
 //!   full bandwidth.
 
+mod effects;
+mod live;
+mod queues;
+
 use crate::hardware::Hardware;
-use crate::mapping::{Allocation, Arrival, Mapping};
-use crate::program::{BufferId, OpId, Program, UseLists};
-use std::collections::VecDeque;
+use crate::mapping::{Allocation, Mapping};
+use crate::program::{BufferId, OpId, Program};
+use effects::{Effect, SimModel};
+pub use live::{LiveSim, OpState};
+use queues::{CopyKey, CopyQueues, Issue, OpStep};
+use std::sync::Arc;
 
 /// Why an op took the time it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,78 +70,46 @@ pub struct SimReport {
     pub ops: Vec<OpTiming>,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Copy {
-    /// Seconds of transfer left at full bandwidth.
-    left: f64,
-    done_at: f64,
-}
-
 /// A simulator for one (program, hardware) pair. Keeps scratch space between runs so a
 /// run allocates nothing once its vectors have grown.
 #[derive(Clone, Debug)]
 pub struct Simulator {
-    compute: Vec<f64>,
-    overhead: f64,
-    inv_read: Vec<f64>,
-    inv_write: Vec<f64>,
-    copy_bw: Vec<f64>,
-    setup: f64,
-    size: Vec<f64>,
-    /// Per op: its memory time with every access in level 0.
-    all_slow_mem: Vec<f64>,
-    uses: UseLists,
+    model: Arc<SimModel>,
     // scratch
     mem: Vec<f64>,
     level0: Vec<f64>,
-    /// (op, copy): copies issued when the op begins / after it completes / needed before
-    /// it begins; sorted by op (stably: a run takes them in the order they were made).
-    issue_before: Vec<(OpId, usize)>,
-    issue_after: Vec<(OpId, usize)>,
-    need: Vec<(OpId, usize)>,
-    copies: Vec<Copy>,
-    is_eviction: Vec<bool>,
+    /// Copies issued when the op begins / after it completes / needed before it begins,
+    /// sorted by op (stably: a run takes them in the order they were made).
+    issue_before: Vec<(OpId, Issue)>,
+    issue_after: Vec<(OpId, Issue)>,
+    need: Vec<(OpId, CopyKey)>,
+    /// The same lists bucketed by op: op `t`'s are `items[first[t]..first[t + 1]]`.
+    before_by_op: ByOp<Issue>,
+    after_by_op: ByOp<Issue>,
+    need_by_op: ByOp<CopyKey>,
 }
 
 impl Simulator {
     pub fn new(program: &Program, hw: &Hardware) -> Simulator {
-        let t_count = program.len();
-        let size: Vec<f64> = program.buffers().iter().map(|b| b.size as f64).collect();
-        let inv_read: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.read_bw).collect();
-        let inv_write: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.write_bw).collect();
-        let all_slow_mem = program
-            .ops()
-            .iter()
-            .map(|op| {
-                let r: f64 = op.reads.iter().map(|&b| size[b]).sum();
-                let w: f64 = op.writes.iter().map(|&b| size[b]).sum();
-                r * inv_read[0] + w * inv_write[0]
-            })
-            .collect();
+        let model = SimModel::new(program, hw);
+        let t_count = model.len();
         Simulator {
-            compute: program
-                .ops()
-                .iter()
-                .map(|o| o.flops / hw.peak_flops)
-                .collect(),
-            overhead: hw.op_overhead_s,
-            copy_bw: (0..hw.levels.len())
-                .map(|l| if l == 0 { f64::INFINITY } else { hw.copy_bw(l) })
-                .collect(),
-            setup: hw.dma.setup_s / hw.dma.engines as f64,
-            inv_read,
-            inv_write,
-            size,
-            all_slow_mem,
-            uses: UseLists::new(program),
+            model: Arc::new(model),
             mem: vec![0.0; t_count],
             level0: vec![0.0; t_count],
             issue_before: Vec::new(),
             issue_after: Vec::new(),
             need: Vec::new(),
-            copies: Vec::new(),
-            is_eviction: Vec::new(),
+            before_by_op: ByOp::default(),
+            after_by_op: ByOp::default(),
+            need_by_op: ByOp::default(),
         }
+    }
+
+    /// An incremental simulation of the all-level-0 mapping, sharing this simulator's
+    /// constants ([`LiveSim`]).
+    pub fn live(&self) -> LiveSim {
+        LiveSim::new(Arc::clone(&self.model))
     }
 
     /// Per-op memory times, level-0 traffic and the copies of the placements.
@@ -142,54 +117,32 @@ impl Simulator {
         self.issue_before.clear();
         self.issue_after.clear();
         self.need.clear();
-        self.copies.clear();
-        self.is_eviction.clear();
         // Memory time per op: every access at level 0, then shift the placed ones.
-        self.level0.copy_from_slice(&self.all_slow_mem);
-        self.mem.copy_from_slice(&self.all_slow_mem);
+        self.level0.copy_from_slice(&self.model.all_slow_mem);
+        self.mem.copy_from_slice(&self.model.all_slow_mem);
+        let model = Arc::clone(&self.model);
         for (b, allocations) in placements {
-            let size = self.size[b];
             for a in allocations {
-                let lvl = a.level;
-                match a.arrival {
-                    Arrival::Defined => {
-                        let shift = size * (self.inv_write[lvl] - self.inv_write[0]);
-                        self.mem[a.start] += shift;
-                        self.level0[a.start] -= size * self.inv_write[0];
-                        if let Some(e) = a.eviction {
-                            let id = self.new_copy(b, lvl, true);
-                            self.issue_after.push((e, id));
-                            self.need.push((a.end + 1, id));
-                        }
+                model.effects(b, a, |e| match e {
+                    Effect::Access {
+                        op,
+                        mem_s,
+                        level0_s,
+                    } => {
+                        self.mem[op] += mem_s;
+                        self.level0[op] += level0_s;
                     }
-                    Arrival::Prefetch => {
-                        let id = self.new_copy(b, lvl, false);
-                        self.issue_before.push((a.start, id));
-                        // Needed by the first use it serves; later uses come later.
-                        let uses = self.uses.of(b);
-                        if let Some(&u) = uses.get(uses.partition_point(|&u| u < a.start)) {
-                            self.need.push((u, id));
-                        }
-                    }
-                }
-                // The uses the hold serves, found by binary search: a buffer with many
-                // uses and many allocations made a scan per allocation quadratic.
-                let uses = self.uses.of(b);
-                let first = uses.partition_point(|&u| u < a.start);
-                let last = uses.partition_point(|&u| u <= a.end).max(first);
-                for &u in &uses[first..last] {
-                    self.mem[u] += size * (self.inv_read[lvl] - self.inv_read[0]);
-                    self.level0[u] -= size * self.inv_read[0];
-                }
+                    Effect::IssueBefore { op, issue } => self.issue_before.push((op, issue)),
+                    Effect::IssueAfter { op, issue } => self.issue_after.push((op, issue)),
+                    Effect::Need { op, key } => self.need.push((op, key)),
+                });
             }
         }
-        for events in [
-            &mut self.issue_before,
-            &mut self.issue_after,
-            &mut self.need,
-        ] {
-            events.sort_by_key(|e| e.0);
-        }
+        // Needs at `T` wait for the program end.
+        let buckets = self.mem.len() + 1;
+        self.before_by_op.fill(&self.issue_before, buckets);
+        self.after_by_op.fill(&self.issue_after, buckets);
+        self.need_by_op.fill(&self.need, buckets);
     }
 
     /// Simulates `mapping`, which must be valid (see [`Mapping::validate`]); `detail` asks
@@ -209,48 +162,31 @@ impl Simulator {
         placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>,
         detail: bool,
     ) -> SimReport {
-        let t_count = self.compute.len();
+        let t_count = self.model.len();
         self.prepare(placements);
-        let mut engine = Engine::default();
+        let mut queues = CopyQueues::default();
         let mut now = 0.0;
         let mut stall_total = 0.0;
         let mut ops = Vec::with_capacity(if detail { t_count } else { 0 });
-        // Cursors into the event lists, which are sorted by op.
-        let (mut before, mut after, mut need) = (0, 0, 0);
         for t in 0..t_count {
-            while let Some(&(_, id)) = self.issue_before.get(before).filter(|e| e.0 == t) {
-                engine.push(id, self.is_eviction[id]);
-                before += 1;
-            }
-            let mut stall = 0.0;
-            while let Some(&(_, id)) = self.need.get(need).filter(|e| e.0 == t) {
-                if self.copies[id].done_at.is_infinite() {
-                    stall += engine.drain_until(&mut self.copies, id, now + stall);
-                }
-                need += 1;
-            }
-            now += stall;
-            stall_total += stall;
-            let mem = self.mem[t].max(0.0);
-            let run = self.compute[t].max(mem) + self.overhead;
-            let idle = (run - self.level0[t].max(0.0)).max(0.0);
-            engine.drain_for(&mut self.copies, idle, now + run - idle);
+            let time = queues.run_op(&OpStep {
+                before: self.before_by_op.at(t),
+                need: self.need_by_op.at(t),
+                after: self.after_by_op.at(t),
+                compute_s: self.model.compute[t],
+                mem_s: self.mem[t],
+                level0_s: self.level0[t],
+                overhead_s: self.model.overhead,
+            });
+            now += time.stall_s;
+            stall_total += time.stall_s;
             if detail {
-                ops.push(self.timing(t, now, stall, mem, run));
+                ops.push(self.timing(t, now, time.stall_s, time.mem_s, time.run_s));
             }
-            now += run;
-            while let Some(&(_, id)) = self.issue_after.get(after).filter(|e| e.0 == t) {
-                engine.push(id, self.is_eviction[id]);
-                after += 1;
-            }
+            now += time.run_s;
         }
         // Outputs and evicted buffers must land before the program ends.
-        let mut tail = 0.0;
-        for &(_, id) in &self.need[need..] {
-            if self.copies[id].done_at.is_infinite() {
-                tail += engine.drain_until(&mut self.copies, id, now + tail);
-            }
-        }
+        let tail = queues.wait_for(self.need_by_op.at(t_count));
         now += tail;
         stall_total += tail;
         SimReport {
@@ -261,106 +197,73 @@ impl Simulator {
     }
 
     fn timing(&self, t: OpId, start_s: f64, stall: f64, mem: f64, run: f64) -> OpTiming {
+        let compute_s = self.model.compute[t];
         let bound = if stall > run {
             Bound::Stalled
-        } else if self.compute[t] >= mem {
+        } else if compute_s >= mem {
             Bound::Compute
         } else {
             Bound::Memory
         };
         OpTiming {
             start_s,
-            compute_s: self.compute[t],
+            compute_s,
             memory_s: mem,
             stall_s: stall,
             run_s: run,
             bound,
         }
     }
+}
 
-    fn new_copy(&mut self, b: usize, level: usize, eviction: bool) -> usize {
-        self.copies.push(Copy {
-            left: self.size[b] / self.copy_bw[level] + self.setup,
-            done_at: f64::INFINITY,
-        });
-        self.is_eviction.push(eviction);
-        self.copies.len() - 1
+/// Items bucketed by op, each bucket in the order the items were made.
+#[derive(Clone, Debug)]
+struct ByOp<T> {
+    first: Vec<usize>,
+    items: Vec<T>,
+    /// Scratch: where each bucket's next item goes.
+    next: Vec<usize>,
+}
+
+impl<T> Default for ByOp<T> {
+    fn default() -> Self {
+        ByOp {
+            first: Vec::new(),
+            items: Vec::new(),
+            next: Vec::new(),
+        }
     }
 }
 
-/// The two FIFO copy queues.
-#[derive(Default)]
-struct Engine {
-    prefetch: VecDeque<usize>,
-    eviction: VecDeque<usize>,
-}
-
-impl Engine {
-    fn push(&mut self, id: usize, eviction: bool) {
-        if eviction {
-            self.eviction.push_back(id);
-        } else {
-            self.prefetch.push_back(id);
+impl<T: Copy> ByOp<T> {
+    /// Buckets `events` (ops below `buckets`) by a counting sort, which keeps their order
+    /// within an op.
+    fn fill(&mut self, events: &[(OpId, T)], buckets: usize) {
+        self.first.clear();
+        self.first.resize(buckets + 1, 0);
+        for e in events {
+            self.first[e.0 + 1] += 1;
+        }
+        for t in 0..buckets {
+            self.first[t + 1] += self.first[t];
+        }
+        self.items.clear();
+        let Some(&(_, any)) = events.first() else {
+            return;
+        };
+        self.items.resize(events.len(), any);
+        self.next.clone_from(&self.first);
+        for &(op, item) in events {
+            self.items[self.next[op]] = item;
+            self.next[op] += 1;
         }
     }
 
-    /// Advances the queues for `avail` seconds of idle level 0 starting at `clock`.
-    fn drain_for(&mut self, copies: &mut [Copy], mut avail: f64, mut clock: f64) {
-        while avail > 0.0 {
-            let p = self.prefetch.front().copied();
-            let e = self.eviction.front().copied();
-            match (p, e) {
-                (None, None) => return,
-                (Some(a), Some(b)) => {
-                    // Both progress at half rate until the first finishes.
-                    let dt = (2.0 * copies[a].left).min(2.0 * copies[b].left).min(avail);
-                    copies[a].left -= dt / 2.0;
-                    copies[b].left -= dt / 2.0;
-                    avail -= dt;
-                    clock += dt;
-                    self.pop_done(copies, clock);
-                }
-                (Some(a), None) | (None, Some(a)) => {
-                    let dt = copies[a].left.min(avail);
-                    copies[a].left -= dt;
-                    avail -= dt;
-                    clock += dt;
-                    self.pop_done(copies, clock);
-                }
-            }
+    fn at(&self, t: OpId) -> &[T] {
+        match (self.first.get(t), self.first.get(t + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a..b],
+            _ => &[],
         }
-    }
-
-    fn pop_done(&mut self, copies: &mut [Copy], clock: f64) {
-        const EPS: f64 = 1e-18;
-        for q in [&mut self.prefetch, &mut self.eviction] {
-            while let Some(&id) = q.front() {
-                if copies[id].left <= EPS {
-                    copies[id].left = 0.0;
-                    copies[id].done_at = clock;
-                    q.pop_front();
-                } else {
-                    break;
-                }
-            }
-        }
-    }
-
-    /// Drains at full bandwidth until copy `id` is done; returns the time waited.
-    fn drain_until(&mut self, copies: &mut [Copy], id: usize, clock: f64) -> f64 {
-        let mut waited = 0.0;
-        while copies[id].done_at.is_infinite() {
-            let p = self.prefetch.front().copied();
-            let e = self.eviction.front().copied();
-            let step = match (p, e) {
-                (Some(a), Some(b)) => 2.0 * copies[a].left.min(copies[b].left),
-                (Some(a), None) | (None, Some(a)) => copies[a].left,
-                (None, None) => unreachable!("copy {id} was never issued: invalid mapping"),
-            };
-            self.drain_for(copies, step, clock + waited);
-            waited += step;
-        }
-        waited
     }
 }
 
@@ -368,7 +271,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::cost::CostModel;
-    use crate::mapping::{Allocation, BufferPlacement};
+    use crate::mapping::{Allocation, Arrival, BufferPlacement};
     use crate::program::{Buffer, BufferKind, Op};
 
     fn chain(n: usize, flops: f64) -> Program {
