@@ -232,7 +232,6 @@ fn out_dir(args: &TrainArgs, what: &str, seed: u64) -> PathBuf {
     })
 }
 
-/// A new run of the case the flags name.
 /// The game flags, with the reward kind of the run `config.init` names where `--reward`
 /// is not given: fine-tuning plays the game its network was trained on (the bundled
 /// generalist predates reward kinds: `proxy`).
@@ -244,6 +243,7 @@ fn game_of(game: &GameArgs, config: &TrainConfig) -> Result<GameArgs> {
     Ok(game)
 }
 
+/// A new run of the case the flags name.
 fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let config = config_of(args, config)?;
     let mut case_args = args.case.clone();

@@ -71,6 +71,8 @@ pub struct GameSetup {
     s0: f64,
     /// The simulation of the all-level-0 mapping, which every game starts from.
     live0: LiveSim,
+    /// The whole-run simulator of a finished game (cloned: it keeps scratch space).
+    simulator: Simulator,
     /// Memory-boundedness of each buffer in the fastest level (observation feature).
     boundedness: Vec<f64>,
     /// The most turns a game can take.
@@ -126,7 +128,8 @@ impl GameSetup {
         let default_mem: Vec<f64> = (0..program.len()).map(|t| cost.default_mem_s(t)).collect();
         let default_timing = Arc::new(Timing::new(&cost, default_mem));
         // The same arithmetic as a whole run of the all-level-0 mapping.
-        let live0 = Simulator::new(&program, &hw).live();
+        let simulator = Simulator::new(&program, &hw);
+        let live0 = simulator.live();
         let s0 = live0.latency_s();
         Ok(Arc::new(GameSetup {
             program,
@@ -139,6 +142,7 @@ impl GameSetup {
             default_timing,
             s0,
             live0,
+            simulator,
             boundedness,
             max_turns,
         }))
@@ -231,9 +235,7 @@ impl GameSetup {
     /// the cost model's `P(end)` to `S`; under [`Reward::Simulated`], the rounding between
     /// the incremental `S(end)` and the whole run.
     fn finish(&self, game: &Game) -> (f64, f64) {
-        let s = Simulator::new(&self.program, &self.hw)
-            .run(&game.mapping(), false)
-            .latency_s;
+        let s = self.simulator.clone().run(&game.mapping(), false).latency_s;
         let extra = match self.options.reward {
             Reward::Simulated => (game.sim.latency_s() - s) / self.s0,
             Reward::Proxy => {
@@ -675,17 +677,11 @@ impl Game {
     /// model's under [`Reward::Proxy`]) if `action` (legal) were played now, counting only
     /// this turn's move (not what the game does before the next turn).
     pub fn cost_delta(&self, action: usize) -> f64 {
-        match &self.cursor {
-            Some(c) if !self.is_terminal() && self.is_legal(action) => {
-                let new = self.after(action);
-                match self.setup.options.reward {
-                    Reward::Simulated => {
-                        self.sim.latency_with(c.b, &self.shown, &new) - self.sim.latency_s()
-                    }
-                    Reward::Proxy => self.model_delta(action),
-                }
-            }
-            _ => 0.0,
+        match self.setup.options.reward {
+            Reward::Simulated => self.moved(action).map_or(0.0, |(b, new)| {
+                self.sim.latency_with(b, &self.shown, &new) - self.sim.latency_s()
+            }),
+            Reward::Proxy => self.model_delta(action),
         }
     }
 
@@ -694,13 +690,15 @@ impl Game {
     /// simulated reward the tie-breaker of the planners (a move whose effect the simulator
     /// hides behind compute changes `S` by nothing now, but not the cost model's view).
     pub fn model_delta(&self, action: usize) -> f64 {
-        match &self.cursor {
-            Some(c) if !self.is_terminal() && self.is_legal(action) => {
-                let new = self.after(action);
-                self.tally.delta(&self.setup.cost, c.b, &self.shown, &new)
-            }
-            _ => 0.0,
-        }
+        self.moved(action).map_or(0.0, |(b, new)| {
+            self.tally.delta(&self.setup.cost, b, &self.shown, &new)
+        })
+    }
+
+    /// The current buffer and its allocations after `action`, if it is legal now.
+    fn moved(&self, action: usize) -> Option<(BufferId, Vec<Allocation>)> {
+        let c = self.cursor.as_ref()?;
+        (!self.is_terminal() && self.is_legal(action)).then(|| (c.b, self.after(action)))
     }
 
     /// Plays `action` for the pending use; returns its reward.

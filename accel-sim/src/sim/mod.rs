@@ -79,7 +79,7 @@ pub struct Simulator {
     mem: Vec<f64>,
     level0: Vec<f64>,
     /// Copies issued when the op begins / after it completes / needed before it begins,
-    /// sorted by op (stably: a run takes them in the order they were made).
+    /// with their ops, in the order they were made (by buffer, then by hold).
     issue_before: Vec<(OpId, Issue)>,
     issue_after: Vec<(OpId, Issue)>,
     need: Vec<(OpId, CopyKey)>,
