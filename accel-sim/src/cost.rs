@@ -13,6 +13,14 @@
 //! eviction). Copies do not compete for bandwidth here: that contention, per-op overheads
 //! and DMA setup are the simulator's job. Keeping the cost additive per buffer is what
 //! makes [`CostState::delta`] cheap.
+//!
+//! [`CostModel::relaxation`] is the same form with the simulator's constants, built to be
+//! a proven lower bound on the simulated latency of every valid mapping (docs/exact.md,
+//! "A lower bound on the simulated latency"): each op also pays the per-op overhead, a
+//! copy also pays the DMA setup, and the time a copy can hide behind op `i` is at most
+//! `max(compute(i), fast(i)) + overhead`, where `fast(i)` is op `i`'s traffic with every
+//! access in the slowest fast level: what level 0 can be idle for during op `i` under any
+//! mapping.
 
 use crate::hardware::Hardware;
 use crate::mapping::{Allocation, Arrival, BufferPlacement, Mapping};
@@ -26,6 +34,13 @@ pub struct CostModel {
     default_elapsed: Vec<f64>,
     /// `cum[t]` = sum of `default_elapsed[..t]`.
     cum: Vec<f64>,
+    /// `hide_cum[t]` = the copy time ops `..t` can hide, summed: `cum` in XLA's view.
+    hide_cum: Vec<f64>,
+    /// Per-op overhead, seconds (0 in XLA's view).
+    overhead: f64,
+    /// Added to every copy's time, seconds (0 in XLA's view).
+    copy_setup: f64,
+    relaxation: bool,
     inv_read: Vec<f64>,
     inv_write: Vec<f64>,
     copy_bw: Vec<f64>,
@@ -62,7 +77,11 @@ impl CostModel {
             compute,
             default_mem,
             default_elapsed,
+            hide_cum: cum.clone(),
             cum,
+            overhead: 0.0,
+            copy_setup: 0.0,
+            relaxation: false,
             inv_read,
             inv_write,
             copy_bw: (0..hw.levels.len())
@@ -72,6 +91,44 @@ impl CostModel {
             def: (0..n).map(|b| program.def(b)).collect(),
             uses: UseLists::new(program),
         }
+    }
+
+    /// The simulator's relaxation (see the module docs): its latency of a valid mapping is
+    /// at most the simulated one. Solvers that minimise it (the exact solver) prove lower
+    /// bounds on the simulated latency; XLA's choices use [`CostModel::new`].
+    pub fn relaxation(program: &Program, hw: &Hardware) -> CostModel {
+        let mut m = CostModel::new(program, hw);
+        let fast = 1..hw.levels.len();
+        let slowest = |bw: fn(&crate::hardware::MemoryLevel) -> f64| {
+            fast.clone()
+                .map(|l| bw(&hw.levels[l]))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let (read_bw, write_bw) = (slowest(|l| l.read_bw), slowest(|l| l.write_bw));
+        m.relaxation = true;
+        m.overhead = hw.op_overhead_s;
+        m.copy_setup = hw.dma.setup_s / hw.dma.engines as f64;
+        let mut hidden = 0.0;
+        m.hide_cum.clear();
+        m.hide_cum.push(0.0);
+        for (t, op) in program.ops().iter().enumerate() {
+            let r: u64 = op.reads.iter().map(|&b| program.buffer(b).size).sum();
+            let w: u64 = op.writes.iter().map(|&b| program.buffer(b).size).sum();
+            // With no fast level, nothing is ever copied: the term is never read.
+            let fast_mem = if fast.is_empty() {
+                0.0
+            } else {
+                r as f64 / read_bw + w as f64 / write_bw
+            };
+            hidden += m.compute[t].max(fast_mem) + m.overhead;
+            m.hide_cum.push(hidden);
+        }
+        m
+    }
+
+    /// Whether this is [`CostModel::relaxation`] rather than XLA's view.
+    pub fn is_relaxation(&self) -> bool {
+        self.relaxation
     }
 
     /// The ops that read buffer `b`, in order.
@@ -98,21 +155,22 @@ impl CostModel {
     pub fn default_elapsed_s(&self, t: OpId) -> f64 {
         self.default_elapsed[t]
     }
-    /// All-level-0 elapsed time of ops `s..e` (half-open), seconds.
+    /// The copy time ops `s..e` (half-open) can hide, seconds: their all-level-0 elapsed
+    /// time in XLA's view.
     pub fn span_s(&self, s: OpId, e: OpId) -> f64 {
         if e <= s {
             0.0
         } else {
-            self.cum[e] - self.cum[s]
+            self.hide_cum[e] - self.hide_cum[s]
         }
     }
     /// Latency with everything in level 0.
     pub fn all_slow_latency(&self) -> f64 {
-        *self.cum.last().unwrap()
+        self.cum.last().unwrap() + self.overhead * self.len() as f64
     }
     /// Seconds to copy buffer `b` between level 0 and `level`.
     pub fn copy_s(&self, b: BufferId, level: usize) -> f64 {
-        self.size[b] / self.copy_bw[level]
+        self.size[b] / self.copy_bw[level] + self.copy_setup
     }
     /// The change of op `t`'s memory time if buffer `b`'s access there moves from level
     /// `from` to level `to`.

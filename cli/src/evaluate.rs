@@ -155,6 +155,11 @@ pub struct ExactArgs {
     /// prove the optimum).
     #[arg(long, default_value_t = 0.0, value_parser = gap_fraction)]
     pub exact_gap: f64,
+    /// What the exact solver minimises: simulated (a relaxation of the simulator, so its
+    /// bound is a bound on every mapping's simulated latency, and it returns the fastest
+    /// simulated mapping it built) or proxy (XLA's cost model: the cost model's optimum).
+    #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
+    pub exact_objective: exact::Objective,
 }
 
 impl Default for ExactArgs {
@@ -162,6 +167,7 @@ impl Default for ExactArgs {
         ExactArgs {
             exact_seconds: 60.0,
             exact_gap: 0.0,
+            exact_objective: exact::Objective::default(),
         }
     }
 }
@@ -171,6 +177,7 @@ impl ExactArgs {
         exact::ExactConfig {
             seconds: self.exact_seconds,
             relative_gap: self.exact_gap,
+            objective: self.exact_objective,
         }
     }
 }
@@ -182,11 +189,9 @@ fn gap_fraction(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The case named by `--workload`, `--hw` and `--fast-capacity`.
 fn print_table(rows: &[Row]) {
     use accel_sim::format_size;
-    let known = rows.iter().any(|r| r.gap_to_optimum.is_some());
-    print!(
+    println!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
         "workload",
         "hardware",
@@ -195,13 +200,12 @@ fn print_table(rows: &[Row]) {
         "model (us)",
         "sim (us)",
         "vs xla",
-        "vs bound",
+        "gap",
         "fast used",
         "solve ms"
     );
-    println!("{}", optimum_header(known));
     let mut last_case = String::new();
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
         let case = format!("{} {}", r.workload, r.hardware);
         if case != last_case && !last_case.is_empty() {
             println!();
@@ -211,7 +215,7 @@ fn print_table(rows: &[Row]) {
             v.map_or("-".to_string(), |x| format!("{:.*}", prec, x * scale))
         };
         println!(
-            "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}{}",
+            "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}",
             r.workload,
             r.hardware,
             format_size(r.fast_capacity_bytes),
@@ -219,11 +223,9 @@ fn print_table(rows: &[Row]) {
             f(r.proxy_latency_s, 1e6, 1),
             f(r.latency_s, 1e6, 1),
             r.speedup_vs_xla.map_or("-".into(), |s| format!("{s:.3}x")),
-            r.gap_to_bound
-                .map_or("-".into(), |g| format!("+{:.1}%", g * 100.0)),
+            gap_cell(r.gap_to_bound),
             r.fast_bytes_used.map_or("-".into(), format_size),
             r.solve_s * 1e3,
-            optimum_cells(known, r.gap_to_optimum, r.sim_gap_to_optimum),
         );
         if let Some(e) = &r.error {
             println!("    invalid mapping: {e}");
@@ -231,32 +233,31 @@ fn print_table(rows: &[Row]) {
         if let Some(p) = &r.proof {
             println!("    {}", proof_line(p));
         }
+        let last_of_case = rows
+            .get(i + 1)
+            .is_none_or(|n| n.workload != r.workload || n.hardware != r.hardware);
+        if last_of_case {
+            println!("    {}", bound_line(r.lower_bound_s, r.bound_source));
+        }
     }
-    println!(
-        "\n`vs bound`: each solver's gap to the physical limit (fastest level unbounded, copies free)."
-    );
-    if known {
-        println!("`opt mdl`, `opt sim`: each solver's gap to the proven cost-model optimum, in cost-model and in simulated latency (the optimal mapping's; `-` without a solve: the optimum is the checked-in one of a small case).");
-    }
+    println!("\n`gap`: each solver's simulated latency over the case's best proven lower bound on the simulated latency of any mapping, minus 1 (docs/exact.md).");
 }
 
-/// The `opt mdl` and `opt sim` column heads, when some row has a gap to the optimum.
-pub(crate) fn optimum_header(known: bool) -> String {
-    if known {
-        format!(" {:>8} {:>8}", "opt mdl", "opt sim")
-    } else {
-        String::new()
-    }
+/// A gap to the bound, as a table cell.
+pub(crate) fn gap_cell(gap: Option<f64>) -> String {
+    gap.map_or("-".into(), |g| format!("+{:.1}%", g * 100.0))
 }
 
-/// A row's `opt mdl` and `opt sim` cells (`-` for a gap not known), when the columns show.
-pub(crate) fn optimum_cells(known: bool, gap: Option<f64>, sim_gap: Option<f64>) -> String {
-    let percent = |g: Option<f64>| g.map_or("-".into(), |g| format!("{:+.2}%", g * 100.0));
-    if known {
-        format!(" {:>8} {:>8}", percent(gap), percent(sim_gap))
-    } else {
-        String::new()
-    }
+/// A case's bound and where it came from, in words.
+pub(crate) fn bound_line(lower_bound_s: f64, source: harness::bounds::BoundSource) -> String {
+    use harness::bounds::BoundSource;
+    let from = match source {
+        BoundSource::Physical => "the physical limit: fastest level unbounded, copies free",
+        BoundSource::Exact => "the exact solver's, this run",
+        BoundSource::SmallCase => "the small case's checked-in optimum",
+        BoundSource::Cached => "the exact solver's, checked in for this suite case",
+    };
+    format!("lower bound {:.1} us ({from})", lower_bound_s * 1e6)
 }
 
 /// What the exact solver proved, in words.
@@ -268,11 +269,18 @@ pub fn proof_line(p: &harness::evaluate::Proof) -> String {
         p.rounds,
         p.backend
     );
+    let objective = match p.objective {
+        exact::Objective::Simulated => "the simulator's relaxation",
+        exact::Objective::Proxy => "the cost model",
+    };
     if p.optimal {
-        format!("exact: optimal for the cost model ({bound})")
+        format!("exact: its model's best is optimal for {objective} ({bound})")
+    } else if p.lower_bound_s <= 0.0 {
+        // microlp proves nothing until a whole solve finishes.
+        format!("exact: no bound proven for {objective} within the time limit ({bound})")
     } else {
         format!(
-            "exact: not proven optimal ({}): within {:.2}% of the optimum ({bound})",
+            "exact: not proven optimal for {objective} ({}): within {:.2}% of the optimum ({bound})",
             match p.status {
                 exact::Status::GapReached => "gap reached",
                 _ => "time limit",

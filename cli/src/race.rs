@@ -48,6 +48,10 @@ pub struct RaceArgs {
     /// A JSON config for the EGRL solvers (fields of `EgrlConfig`).
     #[arg(long)]
     pub egrl_config: Option<PathBuf>,
+    /// What the exact solver minimises: simulated (a relaxation of the simulator: its
+    /// bound bounds every mapping's simulated latency) or proxy (XLA's cost model).
+    #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
+    pub exact_objective: exact::Objective,
     #[command(flatten)]
     pub game: GameArgs,
     /// Print one JSON object instead of a table.
@@ -142,6 +146,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         checkpoint: args.checkpoint.clone(),
         agent_dir: None,
         egrl: egrl.clone(),
+        exact_objective: args.exact_objective,
     };
     // Every setting and every saved result's key is checked before the first budget
     // starts, and the folder is written once: a mistake costs nothing already spent.
@@ -195,19 +200,17 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             write_saved(args, &saved)?;
             results.push(r);
         }
-        race::fill_gaps(&mut results);
-        if results.iter().any(|r| r.gap_to_optimum.is_some()) {
-            // results.json gets the gaps too, once the case's optimum is known.
-            for r in &results {
-                if let Some(s) = saved.results.iter_mut().find(|s| {
-                    s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
-                }) {
-                    s.gap_to_optimum = r.gap_to_optimum;
-                    s.sim_gap_to_optimum = r.sim_gap_to_optimum;
-                }
+        race::fill_gaps(&mut results, case)?;
+        // results.json gets the gaps too, once the case's solvers are done.
+        for r in &results {
+            if let Some(s) = saved.results.iter_mut().find(|s| {
+                s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
+            }) {
+                (s.lower_bound_s, s.bound_source) = (r.lower_bound_s, r.bound_source);
+                s.gap_to_bound = r.gap_to_bound;
             }
-            write_saved(args, &saved)?;
         }
+        write_saved(args, &saved)?;
         if let Some(dir) = &case_dir {
             write_svg(case, &results, args.seconds, dir)?;
         }
@@ -421,21 +424,18 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
 }
 
 fn print_table(results: &[RaceResult]) {
-    let known = results.iter().any(|r| r.gap_to_optimum.is_some());
-    print!(
-        "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}",
-        "workload", "hardware", "solver", "best (us)", "vs xla", "improvements"
+    println!(
+        "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>13}",
+        "workload", "hardware", "solver", "best (us)", "vs xla", "gap", "improvements"
     );
-    println!("{}", crate::evaluate::optimum_header(known));
     let mut xla = None;
     for r in results {
         let l = r.best_latency_s;
         if r.solver == "xla" {
             xla = l;
         }
-        let opt = crate::evaluate::optimum_cells(known, r.gap_to_optimum, r.sim_gap_to_optimum);
         println!(
-            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>13}{opt}",
+            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>13}",
             r.workload,
             r.hardware,
             r.solver,
@@ -444,13 +444,24 @@ fn print_table(results: &[RaceResult]) {
                 (Some(x), Some(l)) => format!("{:.4}x", x / l),
                 _ => "-".into(),
             },
+            crate::evaluate::gap_cell(r.gap_to_bound),
             r.curve.len(),
         );
         if let Some(p) = &r.proof {
             println!("    {}", crate::evaluate::proof_line(p));
         }
     }
-    if known {
-        println!("\n`opt mdl`, `opt sim`: gap to the proven cost-model optimum, in cost-model and in simulated latency (the optimal mapping's).");
+    let mut cases: Vec<(&str, &str, f64, harness::bounds::BoundSource)> = Vec::new();
+    for r in results {
+        if let (Some(b), Some(s)) = (r.lower_bound_s, r.bound_source) {
+            if !cases.iter().any(|c| c.0 == r.workload && c.1 == r.hardware) {
+                cases.push((&r.workload, &r.hardware, b, s));
+            }
+        }
     }
+    println!();
+    for (w, h, b, s) in cases {
+        println!("{w} on {h}: {}", crate::evaluate::bound_line(b, s));
+    }
+    println!("`gap`: best simulated latency over the case's best proven lower bound, minus 1 (docs/exact.md).");
 }

@@ -12,10 +12,75 @@
 use crate::candidates::{self, Candidate};
 use crate::model::{MipError, MipLimits, Model, Pair, Start};
 use crate::packing;
-use accel_sim::{CostModel, Hardware, Mapping, Program};
+use accel_sim::{CostModel, Hardware, Mapping, Program, Simulator};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
+
+/// The latency the model minimises, and so what its bound bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// The simulator's relaxation ([`CostModel::relaxation`]): the bound is a bound on
+    /// the simulated latency of every valid mapping (docs/exact.md).
+    #[default]
+    Simulated,
+    /// XLA's cost model ([`CostModel::new`]): the cost model's own optimum. Its bound is a
+    /// bound on the simulated latency too where no fast level is slower than level 0.
+    Proxy,
+}
+
+impl Objective {
+    /// The names [`Objective::from_str`](std::str::FromStr) accepts.
+    pub const NAMES: [&'static str; 2] = ["simulated", "proxy"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Objective::Simulated => "simulated",
+            Objective::Proxy => "proxy",
+        }
+    }
+
+    /// The model of this objective.
+    pub fn cost_model(self, program: &Program, hw: &Hardware) -> CostModel {
+        match self {
+            Objective::Simulated => CostModel::relaxation(program, hw),
+            Objective::Proxy => CostModel::new(program, hw),
+        }
+    }
+
+    /// Whether a lower bound on this objective is one on the simulated latency of every
+    /// valid mapping on `hw` (docs/exact.md, "A lower bound on the simulated latency").
+    pub fn bounds_simulation(self, hw: &Hardware) -> bool {
+        match self {
+            Objective::Simulated => true,
+            Objective::Proxy => no_fast_level_slower(hw),
+        }
+    }
+}
+
+impl std::str::FromStr for Objective {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Objective, String> {
+        match s {
+            "simulated" => Ok(Objective::Simulated),
+            "proxy" => Ok(Objective::Proxy),
+            other => Err(format!(
+                "unknown exact objective `{other}` ({})",
+                Objective::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// No fast level reads or writes slower than level 0 (as on every preset).
+pub fn no_fast_level_slower(hw: &Hardware) -> bool {
+    let l0 = &hw.levels[0];
+    hw.levels[1..]
+        .iter()
+        .all(|l| l.read_bw >= l0.read_bw && l.write_bw >= l0.write_bw)
+}
 
 /// The solver's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +89,9 @@ pub struct ExactConfig {
     pub seconds: f64,
     /// Stop once the best mapping is within this fraction of the bound (0: prove it).
     pub relative_gap: f64,
+    /// What the model minimises.
+    #[serde(default)]
+    pub objective: Objective,
 }
 
 impl Default for ExactConfig {
@@ -31,6 +99,7 @@ impl Default for ExactConfig {
         ExactConfig {
             seconds: 60.0,
             relative_gap: 0.0,
+            objective: Objective::default(),
         }
     }
 }
@@ -50,11 +119,18 @@ pub enum Status {
 /// The exact solver's answer.
 #[derive(Clone, Debug)]
 pub struct ExactSolution {
-    /// The best valid mapping found.
+    /// What the model minimised.
+    pub objective: Objective,
+    /// The mapping returned: under [`Objective::Simulated`], the fastest in simulation of
+    /// every mapping the solve built or was given; under [`Objective::Proxy`], the
+    /// model's best.
     pub mapping: Mapping,
-    /// Its cost-model latency, seconds.
+    /// `mapping`'s simulated latency, seconds.
+    pub simulated_s: f64,
+    /// The model's best mapping's latency in the objective, seconds: what `status` and
+    /// `gap` speak of.
     pub latency_s: f64,
-    /// No valid mapping has a lower cost-model latency, seconds.
+    /// No valid mapping has a lower latency in the objective, seconds.
     pub lower_bound_s: f64,
     pub status: Status,
     /// `(latency - lower bound) / latency`.
@@ -72,6 +148,14 @@ impl ExactSolution {
     /// Proven optimal (to the solver's tolerance).
     pub fn optimal(&self) -> bool {
         self.status == Status::Optimal
+    }
+
+    /// A proven lower bound on the simulated latency of every valid mapping on `hw`,
+    /// where the objective gives one.
+    pub fn simulated_bound_s(&self, hw: &Hardware) -> Option<f64> {
+        self.objective
+            .bounds_simulation(hw)
+            .then_some(self.lower_bound_s)
     }
 }
 
@@ -100,7 +184,7 @@ pub fn solve(
 ) -> Result<ExactSolution, ExactError> {
     check(config)?;
     let t0 = Instant::now();
-    let cost = CostModel::new(program, hw);
+    let cost = config.objective.cost_model(program, hw);
     let cands = candidates::enumerate(program, hw, &cost);
     let mut search = Search {
         program,
@@ -108,6 +192,8 @@ pub fn solve(
         cost: &cost,
         cands: &cands,
         best: None,
+        sim: Simulator::new(program, hw),
+        fastest: None,
     };
     search.offer_known(known);
     let model = Model {
@@ -275,6 +361,9 @@ struct Search<'a> {
     cost: &'a CostModel,
     cands: &'a [Candidate],
     best: Option<Best>,
+    sim: Simulator,
+    /// The fastest mapping in simulation offered so far, and its simulated latency.
+    fastest: Option<(f64, Mapping)>,
 }
 
 struct Finish<'a> {
@@ -300,6 +389,8 @@ impl Search<'_> {
             if mapping.validate(self.program, self.hw).is_err() {
                 continue;
             }
+            // As given too: making its holds canonical can slow it in simulation.
+            self.offer_simulated(mapping);
             let mut taken = Vec::new();
             let mut offsets = Vec::new();
             for (b, p) in mapping.buffers.iter().enumerate() {
@@ -316,9 +407,20 @@ impl Search<'_> {
         }
     }
 
+    /// A valid mapping, kept if it simulates faster than the fastest so far.
+    fn offer_simulated(&mut self, mapping: &Mapping) {
+        let s = self.sim.run(mapping, false).latency_s;
+        if self.fastest.as_ref().is_none_or(|(best, _)| s < *best) {
+            self.fastest = Some((s, mapping.clone()));
+        }
+    }
+
     /// Holds `taken` at `offsets`, kept if better than the best so far.
     fn offer(&mut self, taken: &[usize], offsets: &[u64]) {
         let mapping = self.mapping(taken, offsets);
+        if mapping.validate(self.program, self.hw).is_ok() {
+            self.offer_simulated(&mapping);
+        }
         let latency_s = self.cost.latency(&mapping);
         if self.best.as_ref().is_some_and(|b| b.latency_s <= latency_s) {
             return;
@@ -352,8 +454,8 @@ impl Search<'_> {
         mapping
     }
 
-    fn finish(self, f: Finish) -> Result<ExactSolution, ExactError> {
-        let (mapping, latency_s) = match self.best {
+    fn finish(mut self, f: Finish) -> Result<ExactSolution, ExactError> {
+        let (mut mapping, latency_s) = match self.best.take() {
             Some(b) => (b.mapping, b.latency_s),
             None => (
                 Mapping::all_slow(self.program),
@@ -363,6 +465,12 @@ impl Search<'_> {
         mapping
             .validate(self.program, self.hw)
             .map_err(|e| ExactError::Invalid(e.to_string()))?;
+        let mut simulated_s = self.sim.run(&mapping, false).latency_s;
+        if f.config.objective == Objective::Simulated {
+            if let Some((s, m)) = self.fastest.take().filter(|(s, _)| *s < simulated_s) {
+                (simulated_s, mapping) = (s, m);
+            }
+        }
         let lower_bound_s = if f.proven && self.cands.is_empty() {
             latency_s
         } else {
@@ -383,7 +491,9 @@ impl Search<'_> {
             Status::TimeLimit
         };
         Ok(ExactSolution {
+            objective: f.config.objective,
             mapping,
+            simulated_s,
             latency_s,
             lower_bound_s: if lower_bound_s.is_finite() {
                 lower_bound_s

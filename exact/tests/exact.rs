@@ -1,6 +1,7 @@
 //! The exact solver against every other solver: on random programs and on cuts of the
-//! bundled models, its mapping is valid and no other solver's mapping has a lower
-//! cost-model latency; where it says optimal, its bound equals its latency.
+//! bundled models, its mapping is valid and no other solver's mapping has a lower latency
+//! in its objective (the cost model, or the simulator's relaxation); where it says
+//! optimal, its bound equals its model's best latency.
 
 use accel_sim::{CostModel, Hardware, Mapping, Program};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
@@ -44,26 +45,44 @@ fn others(program: &Program, hw: &Hardware) -> Vec<(String, Mapping)> {
     out
 }
 
-/// Solves the case exactly and checks it against every other solver; returns whether it
-/// was proven optimal.
+/// Solves the case exactly under both objectives and checks each against every other
+/// solver; returns whether both were proven optimal.
 fn check_case(program: &Program, hw: &Hardware) -> bool {
+    let others = others(program, hw);
+    [exact::Objective::Proxy, exact::Objective::Simulated]
+        .into_iter()
+        .all(|objective| check_objective(program, hw, objective, &others))
+}
+
+fn check_objective(
+    program: &Program,
+    hw: &Hardware,
+    objective: exact::Objective,
+    others: &[(String, Mapping)],
+) -> bool {
     let config = exact::ExactConfig {
         seconds: 60.0,
+        objective,
         ..Default::default()
     };
     let s = exact::Exact { config }.solve_proven(program, hw).unwrap();
-    let name = program.name();
+    let name = format!("{} ({objective:?})", program.name());
     s.mapping
         .validate(program, hw)
         .unwrap_or_else(|e| panic!("{name}: invalid exact mapping: {e}"));
-    let cost = CostModel::new(program, hw);
-    assert!((cost.latency(&s.mapping) - s.latency_s).abs() <= 1e-12 * s.latency_s);
+    let sim = accel_sim::Simulator::new(program, hw).run(&s.mapping, false);
+    assert_eq!(sim.latency_s, s.simulated_s, "{name}");
+    let cost = objective.cost_model(program, hw);
+    if objective == exact::Objective::Proxy {
+        // The proxy objective returns the model's best itself.
+        assert!((cost.latency(&s.mapping) - s.latency_s).abs() <= 1e-12 * s.latency_s);
+    }
     assert!(s.lower_bound_s <= s.latency_s * (1.0 + 1e-9), "{name}");
-    for (solver, m) in others(program, hw) {
+    for (solver, m) in others {
         if m.validate(program, hw).is_err() {
             continue;
         }
-        let other = cost.latency(&m);
+        let other = cost.latency(m);
         assert!(
             s.latency_s <= other * (1.0 + 1e-9),
             "{name}: {solver} costs {other:e} s, exact {:e} s ({:?})",
@@ -116,23 +135,23 @@ fn the_tiny_fixture_with_three_levels_is_solved_no_worse_than_any_solver() {
     }
 }
 
-/// The lowest cost-model latency over every finished game (depth-first over every legal
+/// The lowest latency in `cost` over every finished game (depth-first over every legal
 /// action at every turn), and how many games there were.
-fn best_game(setup: &Arc<GameSetup>) -> (f64, usize) {
-    fn walk(game: &malloc_game::Game, best: &mut f64, games: &mut usize) {
+fn best_game(setup: &Arc<GameSetup>, cost: &CostModel) -> (f64, usize) {
+    fn walk(game: &malloc_game::Game, cost: &CostModel, best: &mut f64, games: &mut usize) {
         if game.is_terminal() {
             *games += 1;
-            *best = best.min(game.proxy_latency());
+            *best = best.min(cost.latency(&game.mapping()));
             return;
         }
         for a in game.legal_actions() {
             let mut next = game.clone();
             next.apply_action(a).unwrap();
-            walk(&next, best, games);
+            walk(&next, cost, best, games);
         }
     }
     let (mut best, mut games) = (f64::INFINITY, 0);
-    walk(&setup.start(), &mut best, &mut games);
+    walk(&setup.start(), cost, &mut best, &mut games);
     (best, games)
 }
 
@@ -146,14 +165,20 @@ fn no_game_of_the_fixture_beats_the_optimum() {
         let h = hw("tpu-v4i-like", capacity);
         let setup =
             GameSetup::new(Arc::new(program.clone()), h.clone(), GameOptions::default()).unwrap();
-        let (best, games) = best_game(&setup);
-        assert!(games > 10, "{games}");
-        let s = exact::Exact::default().solve_proven(&program, &h).unwrap();
-        assert!(s.optimal());
-        assert!(
-            s.latency_s <= best * (1.0 + 1e-9),
-            "{capacity}: exact {} > game {best}",
-            s.latency_s
-        );
+        for objective in [exact::Objective::Proxy, exact::Objective::Simulated] {
+            let (best, games) = best_game(&setup, &objective.cost_model(&program, &h));
+            assert!(games > 10, "{games}");
+            let config = exact::ExactConfig {
+                objective,
+                ..Default::default()
+            };
+            let s = exact::Exact { config }.solve_proven(&program, &h).unwrap();
+            assert!(s.optimal());
+            assert!(
+                s.latency_s <= best * (1.0 + 1e-9),
+                "{capacity} {objective:?}: exact {} > game {best}",
+                s.latency_s
+            );
+        }
     }
 }

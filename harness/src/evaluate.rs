@@ -5,6 +5,7 @@
 //! baseline, a game player, a trained agent, a mapping file); [`evaluate_case`] solves,
 //! validates and simulates each, and returns one [`Row`] per solver.
 
+use crate::bounds::{best_bound, BoundSource};
 use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
@@ -55,6 +56,13 @@ pub enum EvalError {
     Exact(#[from] exact::ExactError),
     #[error("the {solver} baseline produced an invalid mapping (a bug): {msg}")]
     BaselineInvalid { solver: String, msg: String },
+    #[error("{solver}'s mapping simulates in {latency_s:e} s, below the case's proven lower bound {bound_s:e} s ({from:?}): the bound is wrong (a bug)")]
+    BoundAboveMapping {
+        solver: String,
+        latency_s: f64,
+        bound_s: f64,
+        from: BoundSource,
+    },
 }
 
 /// A program on a hardware config.
@@ -278,7 +286,11 @@ pub struct Row {
     pub speedup_vs_xla: Option<f64>,
     /// The physical limit of this case (see `xla_msa::bound_latency`).
     pub bound_latency_s: f64,
-    /// `latency / bound - 1`: how much room is left above this solver.
+    /// The best proven lower bound on this case's simulated latency ([`crate::bounds`]).
+    pub lower_bound_s: f64,
+    /// Where `lower_bound_s` came from.
+    pub bound_source: BoundSource,
+    /// `latency / lower_bound - 1`: at most this much room is left above this solver.
     pub gap_to_bound: Option<f64>,
     pub fast_capacity_bytes: u64,
     /// Peak bytes held in the fast levels by this mapping.
@@ -290,26 +302,22 @@ pub struct Row {
     /// What the exact solver proved (its rows only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
-    /// Where the cost-model optimum is known (the exact solver proved it on this case):
-    /// `proxy_latency / optimum - 1`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gap_to_optimum: Option<f64>,
-    /// The same in simulated latency, against the optimal mapping's simulated latency (a
-    /// cost-model optimum, so other mappings may simulate faster: the gap can be < 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sim_gap_to_optimum: Option<f64>,
 }
 
 /// What the exact solver proved on a case.
 #[derive(Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct Proof {
-    /// The mapping is the cost model's optimum.
+    /// What its model minimised: `simulated` (the simulator's relaxation) or `proxy` (the
+    /// cost model; results saved before objectives existed are this).
+    #[serde(default = "proxy_objective")]
+    pub objective: exact::Objective,
+    /// The model's best mapping is optimal in the objective.
     pub optimal: bool,
     /// `optimal`, `gap-reached` or `time-limit`.
     pub status: exact::Status,
-    /// No mapping's cost-model latency is lower, seconds.
+    /// No mapping's latency in the objective is lower, seconds.
     pub lower_bound_s: f64,
-    /// `(cost-model latency - lower bound) / cost-model latency`.
+    /// `(model's best latency - lower bound) / model's best latency`, in the objective.
     pub gap: f64,
     /// Candidate holds in the model, and models solved.
     pub candidates: usize,
@@ -324,9 +332,14 @@ fn unknown_backend() -> String {
     "unknown".into()
 }
 
+fn proxy_objective() -> exact::Objective {
+    exact::Objective::Proxy
+}
+
 impl Proof {
     pub fn of(s: &exact::ExactSolution) -> Proof {
         Proof {
+            objective: s.objective,
             optimal: s.optimal(),
             status: s.status,
             lower_bound_s: s.lower_bound_s,
@@ -338,56 +351,20 @@ impl Proof {
     }
 }
 
-/// A case's cost-model optimum, and the simulated latency of its optimal mapping when a
-/// solve gave one (a checked-in optimum has none).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Optimum {
-    pub model_s: f64,
-    pub sim_s: Option<f64>,
-}
-
-impl Optimum {
-    /// The optimum a valid result proved, from its cost-model and simulated latency.
-    pub fn proven(
-        proof: Option<&Proof>,
-        model_s: Option<f64>,
-        sim_s: Option<f64>,
-    ) -> Option<Optimum> {
-        proof.filter(|p| p.optimal)?;
-        Some(Optimum {
-            model_s: model_s?,
-            sim_s: Some(sim_s?),
-        })
+/// Sets every row's case bound ([`best_bound`]) from the physical limit, the proofs among
+/// `rows` and the checked-in bounds, and each valid row's gap to it. A bound above a
+/// valid mapping's simulated latency is a broken proof: an error, never a printed gap.
+pub fn fill_gaps(rows: &mut [Row], case: &Case) -> Result<(), EvalError> {
+    let Some(physical) = rows.first().map(|r| r.bound_latency_s) else {
+        return Ok(());
+    };
+    let bound = best_bound(case, physical, rows.iter().filter_map(|r| r.proof.as_ref()));
+    for r in rows.iter_mut() {
+        r.lower_bound_s = bound.lower_bound_s;
+        r.bound_source = bound.source;
+        r.gap_to_bound = bound.gap_of(&r.solver, r.latency_s)?;
     }
-
-    /// `(gap_to_optimum, sim_gap_to_optimum)` of a result with these latencies.
-    pub fn gaps(&self, model_s: Option<f64>, sim_s: Option<f64>) -> (Option<f64>, Option<f64>) {
-        let gap = |l: f64, opt: f64| l / opt - 1.0;
-        (
-            model_s.map(|l| gap(l, self.model_s)),
-            sim_s.zip(self.sim_s).map(|(l, opt)| gap(l, opt)),
-        )
-    }
-}
-
-/// Fills every valid row's gap to the optimum, where one of `rows` proved it; else, on a
-/// small case with a checked-in optimum ([`known_optimum`]), the cost-model gap alone.
-pub fn fill_gaps(rows: &mut [Row], case: &Case) {
-    let optimum = rows
-        .iter()
-        .filter(|r| r.valid)
-        .find_map(|r| Optimum::proven(r.proof.as_ref(), r.proxy_latency_s, r.latency_s))
-        .or_else(|| {
-            known_optimum(case).map(|model_s| Optimum {
-                model_s,
-                sim_s: None,
-            })
-        });
-    if let Some(o) = optimum {
-        for r in rows.iter_mut().filter(|r| r.valid) {
-            (r.gap_to_optimum, r.sim_gap_to_optimum) = o.gaps(r.proxy_latency_s, r.latency_s);
-        }
-    }
+    Ok(())
 }
 
 /// The checked-in cost-model optimum of `case`, if it is one of the small cases
@@ -465,14 +442,14 @@ impl<'a> CaseScorer<'a> {
             valid: false,
             speedup_vs_xla: None,
             bound_latency_s: self.bound,
+            lower_bound_s: self.bound,
+            bound_source: BoundSource::Physical,
             gap_to_bound: None,
             fast_capacity_bytes: self.case.fast_capacity(),
             fast_bytes_used: None,
             solve_s,
             error: None,
             proof: None,
-            gap_to_optimum: None,
-            sim_gap_to_optimum: None,
         };
         match mapping.validate(program, hw) {
             Ok(stats) => {
@@ -536,7 +513,7 @@ pub fn evaluate_case(
         progress(EvalProgress::Solved(&row));
         rows.push(row);
     }
-    fill_gaps(&mut rows, case);
+    fill_gaps(&mut rows, case)?;
     Ok(rows)
 }
 
@@ -580,22 +557,23 @@ mod tests {
     }
 
     #[test]
-    fn a_small_case_gets_its_checked_in_optimum_without_a_solve() {
+    fn a_small_case_gets_its_checked_in_optimum_as_its_bound_without_a_solve() {
         let c = &bench_workloads::small::cases()[1];
         let cap = c.fast_capacity.to_string();
         let case = Case::named(Some(c.workload), Some(c.hardware), Some(&cap)).unwrap();
         let solvers = Solver::all_named(&["xla".into()], &SolverContext::default()).unwrap();
         let rows = evaluate_case(&case, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
         let xla = &rows[0];
-        let want = xla.proxy_latency_s.unwrap() / c.optimum_s - 1.0;
-        assert!((xla.gap_to_optimum.unwrap() - want).abs() < 1e-12);
+        assert_eq!(xla.bound_source, BoundSource::SmallCase);
+        assert_eq!(xla.lower_bound_s, c.optimum_s);
+        let want = xla.latency_s.unwrap() / c.optimum_s - 1.0;
+        assert!((xla.gap_to_bound.unwrap() - want).abs() < 1e-12);
         assert!(want >= 0.0);
-        // The simulated gap needs the optimal mapping, which only a solve gives.
-        assert_eq!(xla.sim_gap_to_optimum, None);
-        // Another capacity is another case: no optimum known.
+        // Another capacity is another case: no optimum known, the physical limit.
         let other = Case::named(Some(c.workload), Some(c.hardware), Some("1MiB")).unwrap();
         let rows = evaluate_case(&other, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
-        assert_eq!(rows[0].gap_to_optimum, None);
+        assert_eq!(rows[0].bound_source, BoundSource::Physical);
+        assert_eq!(rows[0].lower_bound_s, rows[0].bound_latency_s);
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //!
 //! - [`registry`]: the one name -> solver registry.
 //! - [`evaluate`]: cases and suites, solve -> validate -> simulate -> [`Row`].
+//! - [`bounds`]: a case's best proven lower bound on the simulated latency.
 //! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
 //!   its pictures in [`curves`].
 
+pub mod bounds;
 pub mod curves;
 pub mod evaluate;
 pub mod race;

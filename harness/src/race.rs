@@ -10,7 +10,8 @@
 //! gives every result of the case its gap to the optimum). Every result is the solver's
 //! best mapping validated and simulated here, by the same simulator for all.
 
-use crate::evaluate::{Case, EvalError, Optimum, Proof};
+use crate::bounds::{best_bound, BoundSource};
+use crate::evaluate::{Case, EvalError, Proof};
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
 use malloc_game::{GameOptions, GameSetup};
@@ -62,6 +63,8 @@ pub struct RaceConfig {
     pub agent_dir: Option<PathBuf>,
     /// EGRL's config (its variant, seed and threads are replaced by the race's).
     pub egrl: egrl::EgrlConfig,
+    /// What the exact solver minimises (its time limit is the race's).
+    pub exact_objective: exact::Objective,
 }
 
 /// One solver's result on one case (the JSON form of `race --json`; a race's saved
@@ -92,37 +95,36 @@ pub struct RaceResult {
     /// What the exact solver proved (its results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
-    /// Gaps to the cost-model optimum where a result of the same case proved it (as in
-    /// [`crate::evaluate::Row`]).
+    /// The case's best proven lower bound on the simulated latency, where it came from,
+    /// and `best_latency / lower_bound - 1` (as in [`crate::evaluate::Row`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gap_to_optimum: Option<f64>,
+    pub lower_bound_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim_gap_to_optimum: Option<f64>,
+    pub bound_source: Option<BoundSource>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_to_bound: Option<f64>,
     /// Everything besides the budget, seed and threads that decides this result
     /// ([`settings_of`]): a saved result is reused only under the same settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<serde_json::Value>,
 }
 
-/// Fills each valid result's gap to the optimum where a result of the same case (workload
-/// and hardware) proved it.
-pub fn fill_gaps(results: &mut [RaceResult]) {
-    let optima: Vec<(String, String, Optimum)> = results
-        .iter()
-        .filter(|r| r.valid)
-        .filter_map(|r| {
-            let o = Optimum::proven(r.proof.as_ref(), r.proxy_latency_s, r.best_latency_s)?;
-            Some((r.workload.clone(), r.hardware.clone(), o))
-        })
-        .collect();
-    for r in results.iter_mut().filter(|r| r.valid) {
-        if let Some((_, _, o)) = optima
-            .iter()
-            .find(|o| o.0 == r.workload && o.1 == r.hardware)
-        {
-            (r.gap_to_optimum, r.sim_gap_to_optimum) = o.gaps(r.proxy_latency_s, r.best_latency_s);
-        }
+/// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
+/// `results`, the checked-in bounds) on each of its results, and each valid one's gap to
+/// it. A bound above a valid mapping's simulated latency is a broken proof: an error.
+pub fn fill_gaps(results: &mut [RaceResult], case: &Case) -> Result<(), EvalError> {
+    let physical = baselines::bound_latency(&case.program, &case.hw);
+    let bound = best_bound(
+        case,
+        physical,
+        results.iter().filter_map(|r| r.proof.as_ref()),
+    );
+    for r in results.iter_mut() {
+        r.lower_bound_s = Some(bound.lower_bound_s);
+        r.bound_source = Some(bound.source);
+        r.gap_to_bound = bound.gap_of(&r.solver, r.best_latency_s)?;
     }
+    Ok(())
 }
 
 /// Checks solver names before any solver runs, so a typo costs no budget.
@@ -149,7 +151,10 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
     };
     match name {
         "xla" | "xla-repack" | "greedy-size" | "egrl-dp" => {}
-        "exact" => set("backend", exact::BACKEND.into()),
+        "exact" => {
+            set("backend", exact::BACKEND.into());
+            set("objective", config.exact_objective.as_str().into());
+        }
         "muzero" => {
             set("options", serde_json::json!(config.options));
             set("train", serde_json::json!(config.train));
@@ -285,6 +290,7 @@ pub fn race_case(
                 config: exact::ExactConfig {
                     seconds: config.seconds,
                     relative_gap: 0.0,
+                    objective: config.exact_objective,
                 },
             };
             let solution = exact
@@ -363,8 +369,9 @@ pub fn race_case(
         evaluations_curve,
         proxy_latency_s: None,
         proof,
-        gap_to_optimum: None,
-        sim_gap_to_optimum: None,
+        lower_bound_s: None,
+        bound_source: None,
+        gap_to_bound: None,
         settings: Some(settings_of(case, name, config)),
     };
     if let Some(m) = mapping {

@@ -1,6 +1,8 @@
 //! Every solver against the true optimum on the small cases (`bench_workloads::small`):
-//! the exact solver proves each checked-in optimum again, no solver's mapping costs less,
-//! and `evaluate` and `race` report each one's gap to it.
+//! the exact solver proves each checked-in cost-model optimum again (`proxy` objective), no
+//! solver's mapping costs less, the simulator's relaxation (`simulated` objective) bounds
+//! every mapping's simulated latency, and `evaluate` and `race` report each one's gap to
+//! the best bound.
 
 use harness::race::{fill_gaps, race_case, RaceConfig, RaceResult};
 use harness::{evaluate_case, Case, Solver, SolverContext};
@@ -22,6 +24,7 @@ fn race_config(seconds: f64, train: TrainConfig) -> RaceConfig {
         checkpoint: None,
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::Proxy,
     }
 }
 
@@ -37,21 +40,30 @@ fn no_solver_beats_the_proven_optimum_of_any_small_case() {
     ];
     // HiGHS proves every small case in 2 s; microlp finishes all but one within 0.2 s and
     // that one not in a minute (docs/exact.md): 10 s tells them apart.
-    let ctx = SolverContext {
+    let ctx = |objective| SolverContext {
         exact: exact::ExactConfig {
             seconds: 10.0,
+            objective,
             ..Default::default()
         },
         ..SolverContext::default()
     };
-    let solvers: Vec<Solver> = names
+    let mut solvers: Vec<Solver> = names
         .iter()
-        .map(|n| Solver::named(n, &ctx).unwrap())
+        .map(|n| Solver::named(n, &ctx(exact::Objective::Proxy)).unwrap())
         .collect();
+    solvers.push(Solver::named("exact", &ctx(exact::Objective::Simulated)).unwrap());
     for c in bench_workloads::small::cases() {
         let case = small_case(&c);
         let rows = evaluate_case(&case, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
-        let exact = rows.iter().find(|r| r.solver == "exact").unwrap();
+        let exact = rows
+            .iter()
+            .find(|r| {
+                r.proof
+                    .as_ref()
+                    .is_some_and(|p| p.objective == exact::Objective::Proxy)
+            })
+            .unwrap();
         let proof = exact.proof.as_ref().unwrap();
         if proof.optimal {
             let optimum = exact.proxy_latency_s.unwrap();
@@ -73,13 +85,33 @@ fn no_solver_beats_the_proven_optimum_of_any_small_case() {
                 c.optimum_s
             );
         }
+        let fastest = rows
+            .iter()
+            .filter_map(|r| r.latency_s)
+            .fold(f64::INFINITY, f64::min);
         for r in &rows {
             assert!(r.valid, "{} {}", c.workload, r.solver);
-            let gap = r.gap_to_optimum.unwrap();
+            assert!(r.proxy_latency_s.unwrap() >= c.optimum_s * (1.0 - 1e-9));
+            // The checked-in optimum bounds the simulation too (no fast level is slower).
+            assert!(
+                r.lower_bound_s >= c.optimum_s * (1.0 - 1e-12),
+                "{}",
+                c.workload
+            );
+            assert!(r.lower_bound_s > r.bound_latency_s, "{}", c.workload);
+            let gap = r.gap_to_bound.unwrap();
             assert!(gap >= -1e-9, "{} {}: {gap}", c.workload, r.solver);
-            // The simulated gap needs the optimal mapping itself: a proof's, not a
-            // checked-in optimum's (what a case microlp did not finish falls back to).
-            assert_eq!(r.sim_gap_to_optimum.is_some(), proof.optimal);
+            if let Some(p) = r
+                .proof
+                .as_ref()
+                .filter(|p| p.objective == exact::Objective::Simulated)
+            {
+                assert!(
+                    p.lower_bound_s <= fastest * (1.0 + 1e-9),
+                    "{}: {p:?}",
+                    c.workload
+                );
+            }
         }
         // The anytime solvers, briefly.
         // The race's exact solver stops once it has proved the optimum.
@@ -95,15 +127,12 @@ fn no_solver_beats_the_proven_optimum_of_any_small_case() {
                 .unwrap()
             })
             .collect();
-        fill_gaps(&mut results);
+        fill_gaps(&mut results, &case).unwrap();
         for r in &results {
             assert!(r.valid, "{} {}", c.workload, r.solver);
-            // The race's gaps come from its own exact result: none where microlp did not
-            // finish (its proof is then not optimal).
-            match r.gap_to_optimum {
-                Some(gap) => assert!(gap >= -1e-9, "{} {}: {gap}", c.workload, r.solver),
-                None => assert_ne!(exact::BACKEND, "highs", "{}", c.workload),
-            }
+            let gap = r.gap_to_bound.unwrap();
+            assert!(gap >= -1e-9, "{} {}: {gap}", c.workload, r.solver);
+            assert!(r.lower_bound_s.unwrap() >= c.optimum_s * (1.0 - 1e-12));
             assert!(r.proxy_latency_s.unwrap() >= c.optimum_s * (1.0 - 1e-9));
         }
     }
@@ -135,14 +164,15 @@ fn a_short_agent_run_is_measured_against_the_optimum() {
         )
         .unwrap(),
     ];
-    fill_gaps(&mut results);
+    fill_gaps(&mut results, &case).unwrap();
     let agent = &results[0];
     assert!(agent.valid);
     assert!(agent.proxy_latency_s.unwrap() >= c.optimum_s * (1.0 - 1e-9));
-    assert!(agent.gap_to_optimum.unwrap() >= -1e-9);
+    assert!(agent.gap_to_bound.unwrap() >= -1e-9);
     // The race's JSON carries the gaps.
     let json = serde_json::to_value(agent).unwrap();
-    assert!(json["gap_to_optimum"].is_f64(), "{json}");
+    assert!(json["gap_to_bound"].is_f64(), "{json}");
+    assert!(json["lower_bound_s"].is_f64(), "{json}");
     if let Some(dir) = &agent.run_dir {
         let _ = std::fs::remove_dir_all(dir);
     }

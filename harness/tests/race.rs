@@ -90,6 +90,7 @@ fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
         checkpoint: None,
         agent_dir: Some(dir.clone()),
         egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::default(),
     };
     let t0 = std::time::Instant::now();
     let r = race_case(&case, "muzero", &config, &mut |_, _| {}).unwrap();

@@ -15,12 +15,13 @@ use std::path::PathBuf;
 /// command line's solver names (`solver_names()`; `solvers=['xla']`), `None` its default
 /// list. `muzero` plays the run folder `checkpoint`, or without one the bundled
 /// generalist; its search steps through `search_model`: `"learned"` (MuZero's dynamics
-/// network) or `"game"` (the game itself, the default). An invalid mapping is a row with `valid: False`, not an exception.
+/// network) or `"game"` (the game itself, the default). `exact_objective`: `"simulated"` (the
+/// default: the exact solver's bound bounds the simulated latency) or `"proxy"` (XLA's cost model). An invalid mapping is a row with `valid: False`, not an exception.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
     seed = 0, checkpoint = None, simulations = None, search_model = None,
-    exact_seconds = 60.0, exact_gap = 0.0,
+    exact_seconds = 60.0, exact_gap = 0.0, exact_objective = None,
     mapping = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
 #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
@@ -37,6 +38,7 @@ pub fn evaluate(
     search_model: Option<&str>,
     #[pyo3(from_py_with = named::exact_seconds)] exact_seconds: f64,
     #[pyo3(from_py_with = named::exact_gap)] exact_gap: f64,
+    exact_objective: Option<&str>,
     mapping: Option<PathBuf>,
     slots: Option<&Bound<'_, PyAny>>,
     order: Option<String>,
@@ -46,6 +48,11 @@ pub fn evaluate(
     let solvers = solvers.map(solver_list).transpose()?;
     let simulations: Option<usize> = opt_uint(simulations, "simulations")?;
     let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
+    let exact_objective: exact::Objective = exact_objective
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| bad_arg(format!("exact_objective: {e}")))?
+        .unwrap_or_default();
     let search_model = search_model
         .map(str::parse)
         .transpose()
@@ -78,6 +85,7 @@ pub fn evaluate(
         exact: exact::ExactConfig {
             seconds: exact_seconds,
             relative_gap: exact_gap,
+            objective: exact_objective,
         },
     };
     let rows: Vec<Row> = py.detach(|| -> PyResult<Vec<Row>> {

@@ -49,6 +49,21 @@ def test_evaluate_returns_the_command_lines_rows(cli):
     assert a[0]["latency_s"] == b[0]["latency_s"]
 
 
+def test_exact_objectives_and_the_gap_to_the_best_bound(cli):
+    # alexnet on its suite hardware: the checked-in bound, and the relaxation's proven one.
+    rows = mmz.evaluate("alexnet", ["xla", "exact"])
+    for r in rows:
+        assert r["bound_source"] in ("cached", "exact") and r["lower_bound_s"] > r["bound_latency_s"]
+        assert r["gap_to_bound"] == pytest.approx(r["latency_s"] / r["lower_bound_s"] - 1, rel=1e-12)
+        assert r["gap_to_bound"] >= -1e-9
+    assert rows[1]["proof"]["objective"] == "simulated"
+    proxy = mmz.evaluate("alexnet", ["exact"], exact_objective="proxy")
+    assert proxy[0]["proof"]["objective"] == "proxy"
+    assert proxy[0]["proof"]["lower_bound_s"] < rows[1]["proof"]["lower_bound_s"]
+    with pytest.raises(mmz.Error, match="exact_objective"):
+        mmz.evaluate("alexnet", ["exact"], exact_objective="cost")
+
+
 def test_the_bundled_generalist_plays_without_a_checkpoint(cli):
     args = ["--workload", "diamond", "--solver", "muzero", "--simulations", "4"]
     rows = mmz.evaluate("diamond", ["muzero"], simulations=4)

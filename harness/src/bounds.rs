@@ -1,0 +1,182 @@
+//! A case's best proven lower bound on the simulated latency, and where it came from: every
+//! row's `gap_to_bound` is measured against it (docs/exact.md, "A lower bound on the
+//! simulated latency").
+//!
+//! The sources, the highest kept:
+//! - the physical limit (`xla_msa::bound_latency`: fastest level unbounded, copies free);
+//! - an exact solve in the same run, when its objective bounds the simulation;
+//! - a small case's checked-in cost-model optimum (`bench_workloads::small`), which bounds
+//!   the simulation where no fast level is slower than level 0;
+//! - the suite's bounds, computed once by the exact solver and checked in
+//!   (`data/bounds.json`, written by `cargo run --release -p harness --example
+//!   suite_bounds`), used only for the same program contents and the same hardware.
+
+use crate::evaluate::{known_optimum, Case, EvalError, Proof};
+use serde::{Deserialize, Serialize};
+
+/// Where a case's bound came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundSource {
+    Physical,
+    /// An exact solve of this run.
+    Exact,
+    /// A small case's checked-in optimum.
+    SmallCase,
+    /// The checked-in suite bounds.
+    Cached,
+}
+
+/// A proven lower bound on the simulated latency of every valid mapping of a case.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CaseBound {
+    pub lower_bound_s: f64,
+    pub source: BoundSource,
+}
+
+impl CaseBound {
+    /// `latency / bound - 1`.
+    pub fn gap(&self, latency_s: f64) -> f64 {
+        latency_s / self.lower_bound_s - 1.0
+    }
+
+    /// The gap of `solver`'s mapping, simulated in `latency_s` (`None`: no valid mapping).
+    /// A mapping below the bound means a broken proof: an error, never a negative gap.
+    pub fn gap_of(&self, solver: &str, latency_s: Option<f64>) -> Result<Option<f64>, EvalError> {
+        match latency_s {
+            Some(l) if l < self.lower_bound_s * (1.0 - 1e-9) => Err(EvalError::BoundAboveMapping {
+                solver: solver.to_string(),
+                latency_s: l,
+                bound_s: self.lower_bound_s,
+                from: self.source,
+            }),
+            l => Ok(l.map(|l| self.gap(l))),
+        }
+    }
+}
+
+/// One checked-in bound: the case it holds for, by content, and how it was proven.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CachedBound {
+    pub workload: String,
+    pub hardware: String,
+    /// `Program::content_hash`, hex.
+    pub program_hash: String,
+    /// The whole hardware, capacities included.
+    pub hardware_config: serde_json::Value,
+    pub lower_bound_s: f64,
+    pub objective: exact::Objective,
+    pub backend: String,
+    pub status: exact::Status,
+    pub solve_s: f64,
+}
+
+impl CachedBound {
+    /// Whether this bound was proven for `case`'s program and hardware.
+    pub fn holds_for(&self, case: &Case) -> bool {
+        self.program_hash == format!("{:016x}", case.program.content_hash())
+            && serde_json::to_value(case.hw.to_file()).ok().as_ref() == Some(&self.hardware_config)
+            && self.objective.bounds_simulation(&case.hw)
+    }
+}
+
+/// The checked-in suite bounds.
+pub fn cached_bounds() -> Vec<CachedBound> {
+    // Written by the suite_bounds example; a parse failure is a bug in the checked-in file,
+    // which the tests catch.
+    serde_json::from_str(include_str!("../data/bounds.json")).unwrap_or_default()
+}
+
+/// The best bound of `case` from the physical limit `physical_s`, the proofs of this run
+/// and the checked-in ones.
+pub fn best_bound<'a>(
+    case: &Case,
+    physical_s: f64,
+    proofs: impl IntoIterator<Item = &'a Proof>,
+) -> CaseBound {
+    let mut best = CaseBound {
+        lower_bound_s: physical_s,
+        source: BoundSource::Physical,
+    };
+    let mut offer = |lower_bound_s: f64, source| {
+        if lower_bound_s > best.lower_bound_s {
+            best = CaseBound {
+                lower_bound_s,
+                source,
+            };
+        }
+    };
+    for p in proofs {
+        if p.objective.bounds_simulation(&case.hw) {
+            offer(p.lower_bound_s, BoundSource::Exact);
+        }
+    }
+    if exact::no_fast_level_slower(&case.hw) {
+        if let Some(optimum) = known_optimum(case) {
+            offer(optimum, BoundSource::SmallCase);
+        }
+    }
+    for c in cached_bounds().iter().filter(|c| c.holds_for(case)) {
+        offer(c.lower_bound_s, BoundSource::Cached);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_in_bounds_parse_and_hold_for_their_suite_cases() {
+        let text = include_str!("../data/bounds.json");
+        let cached: Vec<CachedBound> = serde_json::from_str(text).unwrap();
+        let suite = Case::suite().unwrap();
+        for c in &cached {
+            assert!(c.lower_bound_s > 0.0, "{c:?}");
+            let case = suite
+                .iter()
+                .find(|s| s.program.name() == c.workload && s.hw.name == c.hardware)
+                .unwrap_or_else(|| panic!("{} on {} is no suite case", c.workload, c.hardware));
+            assert!(
+                c.holds_for(case),
+                "{} on {} is stale",
+                c.workload,
+                c.hardware
+            );
+        }
+    }
+
+    #[test]
+    fn a_cached_bound_is_not_used_for_another_capacity() {
+        let suite = Case::suite().unwrap();
+        let Some(c) = cached_bounds().into_iter().next() else {
+            return;
+        };
+        let case = suite
+            .iter()
+            .find(|s| s.program.name() == c.workload && s.hw.name == c.hardware)
+            .unwrap();
+        let fast = case.hw.fastest();
+        let capacity = case.hw.levels[fast].capacity / 2;
+        let other = Case {
+            program: case.program.clone(),
+            hw: case.hw.clone().with_capacity(fast, capacity).unwrap(),
+        };
+        assert!(!c.holds_for(&other));
+        let bound = best_bound(&other, 1e-9, []);
+        assert_ne!(bound.source, BoundSource::Cached);
+    }
+
+    #[test]
+    fn a_mapping_below_the_bound_is_an_error_not_a_negative_gap() {
+        let bound = CaseBound {
+            lower_bound_s: 2e-3,
+            source: BoundSource::Cached,
+        };
+        assert_eq!(bound.gap_of("xla", None).unwrap(), None);
+        let gap = bound.gap_of("xla", Some(3e-3)).unwrap().unwrap();
+        assert!((gap - 0.5).abs() < 1e-12);
+        let e = bound.gap_of("beam:8", Some(1e-3)).unwrap_err().to_string();
+        assert!(e.contains("beam:8") && e.contains("Cached"), "{e}");
+    }
+}
