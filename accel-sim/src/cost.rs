@@ -40,7 +40,6 @@ pub struct CostModel {
     overhead: f64,
     /// Added to every copy's time, seconds (0 in XLA's view).
     copy_setup: f64,
-    relaxation: bool,
     inv_read: Vec<f64>,
     inv_write: Vec<f64>,
     copy_bw: Vec<f64>,
@@ -81,7 +80,6 @@ impl CostModel {
             cum,
             overhead: 0.0,
             copy_setup: 0.0,
-            relaxation: false,
             inv_read,
             inv_write,
             copy_bw: (0..hw.levels.len())
@@ -105,7 +103,6 @@ impl CostModel {
                 .fold(f64::INFINITY, f64::min)
         };
         let (read_bw, write_bw) = (slowest(|l| l.read_bw), slowest(|l| l.write_bw));
-        m.relaxation = true;
         m.overhead = hw.op_overhead_s;
         m.copy_setup = hw.dma.setup_s / hw.dma.engines as f64;
         let mut hidden = 0.0;
@@ -124,11 +121,6 @@ impl CostModel {
             m.hide_cum.push(hidden);
         }
         m
-    }
-
-    /// Whether this is [`CostModel::relaxation`] rather than XLA's view.
-    pub fn is_relaxation(&self) -> bool {
-        self.relaxation
     }
 
     /// The ops that read buffer `b`, in order.

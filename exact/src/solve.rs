@@ -194,6 +194,7 @@ pub fn solve(
         best: None,
         sim: Simulator::new(program, hw),
         fastest: None,
+        keep_fastest: config.objective == Objective::Simulated,
     };
     search.offer_known(known);
     let model = Model {
@@ -362,8 +363,10 @@ struct Search<'a> {
     cands: &'a [Candidate],
     best: Option<Best>,
     sim: Simulator,
-    /// The fastest mapping in simulation offered so far, and its simulated latency.
+    /// The fastest mapping in simulation offered so far, and its simulated latency, kept
+    /// when `keep_fastest` (the simulated objective returns it).
     fastest: Option<(f64, Mapping)>,
+    keep_fastest: bool,
 }
 
 struct Finish<'a> {
@@ -390,7 +393,7 @@ impl Search<'_> {
                 continue;
             }
             // As given too: making its holds canonical can slow it in simulation.
-            self.offer_simulated(mapping);
+            self.offer_fastest(mapping);
             let mut taken = Vec::new();
             let mut offsets = Vec::new();
             for (b, p) in mapping.buffers.iter().enumerate() {
@@ -407,8 +410,12 @@ impl Search<'_> {
         }
     }
 
-    /// A valid mapping, kept if it simulates faster than the fastest so far.
-    fn offer_simulated(&mut self, mapping: &Mapping) {
+    /// A valid mapping, kept if it simulates faster than the fastest so far (only when
+    /// the fastest is wanted: simulating every offer costs a whole run each).
+    fn offer_fastest(&mut self, mapping: &Mapping) {
+        if !self.keep_fastest {
+            return;
+        }
         let s = self.sim.run(mapping, false).latency_s;
         if self.fastest.as_ref().is_none_or(|(best, _)| s < *best) {
             self.fastest = Some((s, mapping.clone()));
@@ -418,9 +425,8 @@ impl Search<'_> {
     /// Holds `taken` at `offsets`, kept if better than the best so far.
     fn offer(&mut self, taken: &[usize], offsets: &[u64]) {
         let mapping = self.mapping(taken, offsets);
-        if mapping.validate(self.program, self.hw).is_ok() {
-            self.offer_simulated(&mapping);
-        }
+        // Built from placed holds, so valid; `finish` validates what it returns.
+        self.offer_fastest(&mapping);
         let latency_s = self.cost.latency(&mapping);
         if self.best.as_ref().is_some_and(|b| b.latency_s <= latency_s) {
             return;
@@ -462,15 +468,18 @@ impl Search<'_> {
                 self.cost.all_slow_latency(),
             ),
         };
-        mapping
-            .validate(self.program, self.hw)
-            .map_err(|e| ExactError::Invalid(e.to_string()))?;
-        let mut simulated_s = self.sim.run(&mapping, false).latency_s;
-        if f.config.objective == Objective::Simulated {
-            if let Some((s, m)) = self.fastest.take().filter(|(s, _)| *s < simulated_s) {
-                (simulated_s, mapping) = (s, m);
+        let invalid = |e: accel_sim::MappingError| ExactError::Invalid(e.to_string());
+        mapping.validate(self.program, self.hw).map_err(invalid)?;
+        // Every mapping offered was simulated when the fastest is kept, the model's best
+        // among them.
+        let simulated_s = match self.fastest.take() {
+            Some((s, m)) => {
+                m.validate(self.program, self.hw).map_err(invalid)?;
+                mapping = m;
+                s
             }
-        }
+            None => self.sim.run(&mapping, false).latency_s,
+        };
         let lower_bound_s = if f.proven && self.cands.is_empty() {
             latency_s
         } else {
