@@ -24,7 +24,7 @@ mod program;
 mod sim;
 mod textfile;
 
-pub use cost::{read_level, write_level, CostModel, CostState, CostTally, MemTimes};
+pub use cost::{read_level, write_level, CostModel, CostState, CostTally, MemTimes, Tightenings};
 pub use hardware::{
     format_size, parse_size, ByteSize, Dma, DmaFile, Hardware, HardwareError, HardwareFile,
     LevelFile, MemoryLevel, PRESETS,

@@ -147,8 +147,9 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
 /// The exact solver's limits.
 #[derive(Args, Clone, Debug)]
 pub struct ExactArgs {
-    /// Seconds the exact solver (`--solver exact`) gets to prove its optimum; past them
-    /// it returns its best mapping and the gap it proved.
+    /// Seconds the exact solver (`--solver exact`) gets in all: under the simulated
+    /// objective the MIP has half and the local search, from the MIP's mapping, the rest;
+    /// under proxy the MIP has all. An unproven MIP returns the gap it proved.
     #[arg(long, default_value_t = 60.0, value_parser = crate::positive_seconds)]
     pub exact_seconds: f64,
     /// Stop the exact solver once within this relative gap of its bound (0.01 = 1%; 0:
@@ -157,7 +158,8 @@ pub struct ExactArgs {
     pub exact_gap: f64,
     /// What the exact solver minimises: simulated (a relaxation of the simulator, so its
     /// bound is a bound on every mapping's simulated latency, and it returns the fastest
-    /// simulated mapping it built) or proxy (XLA's cost model: the cost model's optimum).
+    /// simulated mapping it or the local search after it found) or proxy (XLA's cost
+    /// model: the cost model's optimum, as the MIP gives it).
     #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
     pub exact_objective: exact::Objective,
 }
@@ -273,10 +275,10 @@ pub fn proof_line(p: &harness::evaluate::Proof) -> String {
         exact::Objective::Simulated => "the simulator's relaxation",
         exact::Objective::Proxy => "the cost model",
     };
-    if p.optimal {
+    let proof = if p.optimal {
         format!("exact: its model's best is optimal for {objective} ({bound})")
     } else if p.lower_bound_s <= 0.0 {
-        // microlp proves nothing until a whole solve finishes.
+        // The limit came before the first model's root was solved.
         format!("exact: no bound proven for {objective} within the time limit ({bound})")
     } else {
         format!(
@@ -287,5 +289,10 @@ pub fn proof_line(p: &harness::evaluate::Proof) -> String {
             },
             p.gap * 100.0
         )
+    };
+    if p.polished {
+        format!("{proof}; its mapping is the local search's, started from the MIP's")
+    } else {
+        proof
     }
 }

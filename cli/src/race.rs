@@ -200,14 +200,14 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             write_saved(args, &saved)?;
             results.push(r);
         }
-        race::fill_gaps(&mut results, case)?;
+        race::fill_gaps(&mut results, case, args.seconds)?;
         // results.json gets the gaps too, once the case's solvers are done.
         for r in &results {
             if let Some(s) = saved.results.iter_mut().find(|s| {
                 s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
             }) {
                 (s.lower_bound_s, s.bound_source) = (r.lower_bound_s, r.bound_source);
-                s.gap_to_bound = r.gap_to_bound;
+                (s.gap_to_bound, s.primal_integral) = (r.gap_to_bound, r.primal_integral);
             }
         }
         write_saved(args, &saved)?;
@@ -425,8 +425,8 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
 
 fn print_table(results: &[RaceResult]) {
     println!(
-        "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>13}",
-        "workload", "hardware", "solver", "best (us)", "vs xla", "gap", "improvements"
+        "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
+        "workload", "hardware", "solver", "best (us)", "vs xla", "gap", "primal", "improvements"
     );
     let mut xla = None;
     for r in results {
@@ -435,7 +435,7 @@ fn print_table(results: &[RaceResult]) {
             xla = l;
         }
         println!(
-            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>13}",
+            "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
             r.workload,
             r.hardware,
             r.solver,
@@ -445,6 +445,7 @@ fn print_table(results: &[RaceResult]) {
                 _ => "-".into(),
             },
             crate::evaluate::gap_cell(r.gap_to_bound),
+            crate::evaluate::gap_cell(r.primal_integral),
             r.curve.len(),
         );
         if let Some(p) = &r.proof {
@@ -464,4 +465,5 @@ fn print_table(results: &[RaceResult]) {
         println!("{w} on {h}: {}", crate::evaluate::bound_line(b, s));
     }
     println!("`gap`: best simulated latency over the case's best proven lower bound, minus 1 (docs/exact.md).");
+    println!("`primal`: the primal integral, the mean over the budget of 1 - bound / best so far (1 before the first mapping; docs/race.md).");
 }

@@ -78,7 +78,15 @@ fn evaluate_exact_proves_a_small_case_and_gives_every_row_its_gap() {
         ("proxy", "optimal for the cost model"),
         ("simulated", "for the simulator's relaxation"),
     ] {
-        let rest = ["--solver", "exact", "--exact-objective", objective];
+        // Two seconds: under `simulated` the local search has what the MIP leaves.
+        let rest = [
+            "--solver",
+            "exact",
+            "--exact-objective",
+            objective,
+            "--exact-seconds",
+            "2",
+        ];
         let (code, out, err) = run(&strs(&on_case("evaluate", c, &rest)));
         assert_eq!(code, 0, "{err}");
         assert!(out.contains(words), "{out}");

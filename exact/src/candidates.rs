@@ -95,11 +95,6 @@ impl Candidate {
         }
     }
 
-    /// Whether it holds its level at op `t`.
-    pub fn covers(&self, t: OpId) -> bool {
-        self.hold.start <= t && t <= self.hold.end
-    }
-
     /// Whether it and `other` hold the same level at some op: then their offsets must keep
     /// them apart.
     pub fn meets(&self, other: &Candidate) -> bool {

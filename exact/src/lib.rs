@@ -1,13 +1,15 @@
-//! exact: the cost model's optimum of a mapping problem, where it can be proven.
+//! exact: a proven lower bound on the latency of every mapping of a program, and the best
+//! mapping the proof found, from a mixed-integer program over the mapping's decisions.
 //!
-//! A mixed-integer program over the mapping's decisions (docs/exact.md): for each buffer,
+//! The program (docs/exact.md): for each buffer,
 //! level 0 or one of its candidate holds per fast level (defined there, or prefetched, each
 //! with its interval), an offset for each hold, time x address non-overlap by disjunctive
 //! constraints, capacity, and each op's latency `max(compute, memory traffic)` made linear
-//! with one variable per op; it minimises the cost model's latency. Solved through
-//! `good_lp` by the pure-Rust microlp (every build: no time limit of its own, so the solve
-//! stops waiting at the limit), or by HiGHS with the opt-in feature `highs` (built from
-//! source with cmake and libclang; dual bounds within a time limit). [`BACKEND`] names the
+//! with one variable per op; it minimises the objective's model. Solved through `good_lp`
+//! by the pure-Rust microlp (every build) or by HiGHS with the opt-in feature `highs`
+//! (built from source with cmake and libclang). Both take the time limit, a gap tolerance
+//! and a starting solution, and both report a proven bound when the limit stops them;
+//! HiGHS reaches far further within one (docs/exact.md). [`BACKEND`] names the
 //! one this build uses.
 //!
 //! - [`solve`]: the optimum (or the best mapping found and a proven lower bound) within
@@ -22,7 +24,8 @@ mod solve;
 
 pub use model::MipError;
 pub use solve::{
-    no_fast_level_slower, solve, ExactConfig, ExactError, ExactSolution, Objective, Status,
+    no_fast_level_slower, solve, solve_model, ExactConfig, ExactError, ExactSolution, Objective,
+    Status,
 };
 
 use accel_sim::{Hardware, Program};

@@ -182,14 +182,27 @@ pub fn solve(
     config: &ExactConfig,
     known: &[Mapping],
 ) -> Result<ExactSolution, ExactError> {
+    let cost = config.objective.cost_model(program, hw);
+    solve_model(program, hw, &cost, config, known)
+}
+
+/// [`solve`] minimising `cost` in place of the objective's model: to measure how far a
+/// variant of the model (a [`CostModel::tightened`] one) moves the bound. The solution's
+/// `objective` still says `config.objective`; its `lower_bound_s` bounds `cost`.
+pub fn solve_model(
+    program: &Program,
+    hw: &Hardware,
+    cost: &CostModel,
+    config: &ExactConfig,
+    known: &[Mapping],
+) -> Result<ExactSolution, ExactError> {
     check(config)?;
     let t0 = Instant::now();
-    let cost = config.objective.cost_model(program, hw);
-    let cands = candidates::enumerate(program, hw, &cost);
+    let cands = candidates::enumerate(program, hw, cost);
     let mut search = Search {
         program,
         hw,
-        cost: &cost,
+        cost,
         cands: &cands,
         best: None,
         sim: Simulator::new(program, hw),
@@ -199,7 +212,7 @@ pub fn solve(
     search.offer_known(known);
     let model = Model {
         candidates: &cands,
-        cost: &cost,
+        cost,
         hw,
     };
     let mut lazy = Lazy {

@@ -6,6 +6,7 @@
 //! validates and simulates each, and returns one [`Row`] per solver.
 
 use crate::bounds::{best_bound, BoundSource};
+use crate::exact_run::{run_exact, Polish};
 use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
@@ -156,8 +157,9 @@ pub enum Solver {
     MuZero(Box<Agent>),
     /// A mapping file, resolved against each case's program by buffer name.
     File(PathBuf),
-    /// The exact solver: its rows carry what it proved.
-    Exact(exact::Exact),
+    /// The exact solver (then the local search for its budget left:
+    /// [`crate::exact_run`]), with the local search's seed: its rows carry what it proved.
+    Exact(exact::ExactConfig, u64),
 }
 
 impl Solver {
@@ -182,9 +184,7 @@ impl Solver {
             return Ok(Solver::Baseline(Box::new(EgrlKnapsack)));
         }
         if name == "exact" {
-            return Ok(Solver::Exact(exact::Exact {
-                config: ctx.exact.clone(),
-            }));
+            return Ok(Solver::Exact(ctx.exact.clone(), ctx.seed));
         }
         let player = malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name));
         player
@@ -212,7 +212,7 @@ impl Solver {
             Solver::Player(p, _) => p.name(),
             Solver::MuZero(_) => "muzero".to_string(),
             Solver::File(path) => format!("file:{}", path.display()),
-            Solver::Exact(_) => "exact".to_string(),
+            Solver::Exact(..) => "exact".to_string(),
         }
     }
 
@@ -239,8 +239,21 @@ impl Solver {
             }
             Solver::MuZero(agent) => agent.play(program, hw)?,
             Solver::File(path) => read_mapping(path, program)?,
-            Solver::Exact(e) => e.solve_proven(program, hw)?.mapping,
+            Solver::Exact(config, seed) => {
+                run_exact(case, config, &polish_of(options, *seed), &mut |_, _| {})?
+                    .solution
+                    .mapping
+            }
         })
+    }
+}
+
+/// The local search after `evaluate`'s exact solve: one chain, as the MIP has one thread.
+fn polish_of(options: &GameOptions, seed: u64) -> Polish {
+    Polish {
+        options: options.clone(),
+        seed,
+        threads: 1,
     }
 }
 
@@ -322,6 +335,10 @@ pub struct Proof {
     /// Candidate holds in the model, and models solved.
     pub candidates: usize,
     pub rounds: usize,
+    /// The mapping is the local search's, started from the MIP's and faster in simulation
+    /// than every mapping the MIP built or was given (`crate::exact_run`).
+    #[serde(default)]
+    pub polished: bool,
     /// The MIP solver that proved it (`microlp`, or `highs` in a build with that feature):
     /// the same model, so the same optimum, but not the same reach within a time limit.
     #[serde(default = "unknown_backend")]
@@ -347,6 +364,7 @@ impl Proof {
             candidates: s.candidates,
             rounds: s.rounds,
             backend: exact::BACKEND.into(),
+            polished: false,
         }
     }
 }
@@ -495,11 +513,11 @@ pub fn evaluate_case(
                 let (mapping, solve_s) = (scorer.xla_mapping.clone(), scorer.xla_solve_s);
                 scorer.row(name, &mapping, solve_s)
             }
-            Solver::Exact(e) => {
+            Solver::Exact(config, seed) => {
                 let t0 = Instant::now();
-                let solution = e.solve_proven(&case.program, &case.hw)?;
-                let mut row = scorer.row(name, &solution.mapping, t0.elapsed().as_secs_f64());
-                row.proof = Some(Proof::of(&solution));
+                let run = run_exact(case, config, &polish_of(options, *seed), &mut |_, _| {})?;
+                let mut row = scorer.row(name, &run.solution.mapping, t0.elapsed().as_secs_f64());
+                row.proof = Some(run.proof);
                 row
             }
             _ => {

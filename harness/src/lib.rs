@@ -3,6 +3,7 @@
 //!
 //! - [`registry`]: the one name -> solver registry.
 //! - [`evaluate`]: cases and suites, solve -> validate -> simulate -> [`Row`].
+//! - [`exact_run`]: the exact solver's MIP, then the local search for the budget left.
 //! - [`bounds`]: a case's best proven lower bound on the simulated latency.
 //! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
 //!   its pictures in [`curves`].
@@ -10,6 +11,7 @@
 pub mod bounds;
 pub mod curves;
 pub mod evaluate;
+pub mod exact_run;
 pub mod race;
 pub mod registry;
 

@@ -12,6 +12,7 @@
 
 use crate::bounds::{best_bound, BoundSource};
 use crate::evaluate::{Case, EvalError, Proof};
+use crate::exact_run::{run_exact, Polish};
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
 use malloc_game::{GameOptions, GameSetup};
@@ -103,6 +104,10 @@ pub struct RaceResult {
     pub bound_source: Option<BoundSource>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_to_bound: Option<f64>,
+    /// The mean primal gap over the budget (`crate::bounds::CaseBound::primal_integral`):
+    /// how soon the solver got how close, lower is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primal_integral: Option<f64>,
     /// Everything besides the budget, seed and threads that decides this result
     /// ([`settings_of`]): a saved result is reused only under the same settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,9 +115,10 @@ pub struct RaceResult {
 }
 
 /// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
-/// `results`, the checked-in bounds) on each of its results, and each valid one's gap to
-/// it. A bound above a valid mapping's simulated latency is a broken proof: an error.
-pub fn fill_gaps(results: &mut [RaceResult], case: &Case) -> Result<(), EvalError> {
+/// `results`, the checked-in bounds) on each of its results, each valid one's gap to it,
+/// and each one's primal integral over the race's `budget_s`. A bound above a valid
+/// mapping's simulated latency is a broken proof: an error.
+pub fn fill_gaps(results: &mut [RaceResult], case: &Case, budget_s: f64) -> Result<(), EvalError> {
     let physical = baselines::bound_latency(&case.program, &case.hw);
     let bound = best_bound(
         case,
@@ -123,6 +129,11 @@ pub fn fill_gaps(results: &mut [RaceResult], case: &Case) -> Result<(), EvalErro
         r.lower_bound_s = Some(bound.lower_bound_s);
         r.bound_source = Some(bound.source);
         r.gap_to_bound = bound.gap_of(&r.solver, r.best_latency_s)?;
+        r.primal_integral = if r.valid {
+            bound.primal_integral(&r.curve, budget_s)
+        } else {
+            None
+        };
     }
     Ok(())
 }
@@ -154,6 +165,11 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
         "exact" => {
             set("backend", exact::BACKEND.into());
             set("objective", config.exact_objective.as_str().into());
+            // The local search after the MIP plays the game by these rules.
+            if config.exact_objective == exact::Objective::Simulated {
+                set("options", serde_json::json!(config.options));
+                set("mip_share", crate::exact_run::MIP_SHARE.into());
+            }
         }
         "muzero" => {
             set("options", serde_json::json!(config.options));
@@ -286,18 +302,19 @@ pub fn race_case(
     let mut proof = None;
     let (curve, mapping, run_dir) = match name {
         "exact" => {
-            let exact = exact::Exact {
-                config: exact::ExactConfig {
-                    seconds: config.seconds,
-                    relative_gap: 0.0,
-                    objective: config.exact_objective,
-                },
+            let exact = exact::ExactConfig {
+                seconds: config.seconds,
+                relative_gap: 0.0,
+                objective: config.exact_objective,
             };
-            let solution = exact
-                .solve_proven(&case.program, &case.hw)
-                .map_err(EvalError::from)?;
-            proof = Some(Proof::of(&solution));
-            (vec![], Some(solution.mapping), None)
+            let polish = Polish {
+                options: config.options.clone(),
+                seed: config.seed,
+                threads: config.threads,
+            };
+            let run = run_exact(case, &exact, &polish, on_best)?;
+            proof = Some(run.proof);
+            (run.curve, Some(run.solution.mapping), None)
         }
         "xla" | "xla-repack" | "greedy-size" => {
             let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
@@ -372,6 +389,7 @@ pub fn race_case(
         lower_bound_s: None,
         bound_source: None,
         gap_to_bound: None,
+        primal_integral: None,
         settings: Some(settings_of(case, name, config)),
     };
     if let Some(m) = mapping {
@@ -402,7 +420,7 @@ fn measure(case: &Case, m: &Mapping) -> Result<(f64, f64), accel_sim::MappingErr
 }
 
 /// Runs `work` while telling `on_best` of each improvement of `incumbent`.
-fn watch(
+pub(crate) fn watch(
     incumbent: &Incumbent,
     limit: &Limit,
     on_best: &mut dyn FnMut(f64, f64),

@@ -72,7 +72,7 @@ pub const SOLVERS: &[Entry] = &[
         "exact",
         true,
         true,
-        "the MIP solver: the cost model's optimum, proven where it can be (docs/exact.md)",
+        "the MIP solver: a proven lower bound on the simulated latency, and its mapping bettered by the local search for the budget left (docs/exact.md)",
     ),
     entry("greedy", true, false, "the game's greedy player"),
     entry(

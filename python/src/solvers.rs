@@ -16,7 +16,8 @@ use std::path::PathBuf;
 /// list. `muzero` plays the run folder `checkpoint`, or without one the bundled
 /// generalist; its search steps through `search_model`: `"learned"` (MuZero's dynamics
 /// network) or `"game"` (the game itself, the default). `exact_objective`: `"simulated"` (the
-/// default: the exact solver's bound bounds the simulated latency) or `"proxy"` (XLA's cost model). An invalid mapping is a row with `valid: False`, not an exception.
+/// default: the exact solver's bound bounds the simulated latency, and the local search has
+/// what its MIP leaves of `exact_seconds`) or `"proxy"` (XLA's cost model). An invalid mapping is a row with `valid: False`, not an exception.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,

@@ -11,12 +11,13 @@
 //!
 //! A move replays from the nearest snapshot before its first changed turn (game states
 //! clone in `O(1)`), so its cost is the turns after the change. Chains run one per thread
-//! from the best of the xla, greedy and greedy-size trajectories, and every `sync_every`
-//! moves a chain that is behind the best game of all chains continues from it.
+//! from the best of the starting games, and every `sync_every`
+//! moves a chain that is behind the best game of all chains continues from it. The starts
+//! are the xla, greedy, greedy-size and beam:64 games, and any the caller gives.
 
 use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
 use crate::game::{Game, GameSetup};
-use crate::players::{greedy_action, GreedyPlayer, Player, XlaPlayer};
+use crate::players::{greedy_action, BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -57,6 +58,12 @@ impl Default for LocalSearchConfig {
 pub struct LocalSearch {
     pub config: LocalSearchConfig,
 }
+
+/// The width of the beam among the starts: beam:64 takes at most 0.25 s on a suite case
+/// and is the fastest of the instant heuristics on 9 of the 14.
+const START_BEAM_WIDTH: usize = 64;
+/// The share of the budget the starting beam may take.
+const START_BEAM_SHARE: f64 = 0.1;
 
 /// What a turn decides: (pass, buffer, use).
 type Key = (usize, usize, usize);
@@ -235,15 +242,41 @@ impl LocalSearch {
         Line::of(finished, self.config.snapshot_every)
     }
 
-    /// The best of the heuristics' games to start from (each also offered).
-    fn start(setup: &Arc<GameSetup>, incumbent: &Incumbent) -> Option<Game> {
-        let mut starts = vec![XlaPlayer.play(setup, 0), GreedyPlayer.play(setup, 0)];
-        let greedy_size = GreedySize.solve(setup.program(), setup.hardware());
-        starts.push(
-            setup
-                .trajectory_of(&greedy_size)
-                .unwrap_or_else(|_| setup.nearest_trajectory(&greedy_size)),
-        );
+    /// The best of the heuristics' games and `given` to start from (each also offered).
+    /// On a large program each heuristic's game takes seconds: once the deadline has
+    /// passed, the rest are skipped. The beam is cut at [`START_BEAM_SHARE`] of the time
+    /// left.
+    fn start(
+        setup: &Arc<GameSetup>,
+        given: &[Game],
+        limit: &Limit,
+        incumbent: &Incumbent,
+    ) -> Option<Game> {
+        let xla = || vec![XlaPlayer.play(setup, 0)];
+        let greedy = || vec![GreedyPlayer.play(setup, 0)];
+        let given = || given.to_vec();
+        let beam = || {
+            let left = limit.deadline.saturating_duration_since(Instant::now());
+            let until = Instant::now() + left.mul_f64(START_BEAM_SHARE);
+            let beam = BeamPlayer::new(START_BEAM_WIDTH);
+            beam.play_until(setup, &|| Instant::now() >= until)
+                .into_iter()
+                .collect()
+        };
+        let greedy_size = || {
+            let m = GreedySize.solve(setup.program(), setup.hardware());
+            vec![setup
+                .trajectory_of(&m)
+                .unwrap_or_else(|_| setup.nearest_trajectory(&m))]
+        };
+        let makers: [&dyn Fn() -> Vec<Game>; 5] = [&given, &xla, &greedy, &beam, &greedy_size];
+        let mut starts = Vec::new();
+        for make in makers {
+            if !starts.is_empty() && limit.expired() {
+                break;
+            }
+            starts.extend(make());
+        }
         for g in &starts {
             incumbent.offer(g);
         }
@@ -336,8 +369,24 @@ impl AnytimeSolver for LocalSearch {
     }
 
     fn run(&self, setup: &Arc<GameSetup>, seed: u64, limit: &Limit, incumbent: &Incumbent) {
+        self.run_from(setup, &[], seed, limit, incumbent);
+    }
+}
+
+impl LocalSearch {
+    /// [`AnytimeSolver::run`] with `given` finished games among the starts (another
+    /// solver's mapping as its [`GameSetup::nearest_trajectory`]): the chains start from
+    /// the fastest of them and the heuristics' games.
+    pub fn run_from(
+        &self,
+        setup: &Arc<GameSetup>,
+        given: &[Game],
+        seed: u64,
+        limit: &Limit,
+        incumbent: &Incumbent,
+    ) {
         let t0 = Instant::now();
-        let Some(start) = LocalSearch::start(setup, incumbent) else {
+        let Some(start) = LocalSearch::start(setup, given, limit, incumbent) else {
             return;
         };
         std::thread::scope(|s| {

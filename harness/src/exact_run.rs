@@ -1,0 +1,234 @@
+//! The exact solver as `evaluate` and the race run it: the MIP first, for its bound and the
+//! fastest simulated mapping it built or was given; then, under the simulated objective,
+//! the local search for the rest of the budget, started from the MIP's mapping (played as
+//! the game's nearest line) and the heuristics' games. The MIP's model ranks mappings by a
+//! relaxation; the local search ranks them by the simulator itself, so what it adds is
+//! what the relaxation cannot see (queued copies, stalls).
+//!
+//! Under `--exact-objective proxy` the answer is the cost model's optimum, as named: no
+//! local search, and the MIP has the whole budget.
+
+use crate::evaluate::{Case, EvalError, Proof};
+use accel_sim::{Mapping, Simulator};
+use malloc_game::anytime::{Incumbent, Limit, LocalSearch};
+use malloc_game::{GameOptions, GameSetup};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The share of the budget the MIP gets under the simulated objective; the local search
+/// has the rest and whatever the MIP leaves. microlp proves a suite case within a second
+/// or not within a minute, and HiGHS proves each within 3 s (docs/exact.md), so a longer
+/// MIP share buys little.
+pub const MIP_SHARE: f64 = 0.5;
+
+/// Whole-game replays the local search makes before its first move, counted in the time
+/// one replay of the MIP's mapping took.
+const REPLAYS_BEFORE_A_MOVE: u32 = 8;
+
+/// How the local search after the MIP runs.
+#[derive(Clone, Debug)]
+pub struct Polish {
+    /// The game's rules for the local search's lines.
+    pub options: GameOptions,
+    pub seed: u64,
+    /// Local-search chains (at least 1).
+    pub threads: usize,
+}
+
+/// What the run found.
+#[derive(Clone, Debug)]
+pub struct ExactRun {
+    /// The MIP's answer, with `mapping` and `simulated_s` the fastest of everything
+    /// found (the MIP's or the local search's).
+    pub solution: exact::ExactSolution,
+    /// What was proven, and whether the local search bettered the MIP's mapping.
+    pub proof: Proof,
+    /// `(elapsed_s, simulated latency)` at each improvement: the MIP's mapping when the
+    /// MIP ends, then the local search's.
+    pub curve: Vec<(f64, f64)>,
+}
+
+/// Runs the exact solver on `case` for `config.seconds` in all, telling `on_best` of each
+/// improvement as it happens.
+pub fn run_exact(
+    case: &Case,
+    config: &exact::ExactConfig,
+    polish: &Polish,
+    on_best: &mut dyn FnMut(f64, f64),
+) -> Result<ExactRun, EvalError> {
+    let t0 = Instant::now();
+    let polishes = config.objective == exact::Objective::Simulated;
+    let mip = exact::Exact {
+        config: exact::ExactConfig {
+            seconds: if polishes {
+                config.seconds * MIP_SHARE
+            } else {
+                config.seconds
+            },
+            ..config.clone()
+        },
+    };
+    let mut solution = mip.solve_proven(&case.program, &case.hw)?;
+    let mut proof = Proof::of(&solution);
+    let mut curve = vec![(t0.elapsed().as_secs_f64(), solution.simulated_s)];
+    on_best(curve[0].0, curve[0].1);
+    let deadline = t0 + Duration::from_secs_f64(config.seconds);
+    if !polishes || Instant::now() >= deadline {
+        return Ok(ExactRun {
+            solution,
+            proof,
+            curve,
+        });
+    }
+    // A program the game cannot be set up on keeps the MIP's mapping.
+    let Ok(setup) = GameSetup::new(
+        Arc::clone(&case.program),
+        case.hw.clone(),
+        polish.options.clone(),
+    ) else {
+        return Ok(ExactRun {
+            solution,
+            proof,
+            curve,
+        });
+    };
+    let setup = Arc::new(setup);
+    let incumbent = Incumbent::new(t0);
+    let limit = Limit {
+        deadline,
+        threads: polish.threads.max(1),
+    };
+    let replay = Instant::now();
+    let from_mip = setup.nearest_trajectory(&solution.mapping);
+    // Before its first move the local search plays its starting games and replays the
+    // best into a line with snapshots: about eight whole games (measured on a 300k-op
+    // program: 6.5 s a game, 52 s before the first move). Where the budget left cannot
+    // pay for them it would only run past the budget.
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < replay.elapsed() * REPLAYS_BEFORE_A_MOVE {
+        return Ok(ExactRun {
+            solution,
+            proof,
+            curve,
+        });
+    }
+    let mut best = solution.simulated_s;
+    let mut improved = |t: f64, l: f64| {
+        if l < best {
+            best = l;
+            curve.push((t, l));
+            on_best(t, l);
+        }
+    };
+    crate::race::watch(&incumbent, &limit, &mut improved, || {
+        LocalSearch::default().run_from(&setup, &[from_mip], polish.seed, &limit, &incumbent)
+    });
+    if let Some(found) = faster_than(&incumbent, solution.simulated_s) {
+        let mapping = found.mapping();
+        // The game's mappings are valid by construction; the simulator re-scores what is
+        // returned, as for every other solver.
+        let latency = simulated(case, &mapping)?;
+        if latency < solution.simulated_s {
+            solution.mapping = mapping;
+            solution.simulated_s = latency;
+            proof.polished = true;
+        }
+    }
+    Ok(ExactRun {
+        solution,
+        proof,
+        curve,
+    })
+}
+
+/// The incumbent's best game if it simulates faster than `latency`.
+fn faster_than(incumbent: &Incumbent, latency: f64) -> Option<malloc_game::Game> {
+    incumbent
+        .best()
+        .filter(|g| g.final_latency().is_some_and(|l| l < latency))
+}
+
+/// `mapping`'s simulated latency, once the validator passes it.
+fn simulated(case: &Case, mapping: &Mapping) -> Result<f64, EvalError> {
+    mapping
+        .validate(&case.program, &case.hw)
+        .map_err(|e| exact::ExactError::Invalid(e.to_string()))?;
+    Ok(Simulator::new(&case.program, &case.hw)
+        .run(mapping, false)
+        .latency_s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn polish() -> Polish {
+        Polish {
+            options: GameOptions::default(),
+            seed: 7,
+            threads: 1,
+        }
+    }
+
+    /// Under the simulated objective the local search takes the budget the MIP leaves,
+    /// and what it returns is valid, no slower than the MIP's mapping, and what the curve
+    /// ends at; the bound is the MIP's.
+    #[test]
+    fn the_local_search_only_ever_improves_the_mips_mapping() {
+        let case = Case::named(Some("random-dag"), None, None).unwrap();
+        let config = exact::ExactConfig {
+            seconds: 1.0,
+            ..Default::default()
+        };
+        let mip = exact::Exact {
+            config: exact::ExactConfig {
+                seconds: config.seconds * MIP_SHARE,
+                ..config.clone()
+            },
+        }
+        .solve_proven(&case.program, &case.hw)
+        .unwrap();
+        let mut told = Vec::new();
+        let t0 = Instant::now();
+        let run = run_exact(&case, &config, &polish(), &mut |t, l| told.push((t, l))).unwrap();
+        assert!(t0.elapsed().as_secs_f64() >= config.seconds * 0.9);
+        assert_eq!(run.curve, told);
+        assert!(run
+            .curve
+            .windows(2)
+            .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
+        assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+        assert_eq!(
+            simulated(&case, &run.solution.mapping).unwrap(),
+            run.solution.simulated_s
+        );
+        assert!(run.solution.simulated_s <= mip.simulated_s);
+        assert_eq!(
+            run.proof.polished,
+            run.solution.simulated_s < mip.simulated_s
+        );
+        assert_eq!(run.proof.lower_bound_s, mip.lower_bound_s);
+        assert!(run.proof.lower_bound_s <= run.solution.simulated_s);
+    }
+
+    /// Under the proxy objective the answer is the cost model's optimum as the MIP gives
+    /// it: no local search.
+    #[test]
+    fn the_proxy_objective_is_the_mip_alone() {
+        let case = Case::named(Some("diamond"), None, Some("4MiB")).unwrap();
+        let config = exact::ExactConfig {
+            seconds: 30.0,
+            objective: exact::Objective::Proxy,
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let run = run_exact(&case, &config, &polish(), &mut |_, _| {}).unwrap();
+        assert!(t0.elapsed().as_secs_f64() < 10.0, "the proof is instant");
+        assert!(run.proof.optimal && !run.proof.polished);
+        assert_eq!(run.curve.len(), 1);
+        let mip = exact::Exact { config }
+            .solve_proven(&case.program, &case.hw)
+            .unwrap();
+        assert_eq!(run.solution.mapping, mip.mapping);
+    }
+}
