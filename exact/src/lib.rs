@@ -28,7 +28,7 @@ pub use solve::{
     Status,
 };
 
-use accel_sim::{Hardware, Program};
+use accel_sim::{Hardware, Mapping, Program};
 use xla_msa as baselines;
 
 /// The MIP solver this build uses.
@@ -53,11 +53,15 @@ impl Exact {
         program: &Program,
         hw: &Hardware,
     ) -> Result<ExactSolution, ExactError> {
-        let known: Vec<_> = ["xla", "xla-repack", "greedy-size"]
+        solve(program, hw, &self.config, &Exact::starts(program, hw))
+    }
+
+    /// The mappings the solve starts from: xla's, xla-repack's and greedy-size's.
+    pub fn starts(program: &Program, hw: &Hardware) -> Vec<Mapping> {
+        ["xla", "xla-repack", "greedy-size"]
             .iter()
             .filter_map(|name| baselines::solver(name))
             .map(|s| s.solve(program, hw))
-            .collect();
-        solve(program, hw, &self.config, &known)
+            .collect()
     }
 }
