@@ -111,7 +111,7 @@ impl Model<'_> {
             problem: ProblemVariables::new(),
             count: 0,
         };
-        let vars = self.variables(&mut columns, pairs, limits);
+        let vars = self.variables(&mut columns, pairs, limits.fixed.as_deref());
         let problem = columns.problem;
         let (objective, constant) = self.objective(&vars);
         let rows = self.rows(&vars, pairs);
@@ -134,8 +134,7 @@ impl Model<'_> {
         })
     }
 
-    fn variables(&self, problem: &mut Columns, pairs: &[Pair], limits: &MipLimits) -> Vars {
-        let fixed = limits.fixed.as_deref();
+    fn variables(&self, problem: &mut Columns, pairs: &[Pair], fixed: Option<&[bool]>) -> Vars {
         let x = (0..self.candidates.len())
             .map(|c| match fixed {
                 Some(f) => {
@@ -363,7 +362,6 @@ struct Solved {
 #[cfg(feature = "highs")]
 mod backend {
     use super::{MipError, MipLimits, Solved};
-
     use good_lp::{Constraint, Expression, ProblemVariables, SolverModel};
     use highs::HighsModelStatus as S;
 
@@ -445,8 +443,9 @@ mod backend {
 mod backend {
     use super::{MipError, MipLimits, Solved};
     use good_lp::solvers::{WithInitialSolution, WithMipGap, WithTimeLimit};
-    use good_lp::SolverModel;
-    use good_lp::{Constraint, Expression, ProblemVariables, ResolutionError, Solution};
+    use good_lp::{
+        Constraint, Expression, ProblemVariables, ResolutionError, Solution, SolverModel,
+    };
 
     pub(super) fn solve(
         problem: ProblemVariables,

@@ -263,8 +263,8 @@ fn the_exact_bound_is_below_every_mapping() {
     assert!(proven >= 8, "{proven}");
 }
 
-/// A solve the time limit cuts short still proves a bound: HiGHS's dual bound, or under
-/// microlp (which proves nothing until it ends) the linear relaxation's optimum.
+/// A solve the time limit cuts short still proves a bound: the branch and bound's best
+/// bound when the limit stops it, from either backend.
 #[test]
 fn a_solve_cut_short_still_bounds_every_mapping() {
     // resnet50 on nnp-i-like: microlp does not prove it within a minute (docs/exact.md).

@@ -43,11 +43,7 @@ fn main() -> anyhow::Result<()> {
     println!("|---|{}---:|---|", "---:|".repeat(steps.len()));
     for case in Case::suite()? {
         let (program, hw) = (case.program.as_ref(), &case.hw);
-        let known: Vec<_> = ["xla", "xla-repack", "greedy-size"]
-            .iter()
-            .filter_map(|n| xla_msa::solver(n))
-            .map(|s| s.solve(program, hw))
-            .collect();
+        let known = exact::Exact::starts(program, hw);
         let config = exact::ExactConfig {
             seconds,
             ..Default::default()

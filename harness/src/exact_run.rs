@@ -43,8 +43,9 @@ pub struct ExactRun {
     pub solution: exact::ExactSolution,
     /// What was proven, and whether the local search bettered the MIP's mapping.
     pub proof: Proof,
-    /// `(elapsed_s, simulated latency)` at each improvement: the MIP's mapping when the
-    /// MIP ends, then the local search's.
+    /// `(elapsed_s, simulated latency)` at each improvement: under the simulated
+    /// objective the fastest starting mapping first, then the MIP's mapping when the MIP
+    /// ends, then the local search's.
     pub curve: Vec<(f64, f64)>,
 }
 
@@ -70,6 +71,7 @@ pub fn run_exact(
     // moment they exist: the curve (and the race's primal integral) counts them then, not
     // when the MIP ends. Under proxy the answer is the model's best, whatever it simulates.
     let starts = exact::Exact::starts(&case.program, &case.hw);
+    let mut sim = Simulator::new(&case.program, &case.hw);
     let mut curve = Vec::new();
     let mut tell = |curve: &mut Vec<(f64, f64)>, l: f64| {
         if curve.last().is_none_or(|&(_, best)| l < best) {
@@ -79,7 +81,9 @@ pub fn run_exact(
         }
     };
     if polishes {
-        let fastest = starts.iter().filter_map(|m| simulated(case, m).ok());
+        let fastest = starts
+            .iter()
+            .filter_map(|m| simulated(&mut sim, case, m).ok());
         if let Some(l) = fastest.min_by(f64::total_cmp) {
             tell(&mut curve, l);
         }
@@ -142,7 +146,7 @@ pub fn run_exact(
         let mapping = found.mapping();
         // The game's mappings are valid by construction; the simulator re-scores what is
         // returned, as for every other solver.
-        let latency = simulated(case, &mapping)?;
+        let latency = simulated(&mut sim, case, &mapping)?;
         if latency < solution.simulated_s {
             solution.mapping = mapping;
             solution.simulated_s = latency;
@@ -164,13 +168,11 @@ fn faster_than(incumbent: &Incumbent, latency: f64) -> Option<malloc_game::Game>
 }
 
 /// `mapping`'s simulated latency, once the validator passes it.
-fn simulated(case: &Case, mapping: &Mapping) -> Result<f64, EvalError> {
+fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64, EvalError> {
     mapping
         .validate(&case.program, &case.hw)
         .map_err(|e| exact::ExactError::Invalid(e.to_string()))?;
-    Ok(Simulator::new(&case.program, &case.hw)
-        .run(mapping, false)
-        .latency_s)
+    Ok(sim.run(mapping, false).latency_s)
 }
 
 #[cfg(test)]
@@ -213,15 +215,16 @@ mod tests {
             .windows(2)
             .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
         assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+        let mut sim = Simulator::new(&case.program, &case.hw);
         // The curve starts at the fastest of the MIP's starting mappings.
         let starts = exact::Exact::starts(&case.program, &case.hw);
         let fastest = starts
             .iter()
-            .map(|m| simulated(&case, m).unwrap())
+            .map(|m| simulated(&mut sim, &case, m).unwrap())
             .fold(f64::INFINITY, f64::min);
         assert_eq!(run.curve[0].1, fastest);
         assert_eq!(
-            simulated(&case, &run.solution.mapping).unwrap(),
+            simulated(&mut sim, &case, &run.solution.mapping).unwrap(),
             run.solution.simulated_s
         );
         assert!(run.solution.simulated_s <= mip.simulated_s);
