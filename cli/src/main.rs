@@ -86,8 +86,10 @@ enum Command {
 
 fn main() {
     // Before any thread starts: candle's elementwise thread pool spins and stalls when the
-    // cores are shared (see muzero::network).
+    // cores are shared, and its split matmuls are slower than whole ones on this project's
+    // small matrices (see muzero::network).
     muzero::keep_candle_elementwise_single_threaded();
+    muzero::keep_candle_matmuls_single_threaded();
     let cli = parse_args();
     let result = match cli.command {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),

@@ -45,6 +45,10 @@ pub struct RaceArgs {
     /// A JSON training config for the muzero solver (fields of `TrainConfig`).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// What the muzero solver's searches step through: `game` (the default) or `learned`
+    /// (over the config file's `search_model`).
+    #[arg(long)]
+    pub search_model: Option<malloc_muzero::SearchModel>,
     /// A JSON config for the EGRL solvers (fields of `EgrlConfig`).
     #[arg(long)]
     pub egrl_config: Option<PathBuf>,
@@ -94,10 +98,13 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let train = match &args.config {
+    let mut train = match &args.config {
         Some(path) => crate::train::read_config(path)?,
         None => TrainConfig::default(),
     };
+    if let Some(m) = args.search_model {
+        train.search_model = m;
+    }
     let egrl = match &args.egrl_config {
         Some(path) => {
             let (config, fields) = crate::egrl::read_config_file(path)?;

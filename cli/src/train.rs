@@ -17,6 +17,7 @@ use malloc_game::GameSetup;
 use malloc_muzero::generalist::{self, CaseSpec};
 use malloc_muzero::train::{Limits, Progress, TrainConfig, TrainError, TrainSummary, Trainer};
 use malloc_muzero::train::{TrainCase, INIT_BUNDLED};
+use malloc_muzero::SearchModel;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -71,6 +72,10 @@ pub struct TrainArgs {
     /// A JSON training config (fields of `TrainConfig`; missing ones take defaults).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// What every search of the run steps through: `game` (the default: the game itself,
+    /// exact rewards, the network as prior and value) or `learned` (MuZero's learned model).
+    #[arg(long, conflicts_with = "resume")]
+    pub search_model: Option<SearchModel>,
     #[command(flatten)]
     pub game: GameArgs,
     #[arg(long)]
@@ -200,6 +205,15 @@ fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfi
             t.to_string(),
         );
         config.threads = t;
+    }
+    if let Some(m) = args.search_model {
+        overrides(
+            "--search-model",
+            config.search_model.to_string(),
+            defaults.search_model.to_string(),
+            m.to_string(),
+        );
+        config.search_model = m;
     }
     if let (Some(file), Some(given)) = (&config.init, &args.init) {
         if from_file && *file != given.display().to_string() {

@@ -4,12 +4,10 @@
 
 use crate::generalist;
 use crate::train::{self, RunInfo, TrainError};
-use crate::MallocEnv;
+use crate::SearchModel;
 use accel_sim::{Hardware, Mapping, Program};
-use malloc_game::{Game, GameSetup};
-use muzero::{Environment, ExactModel, MuZeroNet, SearchConfig, Searcher};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
+use malloc_game::GameSetup;
+use muzero::{MuZeroNet, SearchConfig};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,51 +29,21 @@ pub enum AgentError {
     Game(#[from] malloc_game::GameError),
 }
 
-/// What the agent's search steps through.
-///
-/// `Game` is the default: every multi-program checkpoint measured played its validation
-/// cases faster searching the game than searching its learned model, and so did the
-/// networks fine-tuned on held-out programs on those programs (malloc-muzero/generalist/
-/// README.md and docs/results.md, the generalist section).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchModel {
-    /// MuZero's own: the network's representation, dynamics and reward heads, as
-    /// training's self-play and evaluation games search.
-    Learned,
-    /// The game itself, as AlphaZero searches: each simulation plays its moves on a clone
-    /// of the game, so rewards and states are exact; the network gives each state's policy
-    /// and value from its real observation.
-    #[default]
-    Game,
-}
-
-impl std::str::FromStr for SearchModel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "learned" => Ok(SearchModel::Learned),
-            "game" => Ok(SearchModel::Game),
-            _ => Err(format!("`{s}`: expected `learned` or `game`")),
-        }
-    }
-}
-
 /// The network of a run's newest checkpoint, its run's game rules, and a search without
 /// noise.
 pub struct Agent {
     /// The run folder, or [`crate::generalist::ORIGIN`]: how messages name the agent.
     dir: PathBuf,
     info: RunInfo,
-    net: Arc<MuZeroNet>,
+    net: MuZeroNet,
     search: SearchConfig,
     model: SearchModel,
 }
 
 impl Agent {
     /// Loads the agent of run folder `dir`; `simulations` overrides the run's evaluation
-    /// setting. It searches the game ([`SearchModel::Game`]); the run's own evaluation
-    /// games searched its learned model (`with_search_model(SearchModel::Learned)`).
+    /// setting. It searches the game ([`SearchModel::Game`], whatever the run's
+    /// `search_model`); `with_search_model(SearchModel::Learned)` searches its learned model.
     pub fn load(dir: &Path, simulations: Option<usize>) -> Result<Agent, AgentError> {
         let info = train::read_run_info(dir)?;
         let net = train::load_network(dir)?;
@@ -106,7 +74,7 @@ impl Agent {
         Ok(Agent {
             dir,
             info,
-            net: Arc::new(net),
+            net,
             search,
             model: SearchModel::default(),
         })
@@ -186,38 +154,9 @@ impl Agent {
     /// The agent's mapping of `program` on `hw`: one game, greedy over the search.
     pub fn play(&self, program: &Program, hw: &Hardware) -> Result<Mapping, AgentError> {
         let setup = self.setup(program, hw)?;
-        let seed = self.info.config.seed;
-        let game = match self.model {
-            SearchModel::Learned => train::play_greedy(&self.net, &setup, &self.search, seed)?.game,
-            SearchModel::Game => self.play_on_the_game(&setup, seed)?,
-        };
-        Ok(game.mapping())
-    }
-
-    /// One noise-free game whose every search runs on clones of the game.
-    fn play_on_the_game(&self, setup: &Arc<GameSetup>, seed: u64) -> Result<Game, AgentError> {
-        let mut env = MallocEnv::new(setup.start());
-        let search_error = |e| AgentError::Train(TrainError::Search(e));
-        let prior: Arc<dyn muzero::Model> = self.net.clone();
-        let model = ExactModel::new(&env)
-            .with_prior(prior)
-            .map_err(search_error)?;
-        let search = self.search.deterministic();
-        let (mut rng, mut searcher) = (StdRng::seed_from_u64(seed), Searcher::new());
-        let mut obs = vec![0f32; env.observation_len()];
-        let mut legal = vec![false; env.action_count()];
-        while !env.is_terminal() {
-            // One turn's tree at a time: the table holds this turn's states alone.
-            model.clear();
-            model.register(&env);
-            env.observe(&mut obs);
-            env.legal_mask(&mut legal);
-            let out = searcher
-                .search(&model, &obs, &legal, 1, &search, &mut rng)
-                .map_err(search_error)?;
-            env.game.apply_action(out[0].action)?;
-        }
-        Ok(env.game)
+        let search = (&self.search, self.model);
+        let played = train::play_greedy(&self.net, &setup, search, self.info.config.seed)?;
+        Ok(played.game.mapping())
     }
 }
 

@@ -14,7 +14,9 @@ mod env;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod generalist;
+mod search_model;
 pub mod train;
 
-pub use agent::{Agent, AgentError, SearchModel};
+pub use agent::{Agent, AgentError};
 pub use env::MallocEnv;
+pub use search_model::SearchModel;

@@ -9,6 +9,7 @@ use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameOptions, GameSetup};
 use malloc_muzero::fixtures::small_config;
 use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
+use malloc_muzero::SearchModel;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -92,7 +93,8 @@ fn check_saved_best(setup: &Arc<GameSetup>, dir: &Path, best: f64) {
         .as_ref()
         .is_some_and(|s| s.len() == replay.turns.len()));
     let net = train::load_network(dir).unwrap();
-    let g = train::play_greedy(&net, setup, &config(setup).search, 0).unwrap();
+    let c = config(setup);
+    let g = train::play_greedy(&net, setup, (&c.search, c.search_model), 0).unwrap();
     println!(
         "noise-free agent: return {:.4} (optimum {best:.4})",
         g.game.total_return()
@@ -496,9 +498,15 @@ fn impossible_configs_name_the_field() {
 
 /// Reanalyse rebuilds each position's legal mask by replaying the game and re-searches all
 /// positions in one batch: with the same network and a noise-free search it gives back
-/// what noise-free self-play stored, after those targets were wiped.
+/// what noise-free self-play stored, after those targets were wiped, through either
+/// search model.
 #[test]
 fn reanalyse_restores_the_search_targets_of_a_stored_game() {
+    reanalyse_restores_the_search_targets(SearchModel::Learned);
+    reanalyse_restores_the_search_targets(SearchModel::Game);
+}
+
+fn reanalyse_restores_the_search_targets(model: SearchModel) {
     use muzero::MuZeroNet;
     use muzero::{ReplayBuffer, ReplayConfig};
     let setup = tiny();
@@ -506,7 +514,7 @@ fn reanalyse_restores_the_search_targets_of_a_stored_game() {
     let net_config = c.network_for(&setup).unwrap();
     let net = MuZeroNet::new(&net_config, 5, &muzero::device()).unwrap();
     let search = c.search.deterministic();
-    let played = train::play_games(&net, &setup, 1, &search, 0.0, 7)
+    let played = train::play_games(&net, &setup, 1, (&search, model), 0.0, 7)
         .unwrap()
         .pop()
         .unwrap();
@@ -524,7 +532,8 @@ fn reanalyse_restores_the_search_targets_of_a_stored_game() {
     replay.push(wiped).unwrap();
     let id = replay.iter_games().next().unwrap().0;
     let wiped_target = replay.value_target(id, 0).unwrap();
-    assert!(train::reanalyse_game(&net, &setup, &mut replay, &c.search, id, 0).unwrap());
+    let with = (&c.search, model);
+    assert!(train::reanalyse_game(&net, &setup, &mut replay, with, id, 0).unwrap());
     let again = replay.game(id).unwrap();
     let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-4);
     assert!(
@@ -713,5 +722,71 @@ fn a_run_with_init_starts_from_the_other_runs_network() {
     match Trainer::start(Arc::clone(&setup), "tiny", missing, &temp("init-m")) {
         Err(TrainError::Config(m)) => assert!(m.starts_with("init:"), "{m}"),
         other => panic!("expected a config error, got {:?}", other.err()),
+    }
+}
+
+/// On two threads (self-play split between them, each learner batch too), a run repeats
+/// exactly for the same seed: every iteration's losses, returns and latencies, and the
+/// network it ends with, searching the game or the learned model.
+#[test]
+fn a_run_on_two_threads_repeats_exactly() {
+    let setup = tiny();
+    for model in [SearchModel::Game, SearchModel::Learned] {
+        let run = |name: &str| {
+            let dir = temp(&format!("{name}-{model}"));
+            let c = TrainConfig {
+                threads: 2,
+                search_model: model,
+                ..config(&setup)
+            };
+            let mut t = Trainer::start(Arc::clone(&setup), "tiny", c, &dir).unwrap();
+            let limits = Limits {
+                minutes: None,
+                steps: Some(80),
+                deadline: None,
+            };
+            let mut lines = Vec::new();
+            let summary = t
+                .run(&limits, &AtomicBool::new(false), &mut |p| {
+                    lines.push(train::Progress {
+                        elapsed_s: 0.0,
+                        ..p.clone()
+                    })
+                })
+                .unwrap();
+            let net = train::load_network(&dir).unwrap().to_bytes().unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            (lines, summary.train_steps, summary.positions, net)
+        };
+        let (first, again) = (run("twice-a"), run("twice-b"));
+        assert!(first.0.len() >= 2, "{model}: {} iterations", first.0.len());
+        assert_eq!(first.0, again.0, "{model}");
+        assert_eq!((first.1, first.2), (again.1, again.2), "{model}");
+        assert!(first.3 == again.3, "{model}: the networks differ");
+    }
+}
+
+/// Self-play searching the game, with the simulated latency's rewards: each game's
+/// rewards, as the learner stores them, add up to its return, which is the fraction of
+/// the starting latency its mapping saves.
+#[test]
+fn self_play_on_the_game_stores_rewards_that_add_up_to_the_return() {
+    use muzero::MuZeroNet;
+    let setup = tiny();
+    let c = config(&setup);
+    let net = MuZeroNet::new(&c.network_for(&setup).unwrap(), 9, &muzero::device()).unwrap();
+    let played =
+        train::play_games(&net, &setup, 3, (&c.search, SearchModel::Game), 0.3, 4).unwrap();
+    let s0 = setup.start().simulated_latency();
+    for g in &played {
+        let stored: f64 = g.history.rewards.iter().map(|&r| r as f64).sum();
+        let ret = g.game.total_return();
+        assert!((stored - ret).abs() < 1e-5, "{stored} vs {ret}");
+        let end = g.game.final_latency().unwrap();
+        assert!(
+            (ret - (s0 - end) / s0).abs() < 1e-7,
+            "{ret} vs {}",
+            (s0 - end) / s0
+        );
     }
 }

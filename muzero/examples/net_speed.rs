@@ -4,7 +4,8 @@
 //!
 //! Prints recurrent and initial inference at batch 256 on `NetworkConfig::reference()`
 //! (calls/s and microseconds per sample), then AdamW training steps/s for
-//! `NetworkConfig::small(512, 13)` at batch 128 with K = 5. Candle's matmul uses
+//! `NetworkConfig::small(512, 13)` at batch 128 with K = 5, the batch whole and split
+//! between two threads (`muzero::train_step`). Candle's matmul uses
 //! `RAYON_NUM_THREADS` threads (default: the physical cores); its elementwise ops stay on
 //! the calling thread (see `keep_candle_elementwise_single_threaded`) unless
 //! `CANDLE_NUM_THREADS` says otherwise.
@@ -106,19 +107,17 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     };
     let mut opt = Optimizer::new(net.vars(), OptimConfig::default())?;
     let w = LossWeights::default();
-    let t = rate(budget, || {
-        let step = net
-            .loss(&tb, &w)
-            .map_err(|e| e.to_string())
-            .and_then(|out| opt.step(&out.loss).map_err(|e| e.to_string()));
-        if let Err(e) = step {
-            failure = Some(e);
-        }
-    });
-    println!(
-        "train step (small: {} parameters, batch {n}, K {k}): {t:6.2} steps/s",
-        small.parameter_count()
-    );
+    for shards in [1, 2] {
+        let t = rate(budget, || {
+            if let Err(e) = muzero::train_step(&net, &mut opt, &tb, &w, shards) {
+                failure = Some(e.to_string());
+            }
+        });
+        println!(
+            "train step (small: {} parameters, batch {n}, K {k}, {shards} shard(s)): {t:6.2} steps/s",
+            small.parameter_count()
+        );
+    }
     match failure {
         Some(e) => Err(e.into()),
         None => Ok(()),

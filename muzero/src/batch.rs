@@ -61,4 +61,34 @@ impl TrainingBatch {
         self.weights.extend_from_slice(&other.weights);
         self.indices.extend_from_slice(&other.indices);
     }
+
+    /// The batch cut into `parts` contiguous runs of samples (sizes differing by at most
+    /// one; fewer parts when there are fewer samples), in order.
+    pub fn split(&self, parts: usize) -> Vec<TrainingBatch> {
+        let parts = parts.clamp(1, self.batch.max(1));
+        let (k1, a) = (self.unroll + 1, self.action_count);
+        let obs_len = self.observations.len() / self.batch.max(1);
+        let mut out = Vec::with_capacity(parts);
+        let mut start = 0;
+        for p in 0..parts {
+            let n = self.batch / parts + usize::from(p < self.batch % parts);
+            let rows = |width: usize| start * width..(start + n) * width;
+            out.push(TrainingBatch {
+                batch: n,
+                unroll: self.unroll,
+                action_count: a,
+                observations: self.observations[rows(obs_len)].to_vec(),
+                actions: self.actions[rows(self.unroll)].to_vec(),
+                target_values: self.target_values[rows(k1)].to_vec(),
+                target_rewards: self.target_rewards[rows(k1)].to_vec(),
+                target_policies: self.target_policies[rows(k1 * a)].to_vec(),
+                mask: self.mask[rows(k1)].to_vec(),
+                policy_mask: self.policy_mask[rows(k1)].to_vec(),
+                weights: self.weights[rows(1)].to_vec(),
+                indices: self.indices[rows(1)].to_vec(),
+            });
+            start += n;
+        }
+        out
+    }
 }

@@ -5,7 +5,7 @@
 //! value from a network's `initial_inference` on each state's observation.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::env::Environment;
 use crate::model::{Model, ModelError, ModelOutput};
@@ -24,12 +24,14 @@ const EXACT_MAX_STATES: usize = 1 << 24;
 /// The model sees observations, not states, so call [`ExactModel::register`] with each
 /// root's game before searching it (the observation must determine the game's future).
 /// The table only grows: [`ExactModel::clear`] between games keeps it small.
-pub struct ExactModel<E: Environment> {
+pub struct ExactModel<'p, E: Environment> {
     observation_len: usize,
     action_count: usize,
     illegal_reward: f32,
     value_fn: Option<ValueFn<E>>,
-    prior: Option<Arc<dyn Model>>,
+    /// Borrowed: a trainer's self-play searches with the learner's weights of the moment,
+    /// which it does not own.
+    prior: Option<&'p dyn Model>,
     table: Mutex<ExactTable<E>>,
 }
 
@@ -39,9 +41,11 @@ struct ExactTable<E> {
     /// `None` is the absorbing end state.
     states: Vec<Option<E>>,
     roots: HashMap<Vec<u32>, E>,
+    /// The next `initial_inference`'s roots, row by row ([`ExactModel::set_roots`]).
+    batch: Vec<E>,
 }
 
-impl<E: Environment> ExactModel<E> {
+impl<'p, E: Environment> ExactModel<'p, E> {
     /// A model of games shaped like `env`.
     pub fn new(env: &E) -> Self {
         Self {
@@ -53,6 +57,7 @@ impl<E: Environment> ExactModel<E> {
             table: Mutex::new(ExactTable {
                 states: Vec::new(),
                 roots: HashMap::new(),
+                batch: Vec::new(),
             }),
         }
     }
@@ -73,7 +78,7 @@ impl<E: Environment> ExactModel<E> {
     /// representation and prediction, on the state's real observation), so the search
     /// is guided by the network but its rewards and dynamics are exact. `prior` must
     /// take this environment's observations and actions.
-    pub fn with_prior(mut self, prior: Arc<dyn Model>) -> Result<Self, ModelError> {
+    pub fn with_prior(mut self, prior: &'p dyn Model) -> Result<Self, ModelError> {
         if prior.observation_len() != self.observation_len
             || prior.action_count() != self.action_count
         {
@@ -97,11 +102,21 @@ impl<E: Environment> ExactModel<E> {
         self.lock().roots.insert(root_key(&obs), env.clone());
     }
 
+    /// Makes `envs` the roots of the next `initial_inference`, row `i` being `envs[i]`
+    /// (each must still show the observation it is given there). Unlike
+    /// [`ExactModel::register`], two roots with the same observation stay two games: a
+    /// batch of games whose observations do not show everything (a mapping's offsets,
+    /// say) may hold such a pair.
+    pub fn set_roots(&self, envs: Vec<E>) {
+        self.lock().batch = envs;
+    }
+
     /// Forgets every state and registered root; earlier hidden states become invalid.
     pub fn clear(&self) {
         let mut t = self.lock();
         t.states.clear();
         t.roots.clear();
+        t.batch.clear();
     }
 
     /// States in the table.
@@ -135,7 +150,7 @@ impl<E: Environment> ExactModel<E> {
         out.policy_logits
             .resize((first + states.len()) * self.action_count, 0.0);
         match (&self.prior, &self.value_fn) {
-            (Some(prior), _) => self.predict(prior.as_ref(), &states, first, out)?,
+            (Some(prior), _) => self.predict(*prior, &states, first, out)?,
             (None, Some(f)) => {
                 for (k, s) in states.iter().enumerate() {
                     if let Some(env) = s.as_ref().filter(|_| live(s)) {
@@ -203,7 +218,7 @@ fn root_key(observation: &[f32]) -> Vec<u32> {
     observation.iter().map(|x| x.to_bits()).collect()
 }
 
-impl<E: Environment> Model for ExactModel<E> {
+impl<E: Environment> Model for ExactModel<'_, E> {
     fn observation_len(&self) -> usize {
         self.observation_len
     }
@@ -234,12 +249,21 @@ impl<E: Environment> Model for ExactModel<E> {
             reward: vec![0.0; batch],
             ..Default::default()
         };
+        let given = std::mem::take(&mut t.batch);
         let mut roots = Vec::with_capacity(batch);
+        let mut seen = vec![0.0; self.observation_len];
         for i in 0..batch {
             let obs = &observations[i * self.observation_len..(i + 1) * self.observation_len];
-            let env = t.roots.get(&root_key(obs)).cloned().ok_or_else(|| {
-                format!("ExactModel: observation {i} of the batch was never registered")
-            })?;
+            let set = given.get(i).filter(|env| {
+                env.observe(&mut seen);
+                root_key(&seen) == root_key(obs)
+            });
+            let env = match set {
+                Some(env) => env.clone(),
+                None => t.roots.get(&root_key(obs)).cloned().ok_or_else(|| {
+                    format!("ExactModel: observation {i} of the batch was never registered")
+                })?,
+            };
             roots.push(Some(env));
         }
         self.push(&mut t, roots, &mut out)?;
@@ -300,10 +324,10 @@ mod tests {
     use crate::toy::{ChainGame, RandomModel};
 
     /// A two-step chain game with an illegal action at each step, and a seeded prior.
-    fn game_and_prior() -> (ChainGame, Arc<RandomModel>) {
+    fn game_and_prior() -> (ChainGame, RandomModel) {
         let game = ChainGame::new(2, 3, 1).unwrap();
         let prior = RandomModel::new(game.observation_len(), 4, game.action_count(), 7).unwrap();
-        (game, Arc::new(prior))
+        (game, prior)
     }
 
     fn observed(env: &ChainGame) -> Vec<f32> {
@@ -315,7 +339,7 @@ mod tests {
     #[test]
     fn the_prior_predicts_on_real_states_with_illegal_actions_masked() {
         let (game, prior) = game_and_prior();
-        let model = ExactModel::new(&game).with_prior(prior.clone()).unwrap();
+        let model = ExactModel::new(&game).with_prior(&prior).unwrap();
         model.register(&game);
         let obs = observed(&game);
         let root = model.initial_inference(&obs, 1).unwrap();
@@ -354,9 +378,59 @@ mod tests {
         let (game, _) = game_and_prior();
         let wrong = RandomModel::new(game.observation_len() + 1, 4, game.action_count(), 7);
         let err = ExactModel::new(&game)
-            .with_prior(Arc::new(wrong.unwrap()))
+            .with_prior(&wrong.unwrap())
             .err()
             .unwrap();
         assert!(err.to_string().contains("observation values"), "{err}");
+    }
+
+    /// A one-move game whose observation hides the reward it will pay.
+    #[derive(Clone)]
+    struct Masked {
+        pays: f32,
+        done: bool,
+    }
+
+    impl Environment for Masked {
+        fn observation_len(&self) -> usize {
+            1
+        }
+        fn action_count(&self) -> usize {
+            1
+        }
+        fn observe(&self, out: &mut [f32]) {
+            out[0] = f32::from(u8::from(self.done));
+        }
+        fn legal_mask(&self, mask: &mut [bool]) {
+            mask[0] = !self.done;
+        }
+        fn apply(&mut self, _action: usize) -> Result<f32, crate::EnvError> {
+            self.done = true;
+            Ok(self.pays)
+        }
+        fn is_terminal(&self) -> bool {
+            self.done
+        }
+    }
+
+    #[test]
+    fn roots_set_row_by_row_stay_apart_where_their_observations_agree() {
+        let (a, b) = (
+            Masked {
+                pays: 1.0,
+                done: false,
+            },
+            Masked {
+                pays: 2.0,
+                done: false,
+            },
+        );
+        let model = ExactModel::new(&a);
+        model.set_roots(vec![a, b]);
+        let root = model.initial_inference(&[0.0, 0.0], 2).unwrap();
+        let child = model.recurrent_inference(&root.hidden, &[0, 0], 2).unwrap();
+        assert_eq!(child.reward, vec![1.0, 2.0]);
+        // The roots are for one call: the next one finds none.
+        assert!(model.initial_inference(&[0.0], 1).is_err());
     }
 }

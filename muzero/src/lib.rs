@@ -24,6 +24,7 @@ mod network;
 mod optim;
 mod replay;
 mod search;
+mod sharded;
 mod support;
 #[cfg(any(test, feature = "toy"))]
 pub mod toy;
@@ -33,13 +34,15 @@ pub use env::{EnvError, Environment};
 pub use exact::ExactModel;
 pub use model::{Model, ModelError, ModelOutput};
 pub use network::{
-    device, keep_candle_elementwise_single_threaded, LossOutput, LossParts, LossWeights, MuZeroNet,
-    NetError, NetworkConfig, MAX_PARAMETERS, MAX_WIDTH,
+    device, keep_candle_elementwise_single_threaded, keep_candle_matmuls_single_threaded,
+    LossOutput, LossParts, LossWeights, MuZeroNet, NetError, NetworkConfig, MAX_PARAMETERS,
+    MAX_WIDTH,
 };
-pub use optim::{Decay, OptimConfig, OptimError, Optimizer, StepStats};
+pub use optim::{Decay, Gradients, OptimConfig, OptimError, Optimizer, StepStats};
 pub use replay::{GameHistory, ReplayBuffer, ReplayConfig, ReplayError};
 pub use search::{
     search, select_by_visits, GumbelConfig, SearchConfig, SearchError, SearchOutput, Searcher,
     MAX_SIMULATIONS,
 };
+pub use sharded::{train_step, StepError, StepReport};
 pub use support::Support;

@@ -76,6 +76,24 @@ pub fn keep_candle_elementwise_single_threaded() {
     }
 }
 
+/// Keeps candle's CPU matmuls on the calling thread, unless the user chose otherwise with
+/// `RAYON_NUM_THREADS`. Call it first thing in `main`, before any thread starts (it sets
+/// an environment variable, which candle reads at every matmul).
+///
+/// Why: this project's matrices are small, and candle splitting each over the cores was
+/// slower than one thread, before anything else wanted the cores (the `net_speed`
+/// example on the 2-core machine: 72 training steps/s split, 93 on one thread); the
+/// learner splits its batch among threads instead ([`crate::train_step`]). rayon reads the
+/// same variable when it builds its global pool, so that pool is built first, with one
+/// thread per core, for the parallel loops that use it.
+pub fn keep_candle_matmuls_single_threaded() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        // An error means the pool exists already, built before the variable was set.
+        let _ = rayon::ThreadPoolBuilder::new().build_global();
+        std::env::set_var("RAYON_NUM_THREADS", "1");
+    }
+}
+
 /// The widest layer (and the most residual blocks) a network may have.
 pub const MAX_WIDTH: usize = 1 << 16;
 /// The most parameters a network may have (4 GiB of f32).

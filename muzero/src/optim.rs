@@ -36,6 +36,33 @@ pub enum OptimError {
 
 type Result<T> = std::result::Result<T, OptimError>;
 
+/// One loss's gradient per parameter of an [`Optimizer`], in its order (`None`: the
+/// parameter is outside the loss's graph).
+pub struct Gradients(Vec<Option<Tensor>>);
+
+impl Gradients {
+    /// The parameter-wise sum of two losses' gradients (of the same optimizer).
+    pub fn plus(self, other: Gradients) -> Result<Gradients> {
+        if self.0.len() != other.0.len() {
+            return Err(OptimError::Config(format!(
+                "plus: gradients of {} and {} parameters",
+                self.0.len(),
+                other.0.len()
+            )));
+        }
+        let sum = self
+            .0
+            .into_iter()
+            .zip(other.0)
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => Ok(Some((a + b)?)),
+                (a, b) => Ok(a.or(b)),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Gradients(sum))
+    }
+}
+
 /// How the learning rate falls after the warm-up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +183,76 @@ struct Param {
     decay: bool,
 }
 
+/// One AdamW update's constants.
+#[derive(Clone, Copy)]
+struct AdamW {
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    lr: f64,
+    bias1: f64,
+    bias2: f64,
+    /// The factor scaling a gradient whose norm is over the limit.
+    clip: Option<f64>,
+}
+
+impl AdamW {
+    fn one(&self, p: &mut Param, g: Tensor) -> Result<()> {
+        let g = match self.clip {
+            Some(clip) => (g * clip)?,
+            None => g,
+        };
+        let m = ((&p.m * self.beta1)? + (&g * (1.0 - self.beta1))?)?;
+        let v = ((&p.v * self.beta2)? + (g.sqr()? * (1.0 - self.beta2))?)?;
+        let denom = ((&v * (1.0 / self.bias2))?.sqrt()? + self.eps)?;
+        let update = ((&m * (self.lr / self.bias1))? / denom)?;
+        let theta = p.var.as_tensor().detach();
+        let theta = if p.decay {
+            (theta * (1.0 - self.lr * self.weight_decay))?
+        } else {
+            theta
+        };
+        p.var.set(&(theta - update)?)?;
+        p.m = m;
+        p.v = v;
+        Ok(())
+    }
+
+    /// Updates every parameter of `work`, split into `threads` contiguous runs of about
+    /// the same number of elements.
+    fn run(&self, work: Vec<(&mut Param, Tensor)>, threads: usize) -> Result<()> {
+        let total: usize = work.iter().map(|(p, _)| p.var.elem_count()).sum();
+        let threads = threads.clamp(1, work.len().max(1));
+        if threads == 1 {
+            return work.into_iter().try_for_each(|(p, g)| self.one(p, g));
+        }
+        let mut runs: Vec<Vec<(&mut Param, Tensor)>> = vec![Vec::new()];
+        let mut filled = 0;
+        for (p, g) in work {
+            let full = runs.len() < threads && filled * threads >= total * runs.len();
+            if full && !runs.last().is_some_and(|r| r.is_empty()) {
+                runs.push(Vec::new());
+            }
+            filled += p.var.elem_count();
+            runs.last_mut().expect("a run").push((p, g));
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = runs
+                .into_iter()
+                .map(|run| s.spawn(move || run.into_iter().try_for_each(|(p, g)| self.one(p, g))))
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(OptimError::Config(
+                        "apply: an update thread panicked".into(),
+                    ))
+                })
+            })
+        })
+    }
+}
+
 /// AdamW over named parameters (every parameter of a
 /// [`MuZeroNet`](crate::network::MuZeroNet), say).
 pub struct Optimizer {
@@ -214,12 +311,35 @@ impl Optimizer {
 
     /// Back-propagates `loss` and applies one AdamW update.
     pub fn step(&mut self, loss: &Tensor) -> Result<StepStats> {
+        let grads = self.gradients(loss)?;
+        self.apply(grads, 1)
+    }
+
+    /// The gradients of `loss` with respect to this optimizer's parameters. Read-only, so
+    /// threads may each back-propagate a loss of their own ([`Gradients::plus`] sums them).
+    pub fn gradients(&self, loss: &Tensor) -> Result<Gradients> {
         let grads = loss.backward()?;
-        let gs: Vec<Option<Tensor>> = self
-            .params
-            .iter()
-            .map(|p| grads.get(&p.var).map(|g| g.detach()))
-            .collect();
+        Ok(Gradients(
+            self.params
+                .iter()
+                .map(|p| grads.get(&p.var).map(|g| g.detach()))
+                .collect(),
+        ))
+    }
+
+    /// Applies one AdamW update with `grads` (from [`Optimizer::gradients`] of this
+    /// optimizer), clipped to `max_grad_norm`, the parameters split among `threads`
+    /// threads (each parameter's update is its own, so the result does not depend on
+    /// them).
+    pub fn apply(&mut self, grads: Gradients, threads: usize) -> Result<StepStats> {
+        let gs = grads.0;
+        if gs.len() != self.params.len() {
+            return Err(OptimError::Config(format!(
+                "apply: {} gradients for {} parameters",
+                gs.len(),
+                self.params.len()
+            )));
+        }
         let sums = gs
             .iter()
             .flatten()
@@ -241,37 +361,29 @@ impl Optimizer {
         }
         let c = &self.config;
         let clipped = c.max_grad_norm > 0.0 && grad_norm as f64 > c.max_grad_norm;
-        let clip = if clipped {
-            c.max_grad_norm / grad_norm as f64
-        } else {
-            1.0
-        };
-        let lr = c.learning_rate_at(self.step);
         let t = (self.step + 1) as i32;
-        let bias1 = 1.0 - c.beta1.powi(t);
-        let bias2 = 1.0 - c.beta2.powi(t);
-        for (p, g) in self.params.iter_mut().zip(gs) {
-            // A parameter outside the loss's graph keeps its value and moments.
-            let Some(g) = g else { continue };
-            let g = if clipped { (g * clip)? } else { g };
-            let m = ((&p.m * c.beta1)? + (&g * (1.0 - c.beta1))?)?;
-            let v = ((&p.v * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
-            let denom = ((&v * (1.0 / bias2))?.sqrt()? + c.eps)?;
-            let update = ((&m * (lr / bias1))? / denom)?;
-            let theta = p.var.as_tensor().detach();
-            let theta = if p.decay {
-                (theta * (1.0 - lr * c.weight_decay))?
-            } else {
-                theta
-            };
-            p.var.set(&(theta - update)?)?;
-            p.m = m;
-            p.v = v;
-        }
+        let update = AdamW {
+            beta1: c.beta1,
+            beta2: c.beta2,
+            eps: c.eps,
+            weight_decay: c.weight_decay,
+            lr: c.learning_rate_at(self.step),
+            bias1: 1.0 - c.beta1.powi(t),
+            bias2: 1.0 - c.beta2.powi(t),
+            clip: clipped.then(|| c.max_grad_norm / grad_norm as f64),
+        };
+        // A parameter outside the loss's graph keeps its value and moments.
+        let work: Vec<(&mut Param, Tensor)> = self
+            .params
+            .iter_mut()
+            .zip(gs)
+            .filter_map(|(p, g)| g.map(|g| (p, g)))
+            .collect();
+        update.run(work, threads)?;
         self.step += 1;
         Ok(StepStats {
             step: self.step,
-            lr,
+            lr: update.lr,
             grad_norm,
             clipped,
         })

@@ -386,3 +386,89 @@ fn optimizer_state_resumes_training_exactly() {
         "{e}"
     );
 }
+
+/// Splitting a batch keeps every sample once, in order, with all of its fields.
+#[test]
+fn a_split_batch_appends_back_to_itself() {
+    let config = tiny(10);
+    let batch = random_batch(&config, 7, 3, 40);
+    for parts in [1, 2, 3, 7, 9] {
+        let split = batch.split(parts);
+        assert_eq!(split.len(), parts.min(7));
+        let sizes: Vec<usize> = split.iter().map(|b| b.batch).collect();
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        let mut joined = TrainingBatch::default();
+        for b in &split {
+            joined.append(b);
+        }
+        assert_eq!(joined, batch, "{parts} parts");
+    }
+}
+
+/// A step on a batch split between threads is the whole batch's step: the loss terms and
+/// priorities agree, the weights after a few steps agree to float rounding, and a split
+/// step repeats bitwise.
+#[test]
+fn a_step_split_among_threads_is_the_whole_batch_step() {
+    let config = tiny(10);
+    let batches: Vec<TrainingBatch> = (0..4)
+        .map(|s| random_batch(&config, 9, 3, 50 + s))
+        .collect();
+    let w = LossWeights::default();
+    let oc = OptimConfig {
+        learning_rate: 1e-2,
+        warmup_steps: 1,
+        total_steps: 10,
+        ..OptimConfig::default()
+    };
+    let run = |shards: usize| {
+        let net = MuZeroNet::new(&config, 3, &Device::Cpu).unwrap();
+        let mut opt = Optimizer::new(net.vars(), oc.clone()).unwrap();
+        let reports: Vec<_> = batches
+            .iter()
+            .map(|b| muzero::train_step(&net, &mut opt, b, &w, shards).unwrap())
+            .collect();
+        (net, reports)
+    };
+    let (whole, whole_reports) = run(1);
+    let (split, split_reports) = run(2);
+    let (again, _) = run(2);
+    assert!(split.to_bytes().unwrap() == again.to_bytes().unwrap());
+    for (a, b) in whole_reports.iter().zip(&split_reports) {
+        assert!((a.parts.total - b.parts.total).abs() < 1e-4 * a.parts.total.abs().max(1.0));
+        assert!((a.stats.grad_norm - b.stats.grad_norm).abs() < 1e-4 * a.stats.grad_norm);
+        assert_eq!(a.value_errors.len(), b.value_errors.len());
+        for (x, y) in a.value_errors.iter().zip(&b.value_errors) {
+            assert!((x - y).abs() < 1e-3, "{x} vs {y}");
+        }
+    }
+    let obs: Vec<f32> = batches[0].observations.clone();
+    let (x, y) = (
+        whole.initial_inference(&obs, 9).unwrap(),
+        split.initial_inference(&obs, 9).unwrap(),
+    );
+    for (p, q) in x.policy_logits.iter().zip(&y.policy_logits) {
+        assert!((p - q).abs() < 1e-3, "{p} vs {q}");
+    }
+}
+
+/// The update's threads share out parameters, never arithmetic: any number of them gives
+/// the same weights bit for bit.
+#[test]
+fn the_update_is_the_same_on_any_number_of_threads() {
+    let config = tiny(10);
+    let batch = random_batch(&config, 6, 2, 60);
+    let w = LossWeights::default();
+    let run = |threads: usize| {
+        let net = MuZeroNet::new(&config, 4, &Device::Cpu).unwrap();
+        let mut opt = Optimizer::new(net.vars(), OptimConfig::default()).unwrap();
+        for _ in 0..3 {
+            let grads = opt.gradients(&net.loss(&batch, &w).unwrap().loss).unwrap();
+            opt.apply(grads, threads).unwrap();
+        }
+        net.to_bytes().unwrap()
+    };
+    let one = run(1);
+    assert!(one == run(2));
+    assert!(one == run(5));
+}

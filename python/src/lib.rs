@@ -19,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Tiny matmuls across candle's elementwise pool only spin on shared cores (as in the
     // CLI); a Ray actor or a notebook gets one thread per search unless told otherwise.
     muzero::keep_candle_elementwise_single_threaded();
+    muzero::keep_candle_matmuls_single_threaded();
     errors::register(m)?;
     m.add_class::<program::Program>()?;
     m.add_class::<program::Hardware>()?;

@@ -109,7 +109,7 @@ impl CaseRun {
         play_greedy(
             weights,
             &self.setup,
-            &search,
+            (&search, c.search_model),
             seed_for(c.seed, iteration, 3),
         )
     }

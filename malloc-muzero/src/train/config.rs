@@ -1,6 +1,7 @@
 //! What shapes a run ([`TrainConfig`]) and when it stops ([`Limits`]).
 
 use super::TrainError;
+use crate::SearchModel;
 use malloc_game::{observation, GameOptions, GameSetup};
 use muzero::OptimConfig;
 use muzero::ReplayConfig;
@@ -25,6 +26,11 @@ pub struct TrainConfig {
     pub explore_epsilon: f64,
     /// Simulations of the evaluation game (its search has no noise).
     pub eval_simulations: usize,
+    /// What every search of the run steps through (self-play, branch proposals,
+    /// evaluation games, reanalyse): the game itself (the default: exact rewards and
+    /// states, the network's policy and value as the prior) or the network's learned
+    /// model (MuZero's own, `learned`).
+    pub search_model: SearchModel,
     pub replay: ReplayConfig,
     pub optim: OptimConfig,
     pub loss: LossWeights,
@@ -45,7 +51,8 @@ pub struct TrainConfig {
     /// 0 (the default) turns it off.
     pub reanalyse_games_per_iteration: usize,
     /// Self-play threads beside the learner (the iteration's games are split among them,
-    /// each with its own seed). 0: one per core, fixed when the run starts.
+    /// each with its own seed), and the threads each learner batch is split among
+    /// ([`muzero::train_step`]). 0: one per core, fixed when the run starts.
     pub threads: usize,
     /// The heuristics whose games the learner sees from the start ([`DEMONSTRATION_NAMES`]):
     /// their true rewards and the moves they played as policy targets. Kept apart from
@@ -100,6 +107,7 @@ impl Default for TrainConfig {
             // it 5 of 5 (0.15: 4 of 4).
             explore_epsilon: 0.05,
             eval_simulations: 16,
+            search_model: SearchModel::Game,
             replay: ReplayConfig::default(),
             optim: OptimConfig::default(),
             loss: LossWeights::default(),

@@ -12,6 +12,8 @@ pub enum TrainError {
     #[error(transparent)]
     Optim(#[from] muzero::OptimError),
     #[error(transparent)]
+    Step(#[from] muzero::StepError),
+    #[error(transparent)]
     Replay(#[from] muzero::ReplayError),
     #[error(transparent)]
     Bin(#[from] binio::BinError),

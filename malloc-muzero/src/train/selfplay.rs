@@ -1,6 +1,7 @@
 //! Playing games with the network: self-play, evaluation, reanalyse, and the xla baseline.
 
 use super::{TrainConfig, TrainError};
+use crate::search_model::{BatchSearch, SearchModel};
 use malloc_game::anytime::Line;
 use malloc_game::record::SearchStats;
 use malloc_game::{observation, Game, GameSetup};
@@ -22,30 +23,34 @@ pub struct PlayedGame {
     pub search: Vec<SearchStats>,
 }
 
-/// Plays `count` games of `setup` in lockstep, one batched search per turn; each turn
-/// plays a random legal action instead of the search's with probability `explore_epsilon`.
+/// Plays `count` games of `setup` in lockstep, one batched search through `model` per
+/// turn; each turn plays a random legal action instead of the search's with probability
+/// `explore_epsilon`.
 pub fn play_games(
     net: &MuZeroNet,
     setup: &Arc<GameSetup>,
     count: usize,
-    search: &SearchConfig,
+    search: (&SearchConfig, SearchModel),
     explore_epsilon: f64,
     seed: u64,
 ) -> Result<Vec<PlayedGame>, TrainError> {
     let starts = (0..count).map(|_| setup.start()).collect();
     let play = SelfPlay {
         net,
-        search,
+        search: search.0,
+        model: search.1,
         explore_epsilon,
         cancelled: &|| false,
     };
     Ok(play.play_from(starts, seed)?.unwrap_or_default())
 }
 
-/// How self-play plays: the network, its search, the exploration, and when to give up.
+/// How self-play plays: the network, its search and what it steps through, the
+/// exploration, and when to give up.
 pub(super) struct SelfPlay<'a> {
     pub net: &'a MuZeroNet,
     pub search: &'a SearchConfig,
+    pub model: SearchModel,
     pub explore_epsilon: f64,
     /// Asked every turn; `true` abandons the games (`Ok(None)`).
     pub cancelled: &'a (dyn Fn() -> bool + Sync),
@@ -63,7 +68,7 @@ impl SelfPlay<'_> {
             return Ok(Some(Vec::new()));
         };
         let count = starts.len();
-        let (net, search, explore_epsilon) = (self.net, self.search, self.explore_epsilon);
+        let explore_epsilon = self.explore_epsilon;
         let obs_len = observation::observation_len(setup.options());
         let a = setup.action_count();
         let mut games = starts;
@@ -92,13 +97,13 @@ impl SelfPlay<'_> {
                 games[i].legal_mask(&mut legal[j * a..(j + 1) * a]);
             }
             let n = live.len();
-            let outs = searcher
-                .search(
-                    net,
+            let outs = self
+                .batch()
+                .run(
+                    &mut searcher,
+                    live.iter().map(|&i| &games[i]),
                     &obs[..n * obs_len],
                     &legal[..n * a],
-                    n,
-                    search,
                     &mut rng,
                 )
                 .map_err(TrainError::Search)?;
@@ -137,6 +142,14 @@ impl SelfPlay<'_> {
                 })
                 .collect(),
         ))
+    }
+
+    fn batch(&self) -> BatchSearch<'_> {
+        BatchSearch {
+            net: self.net,
+            model: self.model,
+            search: self.search,
+        }
     }
 
     /// [`SelfPlay::play_from`] with the games split among `threads` threads (contiguous runs
@@ -227,6 +240,7 @@ impl Collector<'_> {
         let play = SelfPlay {
             net: weights,
             search: &c.search,
+            model: c.search_model,
             explore_epsilon: c.explore_epsilon,
             cancelled,
         };
@@ -317,8 +331,9 @@ pub(super) fn propose(
         observation::encode(g, &mut obs[j * obs_len..(j + 1) * obs_len]);
         g.legal_mask(&mut legal[j * a..(j + 1) * a]);
     }
-    let outs = Searcher::new()
-        .search(play.net, &obs, &legal, count, play.search, &mut rng)
+    let outs = play
+        .batch()
+        .run(&mut Searcher::new(), &states, &obs, &legal, &mut rng)
         .map_err(TrainError::Search)?;
     let moves: Vec<(usize, usize)> = turns
         .iter()
@@ -374,7 +389,8 @@ pub(super) fn reanalyse_round(
     config: &TrainConfig,
     iteration: u64,
 ) -> Result<usize, TrainError> {
-    let (count, search) = (config.reanalyse_games_per_iteration, &config.search);
+    let count = config.reanalyse_games_per_iteration;
+    let search = (&config.search, config.search_model);
     let seed = seed_for(config.seed, iteration, 4);
     let stored = replay.games();
     if count == 0 || stored == 0 {
@@ -402,14 +418,14 @@ pub(super) fn reanalyse_round(
 }
 
 /// Re-searches every position of stored game `id` with `net` (one batched, noise-free
-/// search over all its positions) and stores the new search policies and root values.
-/// The legal masks are rebuilt by replaying the game's actions. Returns `false` when the
-/// game is no longer stored.
+/// search over all its positions, through `search.1`) and stores the new search policies
+/// and root values. The states and legal masks are rebuilt by replaying the game's
+/// actions. Returns `false` when the game is no longer stored.
 pub fn reanalyse_game(
     net: &MuZeroNet,
     setup: &Arc<GameSetup>,
     replay: &mut ReplayBuffer,
-    search: &SearchConfig,
+    search: (&SearchConfig, SearchModel),
     id: usize,
     seed: u64,
 ) -> Result<bool, TrainError> {
@@ -422,8 +438,10 @@ pub fn reanalyse_game(
     }
     let mut legal = vec![false; len * a];
     let mut game = setup.start();
+    let mut states = Vec::with_capacity(len);
     for (t, &action) in history.actions.iter().enumerate() {
         game.legal_mask(&mut legal[t * a..(t + 1) * a]);
+        states.push(game.clone());
         game.apply_action(action)
             .map_err(|source| TrainError::Reanalyse {
                 game: id,
@@ -432,13 +450,18 @@ pub fn reanalyse_game(
             })?;
     }
     let mut rng = StdRng::seed_from_u64(seed);
-    let outs = Searcher::new()
-        .search(
-            net,
+    let deterministic = search.0.deterministic();
+    let batch = BatchSearch {
+        net,
+        model: search.1,
+        search: &deterministic,
+    };
+    let outs = batch
+        .run(
+            &mut Searcher::new(),
+            &states,
             &history.observations,
             &legal,
-            len,
-            &search.deterministic(),
             &mut rng,
         )
         .map_err(TrainError::Search)?;
@@ -450,14 +473,16 @@ pub fn reanalyse_game(
     Ok(replay.reanalyse(id, &root_values, &policies)?)
 }
 
-/// Plays one game with no search noise: the trained agent's mapping.
+/// Plays one game with no search noise, searching through `search.1`: the trained
+/// agent's mapping.
 pub fn play_greedy(
     net: &MuZeroNet,
     setup: &Arc<GameSetup>,
-    search: &SearchConfig,
+    search: (&SearchConfig, SearchModel),
     seed: u64,
 ) -> Result<PlayedGame, TrainError> {
-    let mut v = play_games(net, setup, 1, &search.deterministic(), 0.0, seed)?;
+    let deterministic = search.0.deterministic();
+    let mut v = play_games(net, setup, 1, (&deterministic, search.1), 0.0, seed)?;
     // Unreachable: `play_games` returns the `count` games it was asked for.
     v.pop()
         .ok_or_else(|| TrainError::Config("no evaluation game was played".into()))

@@ -960,8 +960,9 @@ impl Learner {
         if from_demos > 0 {
             batch.append(&self.demos.sample(from_demos, rng)?);
         }
-        let out = self.net.loss(&batch, &config.loss)?;
-        let stats = self.opt.step(&out.loss)?;
+        let shards = config.threads.max(1);
+        let out = muzero::train_step(&self.net, &mut self.opt, &batch, &config.loss, shards)?;
+        let stats = out.stats;
         let (play_idx, demo_idx) = batch.indices.split_at(from_play);
         let (play_err, demo_err) = out.value_errors.split_at(from_play);
         self.replay.update_priorities(play_idx, play_err)?;
