@@ -65,3 +65,15 @@ fn local_search_ends_no_worse_than_the_heuristics_it_starts_from() {
         assert!(best <= g.final_latency().unwrap());
     }
 }
+
+/// Making a line replays its whole game: a deadline cuts it, and uncut it is the game's.
+#[test]
+fn a_line_is_cut_by_its_deadline() {
+    use malloc_game::anytime::Line;
+    let s = setup("resnet50");
+    let game = GreedyPlayer.play(&s, 0);
+    assert!(Line::of_until(&game, 16, &|| true).is_none());
+    let line = Line::of_until(&game, 16, &|| false).unwrap();
+    assert_eq!(line.len(), game.turn());
+    assert_eq!(Some(line.latency()), game.final_latency());
+}

@@ -145,6 +145,16 @@ impl Line {
     /// The line of a finished game (`None` if it is not finished), by replaying its
     /// actions, with a snapshot every `snapshot_every` turns.
     pub fn of(finished: &Game, snapshot_every: usize) -> Option<Line> {
+        Line::of_until(finished, snapshot_every, &|| false)
+    }
+
+    /// [`Line::of`], or `None` if `cancelled` says so first (asked every 256 turns): on a
+    /// large program the replay takes seconds, which a deadline must be able to cut.
+    pub fn of_until(
+        finished: &Game,
+        snapshot_every: usize,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Line> {
         let mut rec = Recorder {
             every: snapshot_every.max(1),
             keys: Vec::new(),
@@ -152,7 +162,10 @@ impl Line {
             snaps: Vec::new(),
         };
         let mut game = finished.setup().start();
-        for a in finished.actions() {
+        for (t, a) in finished.actions().into_iter().enumerate() {
+            if t % 256 == 0 && cancelled() {
+                return None;
+            }
             rec.play(&mut game, a);
         }
         rec.finish(game)
@@ -238,8 +251,9 @@ impl Line {
 }
 
 impl LocalSearch {
-    fn line_of(&self, finished: &Game) -> Option<Line> {
-        Line::of(finished, self.config.snapshot_every)
+    /// The line of `finished`, unless the deadline comes first.
+    fn line_of(&self, finished: &Game, limit: &Limit) -> Option<Line> {
+        Line::of_until(finished, self.config.snapshot_every, &|| limit.expired())
     }
 
     /// The best of the heuristics' games and `given` to start from (each also offered).
@@ -325,7 +339,7 @@ impl LocalSearch {
 
     /// One chain until the deadline.
     fn chain(&self, from: &Game, seed: u64, limit: &Limit, incumbent: &Incumbent, t0: Instant) {
-        let Some(mut cur) = self.line_of(from) else {
+        let Some(mut cur) = self.line_of(from, limit) else {
             return;
         };
         if cur.actions.is_empty() {
@@ -346,7 +360,7 @@ impl LocalSearch {
                     .best()
                     .filter(|b| b.final_latency().is_some_and(|l| l < cur.latency))
                 {
-                    cur = self.line_of(&best).unwrap_or(cur);
+                    cur = self.line_of(&best, limit).unwrap_or(cur);
                 }
             }
             let Some(next) = self.neighbour(&cur, &mut rng, limit) else {
