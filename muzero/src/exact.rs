@@ -22,7 +22,8 @@ const EXACT_MAX_STATES: usize = 1 << 24;
 /// `value_fn` of the state, or the prior's (0 at an end state).
 ///
 /// The model sees observations, not states, so call [`ExactModel::register`] with each
-/// root's game before searching it (the observation must determine the game's future).
+/// root's game before searching it (the observation must determine the game's future),
+/// or give one call's roots row by row with [`ExactModel::set_roots`].
 /// The table only grows: [`ExactModel::clear`] between games keeps it small.
 pub struct ExactModel<'p, E: Environment> {
     observation_len: usize,
@@ -256,7 +257,9 @@ impl<E: Environment> Model for ExactModel<'_, E> {
             let obs = &observations[i * self.observation_len..(i + 1) * self.observation_len];
             let set = given.get(i).filter(|env| {
                 env.observe(&mut seen);
-                root_key(&seen) == root_key(obs)
+                seen.iter()
+                    .zip(obs)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
             });
             let env = match set {
                 Some(env) => env.clone(),

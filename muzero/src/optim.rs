@@ -227,19 +227,18 @@ impl AdamW {
         if threads == 1 {
             return work.into_iter().try_for_each(|(p, g)| self.one(p, g));
         }
-        let mut runs: Vec<Vec<(&mut Param, Tensor)>> = vec![Vec::new()];
+        // A parameter goes to the run its first element falls in.
+        let mut runs: Vec<Vec<(&mut Param, Tensor)>> = (0..threads).map(|_| Vec::new()).collect();
         let mut filled = 0;
         for (p, g) in work {
-            let full = runs.len() < threads && filled * threads >= total * runs.len();
-            if full && !runs.last().is_some_and(|r| r.is_empty()) {
-                runs.push(Vec::new());
-            }
+            let k = (filled * threads / total.max(1)).min(threads - 1);
             filled += p.var.elem_count();
-            runs.last_mut().expect("a run").push((p, g));
+            runs[k].push((p, g));
         }
         std::thread::scope(|s| {
             let handles: Vec<_> = runs
                 .into_iter()
+                .filter(|run| !run.is_empty())
                 .map(|run| s.spawn(move || run.into_iter().try_for_each(|(p, g)| self.one(p, g))))
                 .collect();
             handles.into_iter().try_for_each(|h| {
