@@ -23,6 +23,16 @@ pub struct CaseArgs {
 }
 
 /// The case the flags name (defaults: the harness's workload and hardware).
+/// A `--threads` flag checked: at least 1, at most 256; default one per core.
+pub fn threads(flag: Option<usize>) -> Result<usize> {
+    match flag {
+        Some(0) => anyhow::bail!("--threads: must be at least 1"),
+        Some(n) if n > 256 => anyhow::bail!("--threads: must be at most 256, got {n}"),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
 pub fn single_case(args: &CaseArgs) -> Result<Case> {
     Ok(Case::named(
         args.workload.as_deref(),

@@ -23,6 +23,10 @@ pub struct EvaluateArgs {
     /// Seed of the game players.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Threads a solver may use where sharing its work out leaves its result the same
+    /// (the beam's steps). Solvers run one after another. Default: one per core.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// The run directory of a trained agent, for `--solver muzero` (without it: the
     /// bundled generalist, malloc-muzero/generalist).
     #[arg(long)]
@@ -59,6 +63,7 @@ impl Default for EvaluateArgs {
             suite: false,
             solvers: Vec::new(),
             seed: 0,
+            threads: None,
             checkpoint: None,
             simulations: None,
             search_model: None,
@@ -87,6 +92,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
             .transpose()
             .map_err(|e| anyhow::anyhow!("--search-model: {e}"))?,
         exact: args.exact.config(),
+        threads: crate::case::threads(args.threads)?,
     };
     let mut solvers = Solver::all_named(&args.solvers, &ctx)?;
     if let Some(path) = &args.mapping {

@@ -23,6 +23,10 @@ pub struct PlayArgs {
     pub player: String,
     #[arg(long, default_value_t = 1)]
     pub episodes: u64,
+    /// Threads one game may use (the beam shares each step out; the game it finds is the
+    /// same on any number). Default: one per core.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Episode i plays with seed + i.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -36,8 +40,8 @@ pub struct PlayArgs {
     pub json: bool,
 }
 
-pub fn player_or_error(spec: &str) -> Result<Box<dyn Player>> {
-    players::player(spec).with_context(|| {
+pub fn player_or_error(spec: &str, threads: usize) -> Result<Box<dyn Player>> {
+    players::player_on_threads(spec, threads).with_context(|| {
         format!(
             "unknown player `{spec}` (available: {}, beam:W with W in 1..={})",
             players::PLAYER_NAMES.join(", "),
@@ -50,7 +54,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
     if args.episodes == 0 {
         bail!("--episodes: must be >= 1");
     }
-    let player = player_or_error(&args.player)?;
+    let player = player_or_error(&args.player, crate::case::threads(args.threads)?)?;
     let case = crate::case::single_case(&args.case)?;
     let (program, hw) = (Arc::clone(&case.program), case.hw.clone());
     let setup = GameSetup::new(Arc::clone(&program), hw.clone(), args.game.options(&hw))?;

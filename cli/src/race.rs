@@ -92,12 +92,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         args.solvers.clone()
     };
     race::check_solvers(&solvers)?;
-    let threads = match args.threads {
-        Some(0) => bail!("--threads: must be at least 1"),
-        Some(n) if n > 256 => bail!("--threads: must be at most 256, got {n}"),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = crate::case::threads(args.threads)?;
     let mut train = match &args.config {
         Some(path) => crate::train::read_config(path)?,
         None => TrainConfig::default(),

@@ -146,6 +146,9 @@ pub struct SolverContext {
     pub search_model: Option<malloc_muzero::SearchModel>,
     /// The `exact` solver's time limit and gap tolerance.
     pub exact: exact::ExactConfig,
+    /// Threads one solver may use where it can share its work out without changing its
+    /// result (the beam's steps); 0 is taken as 1.
+    pub threads: usize,
 }
 
 /// A named way to get a mapping.
@@ -186,7 +189,10 @@ impl Solver {
         if name == "exact" {
             return Ok(Solver::Exact(ctx.exact.clone(), ctx.seed));
         }
-        let player = malloc_game::players::player(name.strip_suffix("-game").unwrap_or(name));
+        let player = malloc_game::players::player_on_threads(
+            name.strip_suffix("-game").unwrap_or(name),
+            ctx.threads.max(1),
+        );
         player
             .map(|p| Solver::Player(p, ctx.seed))
             .ok_or_else(|| EvalError::UnknownSolver(name.to_string()))

@@ -60,6 +60,17 @@ fn players_report_progress_to_the_end() {
 }
 
 #[test]
+fn the_beam_finds_the_same_game_on_any_number_of_threads() {
+    for (name, s) in cases() {
+        let one = BeamPlayer::new(8).play(&s, 0);
+        for threads in [2, 3] {
+            let many = BeamPlayer::new(8).with_threads(threads).play(&s, 0);
+            assert_same(&format!("{name}, {threads} threads"), &many, &one);
+        }
+    }
+}
+
+#[test]
 fn greedy_player_equals_its_rule_replayed() {
     for (name, s) in cases() {
         let got = GreedyPlayer.play(&s, 0);

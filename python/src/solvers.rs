@@ -17,11 +17,14 @@ use std::path::PathBuf;
 /// generalist; its search steps through `search_model`: `"learned"` (MuZero's dynamics
 /// network) or `"game"` (the game itself, the default). `exact_objective`: `"simulated"` (the
 /// default: the exact solver's bound bounds the simulated latency, and the local search has
-/// what its MIP leaves of `exact_seconds`) or `"proxy"` (XLA's cost model). An invalid mapping is a row with `valid: False`, not an exception.
+/// what its MIP leaves of `exact_seconds`) or `"proxy"` (XLA's cost model). `threads`
+/// (1 to 256) is what a solver may use where sharing its work out leaves its result the
+/// same (the beam's steps). An invalid mapping is a row with `valid: False`, not an
+/// exception.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
-    seed = 0, checkpoint = None, simulations = None, search_model = None,
+    seed = 0, threads = 1, checkpoint = None, simulations = None, search_model = None,
     exact_seconds = 60.0, exact_gap = 0.0, exact_objective = None,
     mapping = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
@@ -34,6 +37,7 @@ pub fn evaluate(
     fast_capacity: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = named::suite)] suite: bool,
     #[pyo3(from_py_with = named::seed)] seed: u64,
+    #[pyo3(from_py_with = named::threads)] threads: usize,
     checkpoint: Option<PathBuf>,
     simulations: Option<&Bound<'_, PyAny>>,
     search_model: Option<&str>,
@@ -58,6 +62,11 @@ pub fn evaluate(
         .map(str::parse)
         .transpose()
         .map_err(|e| bad_arg(format!("search_model: {e}")))?;
+    if !(1..=256).contains(&threads) {
+        return Err(bad_arg(format!(
+            "threads: must be in 1..=256, got {threads}"
+        )));
+    }
     if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
         return Err(bad_arg(format!(
             "exact_seconds: must be > 0, got {exact_seconds}"
@@ -88,6 +97,7 @@ pub fn evaluate(
             relative_gap: exact_gap,
             objective: exact_objective,
         },
+        threads,
     };
     let rows: Vec<Row> = py.detach(|| -> PyResult<Vec<Row>> {
         let mut solvers = Solver::all_named(&solvers.unwrap_or_default(), &ctx).map_err(err)?;

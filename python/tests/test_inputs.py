@@ -227,6 +227,19 @@ def test_evaluate_float_parameters_refuse_bools_and_strings_by_name(name, value)
         mmz.evaluate("alexnet", ["xla"], **{name: value})
 
 
+@pytest.mark.parametrize("value", [0, 257])
+def test_evaluate_refuses_threads_out_of_range(value):
+    with pytest.raises(mmz.Error, match=rf"^threads: must be in 1..=256, got {value}"):
+        mmz.evaluate("alexnet", ["xla"], threads=value)
+
+
+def test_the_beam_finds_the_same_mapping_on_two_threads():
+    rows = [mmz.evaluate("alexnet", ["beam"], threads=t)[0] for t in (1, 2)]
+    for r in rows:
+        r.pop("solve_s")
+    assert rows[0] == rows[1]
+
+
 def test_trace_refuses_a_float_or_bool_dtype_bytes():
     # Checked before torch is needed: 2.0 or True would pass `in (1, 2, 4, 8)`.
     for v in [2.0, True]:

@@ -223,25 +223,32 @@ impl LiveSim {
 
     /// Runs again from the first op `changes` touch until the queues match the stored
     /// run past the last; returns the change in latency and in stall, and the ops to
-    /// store into `writes` when given.
+    /// store into `writes` when given. An op that no change touches, reached with the
+    /// queues the stored run had there, runs as stored (the same inputs give the same
+    /// times and leave the same queues), and so does every op up to the next change: the
+    /// run jumps there, so its cost follows the ops whose queues differ, not the span of
+    /// the buffer's live range.
     fn rerun(&self, changes: &[Change], mut writes: Option<&mut Vec<(OpId, OpRec)>>) -> (f64, f64) {
         let t_count = self.model.len();
-        let lo = changes[0].0;
-        let hi = changes[changes.len() - 1].0;
         let mut focus = self.ops.focus();
-        let mut queues = focus
-            .get(lo)
-            .and_then(|r| r.entry.as_deref().cloned())
-            .unwrap_or_default();
+        let mut t = changes[0].0;
+        let mut queues = entry_queues(focus.get(t));
         let (mut d_latency, mut d_stall) = (0.0, 0.0);
         let mut next = 0;
         let none = OpEvents::default();
-        for t in lo..=t_count {
+        while t <= t_count {
             let Some(stored) = focus.get(t) else { break };
-            if t > hi && same_queues(stored.entry.as_deref(), &queues) {
-                break;
-            }
             let mine = changes[next..].iter().take_while(|c| c.0 == t).count();
+            if mine == 0 && same_queues(stored.entry.as_deref(), &queues) {
+                match changes.get(next) {
+                    Some(c) => {
+                        t = c.0;
+                        queues = entry_queues(focus.get(t));
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             let changed = (mine > 0).then(|| {
                 let mut rec = stored.clone();
                 apply(&mut rec, &changes[next..next + mine]);
@@ -275,6 +282,7 @@ impl LiveSim {
                 rec.idle_s = idle_s;
                 w.push((t, rec));
             }
+            t += 1;
         }
         (d_latency, d_stall)
     }
@@ -287,6 +295,13 @@ fn op_of(e: &Effect) -> OpId {
         | Effect::IssueAfter { op, .. }
         | Effect::Need { op, .. } => op,
     }
+}
+
+/// The stored queues before an op.
+fn entry_queues(stored: Option<&OpRec>) -> CopyQueues {
+    stored
+        .and_then(|r| r.entry.as_deref().cloned())
+        .unwrap_or_default()
 }
 
 /// Whether the stored queues before an op (`None`: empty) are `queues`.

@@ -16,6 +16,10 @@
 //!
 //! A clone of a game is `O(1)` (its state is persistent: see [`Game`]), and a move copies
 //! only what it changes, so a step costs about what playing the kept children costs.
+//! Each line's children are scored, and each parent's kept children played, apart from
+//! the other lines', so [`BeamPlayer::with_threads`] shares a step out among threads;
+//! the results are gathered back in the beam's order, so the game found is the same on
+//! any number of threads.
 //!
 //! Two lines are always kept, beside the `width` best children if need be: the greedy
 //! line (the game [`super::GreedyPlayer`] plays) and the xla line (the `xla` baseline's
@@ -28,15 +32,18 @@
 use super::{greedy, Player, XlaPlayer, PROGRESS_EVERY};
 use crate::game::{Game, GameSetup};
 use accel_sim::Mapping;
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The width of `beam`.
 pub const DEFAULT_WIDTH: usize = 8;
 
-/// Beam search of width `width` (at least 1); ignores the seed.
+/// Beam search of width `width` (at least 1) on one thread unless told otherwise;
+/// ignores the seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BeamPlayer {
     width: usize,
+    threads: usize,
 }
 
 impl BeamPlayer {
@@ -44,10 +51,21 @@ impl BeamPlayer {
     pub fn new(width: usize) -> BeamPlayer {
         BeamPlayer {
             width: width.max(1),
+            threads: 1,
+        }
+    }
+    /// The same search, each step shared out among `threads` threads (0 is taken as 1).
+    pub fn with_threads(self, threads: usize) -> BeamPlayer {
+        BeamPlayer {
+            threads: threads.max(1),
+            ..self
         }
     }
     pub fn width(&self) -> usize {
         self.width
+    }
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 }
 
@@ -65,28 +83,25 @@ struct Child {
     xla: bool,
 }
 
-/// A game in the beam, and whether it is still the greedy line / the xla line.
+/// A game in the beam, whether it is still the greedy line / the xla line, and its
+/// children (their `parent` is set when the beam ranks them).
 struct Line {
     game: Game,
     greedy: bool,
     xla: bool,
+    children: Vec<Child>,
 }
 
 impl BeamPlayer {
-    /// The children of `line` (index `parent`) worth ranking, appended to `out`; `deltas`
-    /// is scratch space. `Err` where the xla line's game has no move giving the `xla`
-    /// mapping's chunk.
-    fn children(
-        line: &Line,
-        parent: usize,
-        xla: Option<&Mapping>,
-        deltas: &mut Vec<(usize, greedy::Delta)>,
-        out: &mut Vec<Child>,
-    ) -> Result<(), XlaLeft> {
+    /// The children of `line` worth ranking (with parent 0). `Err` where the xla line's
+    /// game has no move giving the `xla` mapping's chunk.
+    fn children(line: &Line, xla: Option<&Mapping>) -> Result<Vec<Child>, XlaLeft> {
         let g = &line.game;
+        let mut deltas = Vec::new();
+        let mut out: Vec<Child> = Vec::new();
         // Each move's delta once: the children's scores and the greedy choice share them.
-        greedy::slot0_deltas(g, deltas);
-        let greedy = line.greedy.then(|| greedy::pick(deltas));
+        greedy::slot0_deltas(g, &mut deltas);
+        let greedy = line.greedy.then(|| greedy::pick(&deltas));
         let xla = match xla.filter(|_| line.xla) {
             Some(mapping) => Some(g.move_of(mapping).map_err(|_| XlaLeft)?),
             None => None,
@@ -97,24 +112,23 @@ impl BeamPlayer {
             deltas.insert(at, (x, greedy::Delta::of(g, x)));
         }
         let base = (g.latency(), g.proxy_latency());
-        let first = out.len();
         for &(action, delta) in deltas.iter() {
             let score = (base.0 + delta.latency, base.1 + delta.model);
             let (on_greedy, on_xla) = (greedy == Some(action), xla == Some(action));
             // Equal to an earlier child: the earlier (lower-numbered) one stands for it,
             // unless this one carries a line that must be kept.
-            let twin = out[first..].iter().any(|c| c.score == score);
+            let twin = out.iter().any(|c| c.score == score);
             if !twin || on_greedy || on_xla {
                 out.push(Child {
                     score,
-                    parent,
+                    parent: 0,
                     action,
                     greedy: on_greedy,
                     xla: on_xla,
                 });
             }
         }
-        Ok(())
+        Ok(out)
     }
 }
 
@@ -191,14 +205,17 @@ impl BeamPlayer {
         if start.is_terminal() {
             finish(start, false);
         } else {
-            beam.push(Line {
+            let mut line = Line {
                 game: start,
                 greedy: true,
                 xla: xla.is_some(),
-            });
+                children: Vec::new(),
+            };
+            line.children = BeamPlayer::children(&line, xla)?;
+            beam.push(line);
         }
+        let pool = Pool::new(self.threads);
         let mut children = Vec::new();
-        let mut deltas = Vec::new();
         let mut step = 0usize;
         let mut reached = 0usize;
         while !beam.is_empty() {
@@ -207,7 +224,7 @@ impl BeamPlayer {
             }
             children.clear();
             for (i, line) in beam.iter().enumerate() {
-                BeamPlayer::children(line, i, xla, &mut deltas, &mut children)?;
+                children.extend(line.children.iter().map(|c| Child { parent: i, ..*c }));
             }
             // Lowest latency first; ties by parent, then action, so the result does not
             // depend on the sort.
@@ -225,7 +242,7 @@ impl BeamPlayer {
                     kept.push(*forced);
                 }
             }
-            beam = expand(std::mem::take(&mut beam), &kept, &mut finish);
+            beam = expand(&pool, std::mem::take(&mut beam), &kept, xla, &mut finish)?;
             if xla_left.get() {
                 return Err(XlaLeft);
             }
@@ -243,40 +260,83 @@ impl BeamPlayer {
     }
 }
 
-/// Plays the kept children: each parent is cloned for all its kept children but the last,
-/// which takes it. Finished games go to `finish`, with whether they are the xla line.
-fn expand(beam: Vec<Line>, kept: &[Child], finish: &mut impl FnMut(Game, bool)) -> Vec<Line> {
+/// Plays the kept children, and finds the children of those that go on: each parent is
+/// cloned for all its kept children but the last, which takes it. Finished games go to
+/// `finish`, in the order of `kept`, with whether they are the xla line.
+fn expand(
+    pool: &Pool,
+    beam: Vec<Line>,
+    kept: &[Child],
+    xla: Option<&Mapping>,
+    finish: &mut impl FnMut(Game, bool),
+) -> Result<Vec<Line>, XlaLeft> {
     let mut last_use = vec![usize::MAX; beam.len()];
     for (i, c) in kept.iter().enumerate() {
         last_use[c.parent] = i;
     }
-    let mut parents: Vec<Option<Line>> = beam.into_iter().map(Some).collect();
-    let mut next = Vec::with_capacity(kept.len());
+    // Clones are O(1): made here, so that each child is one task of the same size.
+    let mut parents: Vec<Option<Game>> = beam.into_iter().map(|l| Some(l.game)).collect();
+    let mut games = Vec::with_capacity(kept.len());
     for (i, c) in kept.iter().enumerate() {
-        let mut game = if last_use[c.parent] == i {
-            match parents[c.parent].take() {
-                Some(line) => line.game,
-                None => continue,
-            }
+        let game = if last_use[c.parent] == i {
+            parents[c.parent].take()
         } else {
-            match &parents[c.parent] {
-                Some(line) => line.game.clone(),
-                None => continue,
-            }
+            parents[c.parent].clone()
         };
+        games.extend(game.map(|g| (c, g)));
+    }
+    let lines = pool.map_owned(games, |(c, mut game)| {
         // The child came from the game's own legal moves.
         super::play_legal(&mut game, c.action);
-        if game.is_terminal() {
-            finish(game, c.xla);
+        let mut line = Line {
+            game,
+            greedy: c.greedy,
+            xla: c.xla,
+            children: Vec::new(),
+        };
+        if !line.game.is_terminal() {
+            line.children = BeamPlayer::children(&line, xla)?;
+        }
+        Ok(line)
+    });
+    let mut next = Vec::with_capacity(kept.len());
+    for line in lines {
+        let line = line?;
+        if line.game.is_terminal() {
+            finish(line.game, line.xla);
         } else {
-            next.push(Line {
-                game,
-                greedy: c.greedy,
-                xla: c.xla,
-            });
+            next.push(line);
         }
     }
-    next
+    Ok(next)
+}
+
+/// Where a step's work runs: on the calling thread, or shared out on a pool of its own
+/// (not rayon's global one, which a caller may keep for something else).
+struct Pool(Option<rayon::ThreadPool>);
+
+impl Pool {
+    /// One thread: no pool. A pool that cannot be built leaves the work on this thread.
+    fn new(threads: usize) -> Pool {
+        Pool(
+            (threads > 1)
+                .then(|| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .ok()
+                })
+                .flatten(),
+        )
+    }
+
+    /// `f(item)` for every item, taking it, in order.
+    fn map_owned<T: Send, R: Send>(&self, items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+        match &self.0 {
+            None => items.into_iter().map(f).collect(),
+            Some(pool) => pool.install(|| items.into_par_iter().with_max_len(1).map(&f).collect()),
+        }
+    }
 }
 
 #[cfg(test)]
