@@ -16,10 +16,9 @@
 //!
 //! A clone of a game is `O(1)` (its state is persistent: see [`Game`]), and a move copies
 //! only what it changes, so a step costs about what playing the kept children costs.
-//! Each line's children are scored, and each parent's kept children played, apart from
-//! the other lines', so [`BeamPlayer::with_threads`] shares a step out among threads;
-//! the results are gathered back in the beam's order, so the game found is the same on
-//! any number of threads.
+//! Each kept child is played, and its own children scored, apart from the others, so
+//! [`BeamPlayer::with_threads`] shares a step out among threads; the lines are gathered
+//! back in the beam's order, so the game found is the same on any number of threads.
 //!
 //! Two lines are always kept, beside the `width` best children if need be: the greedy
 //! line (the game [`super::GreedyPlayer`] plays) and the xla line (the `xla` baseline's
@@ -32,8 +31,7 @@
 use super::{greedy, Player, XlaPlayer, PROGRESS_EVERY};
 use crate::game::{Game, GameSetup};
 use accel_sim::Mapping;
-use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The width of `beam`.
 pub const DEFAULT_WIDTH: usize = 8;
@@ -311,8 +309,10 @@ fn expand(
     Ok(next)
 }
 
-/// Where a step's work runs: on the calling thread, or shared out on a pool of its own
-/// (not rayon's global one, which a caller may keep for something else).
+/// Where a step's work runs: on the calling thread, which a pool of its own (not rayon's
+/// global one, which a caller may keep for something else) helps when there are threads
+/// to spare. The caller takes tasks too, so a step wakes one helper per extra thread
+/// instead of handing everything over and waiting.
 struct Pool(Option<rayon::ThreadPool>);
 
 impl Pool {
@@ -322,7 +322,7 @@ impl Pool {
             (threads > 1)
                 .then(|| {
                     rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
+                        .num_threads(threads - 1)
                         .build()
                         .ok()
                 })
@@ -332,10 +332,30 @@ impl Pool {
 
     /// `f(item)` for every item, taking it, in order.
     fn map_owned<T: Send, R: Send>(&self, items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-        match &self.0 {
-            None => items.into_iter().map(f).collect(),
-            Some(pool) => pool.install(|| items.into_par_iter().with_max_len(1).map(&f).collect()),
-        }
+        let Some(pool) = &self.0 else {
+            return items.into_iter().map(f).collect();
+        };
+        let n = items.len();
+        let queue = Mutex::new(items.into_iter().enumerate());
+        let done: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
+        // A poisoned lock means a task panicked; its panic reaches the caller anyway.
+        let work = || loop {
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((i, item)) = next else { break };
+            let r = f(item);
+            done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        };
+        pool.in_place_scope(|s| {
+            for _ in 0..pool.current_num_threads().min(n.saturating_sub(1)) {
+                s.spawn(|_| work());
+            }
+            work();
+        });
+        done.into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .flatten()
+            .collect()
     }
 }
 
