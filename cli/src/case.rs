@@ -22,7 +22,6 @@ pub struct CaseArgs {
     pub fast_capacity: Option<String>,
 }
 
-/// The case the flags name (defaults: the harness's workload and hardware).
 /// A `--threads` flag checked: at least 1, at most 256; default one per core.
 pub fn threads(flag: Option<usize>) -> Result<usize> {
     match flag {
@@ -33,6 +32,7 @@ pub fn threads(flag: Option<usize>) -> Result<usize> {
     }
 }
 
+/// The case the flags name (defaults: the harness's workload and hardware).
 pub fn single_case(args: &CaseArgs) -> Result<Case> {
     Ok(Case::named(
         args.workload.as_deref(),

@@ -174,47 +174,54 @@ pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar)
     .context("cannot install the Ctrl-C handler")
 }
 
+/// A flag over the config file's field: `field` takes `given` when the flag is set, with a
+/// note where the file had set the field to something else.
+fn flag_over_file<T: std::fmt::Display>(
+    flag: &str,
+    given: Option<T>,
+    field: &mut T,
+    default: &T,
+    from_file: bool,
+) {
+    let Some(given) = given else { return };
+    let (file, given_s) = (field.to_string(), given.to_string());
+    if from_file && file != default.to_string() && file != given_s {
+        eprintln!("note: {flag} {given_s} overrides the config file's {file}");
+    }
+    *field = given;
+}
+
 /// The run's config: the file's (or the defaults) with the flags applied.
 fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfig> {
     let from_file = config.is_some();
     let mut config = config.unwrap_or_default();
     let defaults = TrainConfig::default();
-    // Flags over the file, and said so where the file set the field otherwise.
-    let overrides = |flag: &str, file: String, default: String, given: String| {
-        if from_file && file != default && file != given {
-            eprintln!("note: {flag} {given} overrides the config file's {file}");
-        }
-    };
-    if let Some(s) = args.seed {
-        overrides(
-            "--seed",
-            config.seed.to_string(),
-            defaults.seed.to_string(),
-            s.to_string(),
-        );
-        config.seed = s;
-    }
+    flag_over_file(
+        "--seed",
+        args.seed,
+        &mut config.seed,
+        &defaults.seed,
+        from_file,
+    );
     if let Some(t) = args.threads {
         if !(1..=256).contains(&t) {
             bail!("--threads: must be in 1..=256, got {t}");
         }
-        overrides(
-            "--threads",
-            config.threads.to_string(),
-            defaults.threads.to_string(),
-            t.to_string(),
-        );
-        config.threads = t;
     }
-    if let Some(m) = args.search_model {
-        overrides(
-            "--search-model",
-            config.search_model.to_string(),
-            defaults.search_model.to_string(),
-            m.to_string(),
-        );
-        config.search_model = m;
-    }
+    flag_over_file(
+        "--threads",
+        args.threads,
+        &mut config.threads,
+        &defaults.threads,
+        from_file,
+    );
+    flag_over_file(
+        "--search-model",
+        args.search_model,
+        &mut config.search_model,
+        &defaults.search_model,
+        from_file,
+    );
     if let (Some(file), Some(given)) = (&config.init, &args.init) {
         if from_file && *file != given.display().to_string() {
             eprintln!(

@@ -62,9 +62,6 @@ impl BeamPlayer {
     pub fn width(&self) -> usize {
         self.width
     }
-    pub fn threads(&self) -> usize {
-        self.threads
-    }
 }
 
 /// A child of a game in the beam, not played yet.
