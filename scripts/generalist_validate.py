@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Chooses the generalist's checkpoint on the validation families.
+
+    cargo build --release -p mallocmuzero
+    python3 scripts/generalist_validate.py RUN CHECKPOINTS [--json OUT]
+
+RUN is a `train --suite` run folder; CHECKPOINTS a folder of saved checkpoints, one
+sub-folder per checkpoint (`iter-000049/` with the `weights.safetensors` and
+`latest.json` the run wrote at that iteration: a run keeps only its newest checkpoint, so
+they are copied out while it trains). Each checkpoint plays, zero-shot and noise-free
+(`evaluate --solver muzero --simulations 64`, searching the game), every validation case:
+the workloads of malloc_muzero::generalist::VALIDATION_WORKLOADS (whole families the run
+never trains on, none of them held out) on tpu-v4i-like at 8 and 16 MiB.
+
+The choice, fixed before any checkpoint was measured: the highest geometric-mean speedup
+over xla; within 0.1% of it, the checkpoint no slower than xla on more cases; then the
+earlier one. No held-out program is played.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+VALIDATION = ["shufflenet-v2", "regnet-y-400mf", "vit-b16"]
+CAPACITIES = ["8MiB", "16MiB"]
+HARDWARE = "tpu-v4i-like"
+
+
+def view(run, ckpt_dir, name, into):
+    """A run folder that is RUN with only checkpoint NAME, so `--checkpoint` loads it."""
+    os.makedirs(os.path.join(into, "checkpoints", name))
+    for entry in os.listdir(run):
+        if entry != "checkpoints":
+            os.symlink(os.path.abspath(os.path.join(run, entry)), os.path.join(into, entry))
+    src = os.path.join(ckpt_dir, name)
+    os.symlink(os.path.abspath(os.path.join(src, "weights.safetensors")),
+               os.path.join(into, "checkpoints", name, "weights.safetensors"))
+    os.symlink(os.path.abspath(os.path.join(src, "latest.json")),
+               os.path.join(into, "checkpoints", "latest.json"))
+
+
+def play(cli, workload, capacity, sims, checkpoint):
+    extra = ["--checkpoint", checkpoint] if checkpoint else []
+    out = subprocess.run(
+        [cli, "evaluate", "--workload", workload, "--hw", HARDWARE, "--fast-capacity", capacity,
+         "--solver", "xla", "--solver", "muzero", "--simulations", str(sims), *extra, "--json"],
+        check=True, capture_output=True, text=True,
+    )
+    rows = {r["solver"]: r for r in json.loads(out.stdout)["results"]}
+    return rows["xla"]["latency_s"], rows["muzero"]["latency_s"], rows["muzero"]["solve_s"]
+
+
+def measure(cli, sims, checkpoint):
+    cases = []
+    for w in VALIDATION:
+        for cap in CAPACITIES:
+            xla, agent, secs = play(cli, w, cap, sims, checkpoint)
+            cases.append({"workload": w, "capacity": cap, "xla_s": xla, "agent_s": agent,
+                          "speedup": xla / agent, "time_s": secs})
+    speedups = [c["speedup"] for c in cases]
+    return {
+        "geomean_vs_xla": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
+        "no_slower_than_xla": sum(1 for s in speedups if s >= 1.0 - 1e-9),
+        "cases": cases,
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("run")
+    p.add_argument("checkpoints")
+    p.add_argument("--cli", default=os.path.join(ROOT, "target", "release", "mallocmuzero"))
+    p.add_argument("--simulations", type=int, default=64)
+    p.add_argument("--json")
+    a = p.parse_args()
+    results = {}
+    for name in sorted(os.listdir(a.checkpoints)):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "run")
+            view(a.run, a.checkpoints, name, folder)
+            r = measure(a.cli, a.simulations, folder)
+        latest = json.load(open(os.path.join(a.checkpoints, name, "latest.json")))
+        r["train_steps"] = latest["train_steps"]
+        results[name] = r
+        print(f"{name} ({latest['train_steps']} steps): {r['geomean_vs_xla']:.4f}x vs xla, "
+              f"no slower on {r['no_slower_than_xla']}/{len(r['cases'])}", file=sys.stderr)
+    best = max(r["geomean_vs_xla"] for r in results.values())
+    near = [n for n in sorted(results) if results[n]["geomean_vs_xla"] >= best * 0.999]
+    chosen = max(near, key=lambda n: (results[n]["no_slower_than_xla"], -near.index(n)))
+    print("| checkpoint | training steps | geomean vs xla | no slower than xla |")
+    print("|---|---:|---:|---:|")
+    for n in sorted(results):
+        r = results[n]
+        mark = "**" if n == chosen else ""
+        print(f"| {mark}{n}{mark} | {r['train_steps']} | {r['geomean_vs_xla']:.4f}x | "
+              f"{r['no_slower_than_xla']}/{len(r['cases'])} |")
+    print(f"\nchosen: {chosen}")
+    if a.json:
+        tmp = a.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"chosen": chosen, "checkpoints": results}, f, indent=1)
+        os.replace(tmp, a.json)
+
+
+if __name__ == "__main__":
+    main()
