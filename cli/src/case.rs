@@ -22,14 +22,20 @@ pub struct CaseArgs {
     pub fast_capacity: Option<String>,
 }
 
-/// A `--threads` flag checked: at least 1, at most 256; default one per core.
-pub fn threads(flag: Option<usize>) -> Result<usize> {
+/// A `--threads` flag checked: 1 to 256 where given.
+pub fn threads_given(flag: Option<usize>) -> Result<Option<usize>> {
     match flag {
-        Some(0) => anyhow::bail!("--threads: must be at least 1"),
-        Some(n) if n > 256 => anyhow::bail!("--threads: must be at most 256, got {n}"),
-        Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        Some(n) if !(1..=256).contains(&n) => {
+            anyhow::bail!("--threads: must be in 1..=256, got {n}")
+        }
+        n => Ok(n),
     }
+}
+
+/// A `--threads` flag checked ([`threads_given`]); default one per core.
+pub fn threads(flag: Option<usize>) -> Result<usize> {
+    Ok(threads_given(flag)?
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
 /// The case the flags name (defaults: the harness's workload and hardware).

@@ -60,10 +60,7 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
     if args.generations == Some(0) {
         bail!("--generations: must be >= 1");
     }
-    let threads = match args.threads {
-        Some(t) if !(1..=256).contains(&t) => bail!("--threads: must be in 1..=256, got {t}"),
-        t => t,
-    };
+    let threads = crate::case::threads_given(args.threads)?;
     let stop = Arc::new(AtomicBool::new(false));
     let bar = crate::train::spinner(args.json);
     crate::train::install_interrupt_handler(Arc::clone(&stop), bar.clone())?;

@@ -203,14 +203,9 @@ fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfi
         &defaults.seed,
         from_file,
     );
-    if let Some(t) = args.threads {
-        if !(1..=256).contains(&t) {
-            bail!("--threads: must be in 1..=256, got {t}");
-        }
-    }
     flag_over_file(
         "--threads",
-        args.threads,
+        crate::case::threads_given(args.threads)?,
         &mut config.threads,
         &defaults.threads,
         from_file,
