@@ -2,12 +2,12 @@
 """Chooses the generalist's checkpoint on the validation families.
 
     cargo build --release -p mallocmuzero
-    python3 scripts/generalist_validate.py RUN CHECKPOINTS [--json OUT]
+    python3 scripts/generalist_validate.py RUN [CHECKPOINTS] [--json OUT]
 
-RUN is a `train --suite` run folder; CHECKPOINTS a folder of saved checkpoints, one
-sub-folder per checkpoint (`iter-000049/` with the `weights.safetensors` and
-`latest.json` the run wrote at that iteration: a run keeps only its newest checkpoint, so
-they are copied out while it trains). Each checkpoint plays, zero-shot and noise-free
+RUN is a `train --suite` run folder; CHECKPOINTS a folder of checkpoints, one sub-folder
+per checkpoint (`iter-000049/` with its `weights.safetensors` and `checkpoint.json`, or
+the `latest.json` the run wrote at that iteration), by default RUN/checkpoints: a run
+started with `--keep-checkpoints` keeps each one there. Each checkpoint plays, zero-shot and noise-free
 (`evaluate --solver muzero --simulations 64`, searching the game), every validation case:
 the workloads of malloc_muzero::generalist::VALIDATION_WORKLOADS (whole families the run
 never trains on, none of them held out) on tpu-v4i-like at 8 and 16 MiB.
@@ -41,8 +41,15 @@ def view(run, ckpt_dir, name, into):
     src = os.path.join(ckpt_dir, name)
     os.symlink(os.path.abspath(os.path.join(src, "weights.safetensors")),
                os.path.join(into, "checkpoints", name, "weights.safetensors"))
-    os.symlink(os.path.abspath(os.path.join(src, "latest.json")),
-               os.path.join(into, "checkpoints", "latest.json"))
+    os.symlink(os.path.abspath(describe(src)), os.path.join(into, "checkpoints", "latest.json"))
+
+
+def describe(src):
+    """The file that says which iterations checkpoint folder SRC holds."""
+    for name in ("checkpoint.json", "latest.json"):
+        if os.path.exists(os.path.join(src, name)):
+            return os.path.join(src, name)
+    sys.exit(f"{src}: no checkpoint.json or latest.json (not a checkpoint folder)")
 
 
 def play(cli, workload, capacity, sims, checkpoint):
@@ -74,18 +81,22 @@ def measure(cli, sims, checkpoint):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("run")
-    p.add_argument("checkpoints")
+    p.add_argument("checkpoints", nargs="?")
     p.add_argument("--cli", default=os.path.join(ROOT, "target", "release", "mallocmuzero"))
     p.add_argument("--simulations", type=int, default=64)
     p.add_argument("--json")
     a = p.parse_args()
+    folder = a.checkpoints or os.path.join(a.run, "checkpoints")
+    names = sorted(n for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n)))
+    if not names:
+        sys.exit(f"{folder}: no checkpoint folders")
     results = {}
-    for name in sorted(os.listdir(a.checkpoints)):
+    for name in names:
         with tempfile.TemporaryDirectory() as tmp:
-            folder = os.path.join(tmp, "run")
-            view(a.run, a.checkpoints, name, folder)
-            r = measure(a.cli, a.simulations, folder)
-        latest = json.load(open(os.path.join(a.checkpoints, name, "latest.json")))
+            run_view = os.path.join(tmp, "run")
+            view(a.run, folder, name, run_view)
+            r = measure(a.cli, a.simulations, run_view)
+        latest = json.load(open(describe(os.path.join(folder, name))))
         r["train_steps"] = latest["train_steps"]
         results[name] = r
         print(f"{name} ({latest['train_steps']} steps): {r['geomean_vs_xla']:.4f}x vs xla, "

@@ -76,6 +76,10 @@ pub struct TrainArgs {
     /// exact rewards, the network as prior and value) or `learned` (MuZero's learned model).
     #[arg(long, conflicts_with = "resume")]
     pub search_model: Option<SearchModel>,
+    /// Keep every checkpoint in `checkpoints/`, not only the newest, to choose among them
+    /// afterwards (each holds the replay buffers: tens of MB).
+    #[arg(long, conflicts_with = "resume")]
+    pub keep_checkpoints: bool,
     #[command(flatten)]
     pub game: GameArgs,
     #[arg(long)]
@@ -217,6 +221,8 @@ fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfi
         &defaults.search_model,
         from_file,
     );
+    // A switch: given, it keeps them; absent, the file decides.
+    config.keep_checkpoints |= args.keep_checkpoints;
     if let (Some(file), Some(given)) = (&config.init, &args.init) {
         if from_file && *file != given.display().to_string() {
             eprintln!(

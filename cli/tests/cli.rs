@@ -229,6 +229,7 @@ fn the_bundled_generalist_plays_fine_tunes_and_a_suite_run_resumes() {
         "20",
         "--out",
         &tuned,
+        "--keep-checkpoints",
         "--json",
     ]);
     assert!(s["train_steps"].as_u64().unwrap() >= 20, "{s}");
@@ -236,6 +237,7 @@ fn the_bundled_generalist_plays_fine_tunes_and_a_suite_run_resumes() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("tuned/run.json")).unwrap())
             .unwrap();
     assert_eq!(run["config"]["init"], "bundled");
+    assert_eq!(run["config"]["keep_checkpoints"], true);
 
     let cases = dir.join("cases.json");
     std::fs::write(

@@ -43,6 +43,7 @@
 
 mod best;
 mod case;
+mod checkpoint;
 mod config;
 mod demos;
 mod error;

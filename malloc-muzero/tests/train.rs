@@ -261,6 +261,74 @@ fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The checkpoint folders under `checkpoints/`, sorted.
+fn checkpoint_dirs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Checkpoints are written by a thread of their own while the next iteration runs: a
+/// trainer dropped right after queueing one still leaves it whole. By default only the
+/// newest stays; `keep_checkpoints` keeps each one, which loads, and a resume removes
+/// only a folder past the newest (one a kill left half-written).
+#[test]
+fn kept_checkpoints_stay_and_each_one_loads() {
+    let setup = tiny();
+    let limits = Limits::default();
+    for keep in [false, true] {
+        let dir = temp(&format!("keep-{keep}"));
+        let config = TrainConfig {
+            checkpoint_every: 1,
+            keep_checkpoints: keep,
+            ..config(&setup)
+        };
+        let mut t = Trainer::start(Arc::clone(&setup), "tiny", config, &dir).unwrap();
+        for _ in 0..3 {
+            t.step_iteration(&limits).unwrap();
+        }
+        drop(t);
+        let all = ["iter-000000", "iter-000001", "iter-000002"].map(String::from);
+        let want = if keep { &all[..] } else { &all[2..] };
+        assert_eq!(checkpoint_dirs(&dir), want, "keep_checkpoints {keep}");
+        std::fs::create_dir_all(dir.join("checkpoints/iter-000007")).unwrap();
+        let t = Trainer::resume(&dir, None).unwrap();
+        assert_eq!(t.iterations(), 3);
+        drop(t);
+        assert_eq!(checkpoint_dirs(&dir), want, "the half-written folder goes");
+        for name in want {
+            let weights = dir
+                .join("checkpoints")
+                .join(name)
+                .join("weights.safetensors");
+            let net = muzero::MuZeroNet::read_config(&weights).unwrap();
+            assert!(net.observation_len > 0, "{name}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A checkpoint the writer thread fails to write stops the run with the error that
+/// names the path, at the next checkpoint or at once for an explicit one.
+#[test]
+fn a_checkpoint_that_cannot_be_written_is_an_error_naming_the_path() {
+    let setup = tiny();
+    let dir = temp("unwritable");
+    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    t.step_iteration(&Limits::default()).unwrap();
+    // A file where the checkpoint's folder goes.
+    std::fs::write(dir.join("checkpoints/iter-000000"), b"in the way").unwrap();
+    let err = t.checkpoint().expect_err("the write failed");
+    assert!(err.to_string().contains("iter-000000"), "{err}");
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A run of 0 steps would leave a folder with nothing to continue from: it is refused.
 #[test]
 fn zero_steps_is_an_error() {

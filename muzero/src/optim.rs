@@ -390,6 +390,13 @@ impl Optimizer {
 
     /// Writes the step count, the config and Adam's moments, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
+        binio::write_bytes_atomic(path, &self.to_bytes()?)?;
+        Ok(())
+    }
+
+    /// What [`Optimizer::save`] writes: a copy of the state as it is now, which a
+    /// thread of its own may write while training goes on.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let params = self
             .params
             .iter()
@@ -407,8 +414,12 @@ impl Optimizer {
             step: self.step,
             params,
         };
-        binio::write_atomic(path, OPTIM_MAGIC, OPTIM_VERSION, &state)?;
-        Ok(())
+        Ok(binio::to_bytes(
+            "optimizer state",
+            OPTIM_MAGIC,
+            OPTIM_VERSION,
+            &state,
+        )?)
     }
 
     /// Restores an optimizer saved by [`Optimizer::save`] over the same `params`. The saved

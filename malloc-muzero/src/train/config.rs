@@ -44,6 +44,9 @@ pub struct TrainConfig {
     pub eval_every: usize,
     /// Save a checkpoint every this many iterations (and at the end).
     pub checkpoint_every: usize,
+    /// Keep every checkpoint, not only the newest (to choose among them afterwards, as
+    /// the generalist's validation does). Each holds the replay buffers: tens of MB.
+    pub keep_checkpoints: bool,
     /// MuZero Reanalyse: each iteration the learner re-searches this many stored games
     /// with its latest network (noise-free) and replaces their search policies, root
     /// values and value targets (with the default Monte Carlo value targets only the
@@ -116,6 +119,7 @@ impl Default for TrainConfig {
             train_steps_per_position: 0.05,
             eval_every: 1,
             checkpoint_every: 5,
+            keep_checkpoints: false,
             reanalyse_games_per_iteration: 0,
             threads: 0,
             demonstrations: ["xla", "greedy-size", "beam"].map(String::from).to_vec(),

@@ -71,6 +71,8 @@ pub enum TrainError {
     Baseline(String),
     #[error("the self-play thread panicked")]
     SelfPlayPanicked,
+    #[error("the checkpoint writer thread stopped (it panicked)")]
+    CheckpointWriter,
     /// `start` into a folder holding a run it would overwrite: one with a checkpoint, or
     /// one of another game (whose best mapping it would drop).
     #[error("{dir} already holds a run {what}: resume it, or start in another folder")]

@@ -8,6 +8,7 @@
 //! `program.json` of its first case. Its JSON files are written and read as EGRL's are
 //! ([`binio::json`]).
 
+use super::checkpoint::Snapshot;
 use super::error::io_error;
 use super::trainer::{Learner, Progress};
 use super::TrainConfig;
@@ -333,6 +334,7 @@ pub fn load_network(dir: &Path) -> Result<MuZeroNet, TrainError> {
 }
 
 /// The paths of a run directory and what is done to them.
+#[derive(Clone)]
 pub(super) struct RunDir {
     root: PathBuf,
 }
@@ -456,13 +458,18 @@ impl RunDir {
     /// from (`None`: no checkpoint, a fresh start). What a killed
     /// session left after it goes: temporary files of interrupted atomic writes, metrics
     /// lines and evaluation games of later iterations (the session plays them again), and
-    /// checkpoint folders other than `latest` (one being written when it was killed).
-    pub fn roll_back_to(&self, latest: Option<&Latest>) -> Result<(), TrainError> {
+    /// checkpoint folders other than `latest` (one being written when it was killed), or
+    /// only those after it where `keep_older`.
+    pub fn roll_back_to(
+        &self,
+        latest: Option<&Latest>,
+        keep_older: bool,
+    ) -> Result<(), TrainError> {
         self.remove_temp_files()?;
         let through = latest.map(|l| l.iteration);
         self.truncate_metrics(through)?;
         self.remove_eval_games_after(through)?;
-        self.remove_checkpoints_except(latest.map(|l| l.dir.as_str()))
+        self.remove_checkpoints_except(latest, keep_older)
     }
 
     /// Removes the `.NAME.tmp.*` files binio's atomic writes leave when killed mid-write:
@@ -538,11 +545,24 @@ impl RunDir {
         Ok(())
     }
 
-    fn remove_checkpoints_except(&self, keep: Option<&str>) -> Result<(), TrainError> {
+    /// Removes the checkpoint folders other than `keep`'s: all of them, or only those of
+    /// later iterations (a kill's unfinished one) where `keep_older`.
+    fn remove_checkpoints_except(
+        &self,
+        keep: Option<&Latest>,
+        keep_older: bool,
+    ) -> Result<(), TrainError> {
         for path in subdirs(&self.checkpoints())? {
             let name = path.file_name().map(|n| n.to_string_lossy().to_string());
             let name = name.unwrap_or_default();
-            if name.starts_with("iter-") && Some(name.as_str()) != keep {
+            let Some(it) = name.strip_prefix("iter-") else {
+                continue;
+            };
+            let older = match (keep, it.parse::<u64>()) {
+                (Some(k), Ok(i)) => i < k.iteration,
+                _ => false,
+            };
+            if Some(name.as_str()) != keep.map(|k| k.dir.as_str()) && !(keep_older && older) {
                 std::fs::remove_dir_all(&path).map_err(io_error(&path))?;
             }
         }
@@ -555,26 +575,21 @@ impl RunDir {
         Ok(append_json_line(&self.metrics(), p)?)
     }
 
-    /// Writes a checkpoint; `latest.json` last, so a checkpoint counts only once complete.
-    pub fn save_checkpoint(&self, latest: &Latest, learner: &Learner) -> Result<(), TrainError> {
-        let here = self.checkpoint(&latest.dir);
+    /// Writes checkpoint `s`; `latest.json` last, so a checkpoint counts only once
+    /// complete. Then the folders of other checkpoints go, or only those past `s` where
+    /// `keep_older` (`keep_checkpoints`).
+    pub fn save_checkpoint(&self, s: &Snapshot, keep_older: bool) -> Result<(), TrainError> {
+        let here = self.checkpoint(&s.latest.dir);
         std::fs::create_dir_all(&here).map_err(io_error(&here))?;
-        learner.net.save(&here.join("weights.safetensors"))?;
-        learner.opt.save(&here.join("optimizer.bin"))?;
-        binio::write_atomic(
-            &here.join("replay.bin"),
-            REPLAY_MAGIC,
-            REPLAY_VERSION,
-            &learner.replay,
-        )?;
-        binio::write_atomic(
-            &here.join("demos.bin"),
-            REPLAY_MAGIC,
-            REPLAY_VERSION,
-            &learner.demos,
-        )?;
-        write_json(&self.checkpoints().join("latest.json"), latest)?;
-        self.remove_checkpoints_except(Some(&latest.dir))
+        binio::write_bytes_atomic(&here.join("weights.safetensors"), &s.weights)?;
+        binio::write_bytes_atomic(&here.join("optimizer.bin"), &s.optimizer)?;
+        for (name, buffer) in [("replay.bin", &s.replay), ("demos.bin", &s.demos)] {
+            binio::write_atomic(&here.join(name), REPLAY_MAGIC, REPLAY_VERSION, buffer)?;
+        }
+        // Each folder says which iterations it holds, so a kept one is read on its own.
+        write_json(&here.join("checkpoint.json"), &s.latest)?;
+        write_json(&self.checkpoints().join("latest.json"), &s.latest)?;
+        self.remove_checkpoints_except(Some(&s.latest), keep_older)
     }
 
     /// The learner's state saved in checkpoint `latest`.

@@ -13,6 +13,7 @@
 
 use super::best::Found;
 use super::case::{self, CaseRun};
+use super::checkpoint::{CheckpointWriter, Snapshot};
 use super::demos::{history_of, imitate};
 use super::remote::{self, BatchInfo};
 use super::run_dir::{CaseInfo, Latest, RunDir, RunInfo};
@@ -192,8 +193,9 @@ pub struct Trainer {
     all_slow: f64,
     learner: Learner,
     counters: Counters,
-    /// The last iteration the newest checkpoint includes.
+    /// The last iteration the newest checkpoint includes (queued or written).
     saved_through: Option<u64>,
+    writer: CheckpointWriter,
     session: Instant,
     /// The next remote work order's ticket (see [`Trainer::order`]).
     next_ticket: u64,
@@ -328,7 +330,8 @@ impl Trainer {
             ),
             None => (Learner::fresh(&info, &cases)?, Counters::default(), None),
         };
-        dir.roll_back_to(latest.as_ref())?;
+        dir.roll_back_to(latest.as_ref(), c.keep_checkpoints)?;
+        let writer = CheckpointWriter::spawn(dir.clone(), c.keep_checkpoints)?;
         if let (Some(l), false) = (&latest, info.is_multi()) {
             cases[0].last_eval = l.eval_latency_s;
         }
@@ -342,6 +345,7 @@ impl Trainer {
             learner,
             counters,
             saved_through,
+            writer,
             session: Instant::now(),
             next_ticket: 0,
         })
@@ -449,7 +453,7 @@ impl Trainer {
         let p = self.progress(k, iteration, learned, returns);
         self.dir.append_metrics(&p)?;
         if self.counters.iterations % self.info.config.checkpoint_every as u64 == 0 {
-            self.checkpoint()?;
+            self.queue_checkpoint()?;
         }
         Ok(p)
     }
@@ -561,8 +565,16 @@ impl Trainer {
         }
     }
 
-    /// Saves a checkpoint of the iterations completed, unless the newest one has them.
+    /// Saves a checkpoint of the iterations completed, unless the newest one has them,
+    /// and returns once it (and every one queued before) is on disk.
     pub fn checkpoint(&mut self) -> Result<(), TrainError> {
+        self.queue_checkpoint()?;
+        self.writer.wait()
+    }
+
+    /// Copies the learner's state for the writer thread to save while training goes on
+    /// (unless the newest checkpoint has these iterations).
+    fn queue_checkpoint(&mut self) -> Result<(), TrainError> {
         // A run of one program reports its last evaluation game until a resumed session
         // plays the next; a multi-program run's cases each had their own.
         let eval = match self.info.is_multi() {
@@ -570,8 +582,13 @@ impl Trainer {
             false => self.cases[0].last_eval,
         };
         let latest = self.counters.latest(self.elapsed_s(), eval);
-        self.saved_through = save_checkpoint(&self.dir, &self.learner, latest, self.saved_through)?;
-        Ok(())
+        match latest {
+            Some(l) if self.saved_through != Some(l.iteration) => {
+                self.saved_through = Some(l.iteration);
+                self.writer.submit(Snapshot::of(l, &self.learner)?)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Ends the session: a checkpoint of every iteration completed and
@@ -768,23 +785,6 @@ impl Counters {
             elapsed_s,
             eval_latency_s,
         })
-    }
-}
-
-/// Saves checkpoint `latest` of `learner` in `dir` unless the newest one (`saved_through`)
-/// has its iterations; returns the newest checkpoint's last iteration.
-pub(super) fn save_checkpoint(
-    dir: &RunDir,
-    learner: &Learner,
-    latest: Option<Latest>,
-    saved_through: Option<u64>,
-) -> Result<Option<u64>, TrainError> {
-    match latest {
-        Some(l) if saved_through != Some(l.iteration) => {
-            dir.save_checkpoint(&l, learner)?;
-            Ok(Some(l.iteration))
-        }
-        _ => Ok(saved_through),
     }
 }
 
