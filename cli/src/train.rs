@@ -77,7 +77,8 @@ pub struct TrainArgs {
     #[arg(long, conflicts_with = "resume")]
     pub search_model: Option<SearchModel>,
     /// Keep every checkpoint in `checkpoints/`, not only the newest, to choose among them
-    /// afterwards (each holds the replay buffers: tens of MB).
+    /// afterwards (each holds the replay buffers: 95 MB after a minute on resnet50, 785 MB
+    /// for the generalist's suite run).
     #[arg(long, conflicts_with = "resume")]
     pub keep_checkpoints: bool,
     #[command(flatten)]

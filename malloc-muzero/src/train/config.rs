@@ -45,7 +45,8 @@ pub struct TrainConfig {
     /// Save a checkpoint every this many iterations (and at the end).
     pub checkpoint_every: usize,
     /// Keep every checkpoint, not only the newest (to choose among them afterwards, as
-    /// the generalist's validation does). Each holds the replay buffers: tens of MB.
+    /// the generalist's validation does). Each holds the replay buffers (95 MB after a
+    /// minute on resnet50, 785 MB for the generalist's suite run).
     pub keep_checkpoints: bool,
     /// MuZero Reanalyse: each iteration the learner re-searches this many stored games
     /// with its latest network (noise-free) and replaces their search policies, root
