@@ -173,7 +173,13 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
         }
         "muzero" => {
             set("options", serde_json::json!(config.options));
-            set("train", serde_json::json!(config.train));
+            let mut train = serde_json::json!(config.train);
+            // Whether a run keeps its older checkpoints does not decide its result, and
+            // results saved before the field existed must still match.
+            if let Some(t) = train.as_object_mut() {
+                t.remove("keep_checkpoints");
+            }
+            set("train", train);
             let checkpoint = config.checkpoint.as_ref().map(|c| c.display().to_string());
             set("checkpoint", checkpoint.into());
         }

@@ -1,6 +1,7 @@
 //! The race's agent and its demonstrations: the heuristics' games enter the learner's
 //! demonstrations buffer with their true returns, and a short race's agent finds the
-//! optimum of a small game with its own games.
+//! optimum of a small game with its own games; what the agent's saved result is matched
+//! on leaves out what does not decide it.
 
 use accel_sim::Hardware;
 use harness::race::{race_case, RaceConfig};
@@ -103,4 +104,43 @@ fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
     );
     assert!(r.curve.iter().all(|&(t, _)| t <= 20.0 + 5.0));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A saved agent result stays this race's whatever `keep_checkpoints` says: it decides
+/// what stays on disk, not the result (and results saved before it existed lack it).
+#[test]
+fn keeping_checkpoints_is_not_a_setting_of_the_agents_result() {
+    let case = tiny_case();
+    let s = setup(&case);
+    let config = |keep| RaceConfig {
+        seconds: 1.0,
+        threads: 1,
+        seed: 0,
+        options: options(),
+        train: TrainConfig {
+            keep_checkpoints: keep,
+            ..small_config(&s)
+        },
+        checkpoint: None,
+        agent_dir: None,
+        egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::default(),
+    };
+    let kept = harness::race::settings_of(&case, "muzero", &config(true));
+    let not = harness::race::settings_of(&case, "muzero", &config(false));
+    assert!(harness::race::settings_differ(&kept, &not).is_empty());
+    assert!(kept["train"].get("keep_checkpoints").is_none(), "{kept}");
+    // What does decide it still counts.
+    let other = RaceConfig {
+        train: TrainConfig {
+            batch_size: 64,
+            ..config(false).train
+        },
+        ..config(false)
+    };
+    let other = harness::race::settings_of(&case, "muzero", &other);
+    assert_eq!(
+        harness::race::settings_differ(&not, &other),
+        ["train.batch_size"]
+    );
 }
