@@ -3,7 +3,8 @@
 
     cargo build --release -p mallocmuzero
     python3 scripts/generalist_table.py [--capacities 8MiB 16MiB] [--finetune-minutes 2]
-        [--simulations 64] [--out runs/generalist-eval] [--json results.json] [--no-finetune]
+        [--simulations 64] [--proposal-rounds R] [--out runs/generalist-eval]
+        [--json results.json] [--no-finetune]
 
 Held-out programs: the bundled workloads the generalist never trained on
 (malloc_muzero::generalist::HELD_OUT_WORKLOADS, listed below) and every program file in
@@ -13,7 +14,8 @@ capacity.
 Per case:
 - the heuristics (xla, xla-repack, greedy-size, egrl-dp, greedy, beam, xla-game) and the
   bundled generalist (`evaluate --solver muzero --simulations 64`: one noise-free game,
-  zero-shot, its search stepping through the game, the default) in one `evaluate --json`
+  zero-shot, its search stepping through the game, the default, then its rounds of
+  branch proposals from that game, 64 unless `--proposal-rounds`) in one `evaluate --json`
   call; `solve_s` of the muzero row is the time it took (network loaded and played); then
   the generalist again with `--search-model learned`;
 - the fine-tune: `train --workload W --init bundled --minutes M` into its own folder (kept
@@ -57,9 +59,11 @@ def case_args(workload, capacity):
     return ["--workload", workload, "--hw", HARDWARE, "--fast-capacity", capacity]
 
 
-def zero_shot(cli, workload, capacity, sims, checkpoint=None, model=None, heuristics=False):
+def zero_shot(cli, workload, capacity, sims, rounds=None, checkpoint=None, model=None,
+              heuristics=False):
     solvers = [a for s in HEURISTICS for a in ("--solver", s)] if heuristics else []
     extra = ["--checkpoint", checkpoint] if checkpoint else []
+    extra += ["--proposal-rounds", str(rounds)] if rounds is not None else []
     extra += ["--search-model", model] if model else []
     rows = run_json(
         cli, "evaluate", *case_args(workload, capacity), *solvers, "--solver", "muzero",
@@ -85,6 +89,7 @@ def main():
     p.add_argument("--cli", default=os.path.join(ROOT, "target", "release", "mallocmuzero"))
     p.add_argument("--capacities", nargs="+", default=["8MiB", "16MiB"])
     p.add_argument("--simulations", type=int, default=64)
+    p.add_argument("--proposal-rounds", type=int, help="the agent's default unless given")
     p.add_argument("--finetune-minutes", type=float, default=2.0)
     p.add_argument("--no-finetune", action="store_true")
     p.add_argument("--out", default=os.path.join(ROOT, "runs", "generalist-eval"))
@@ -93,8 +98,9 @@ def main():
     results = []
     for name, workload in held_out_programs():
         for cap in a.capacities:
-            rows = zero_shot(a.cli, workload, cap, a.simulations, heuristics=True)
-            learned = zero_shot(a.cli, workload, cap, a.simulations, model="learned")["muzero"]
+            sims, rounds = a.simulations, a.proposal_rounds
+            rows = zero_shot(a.cli, workload, cap, sims, rounds, heuristics=True)
+            learned = zero_shot(a.cli, workload, cap, sims, rounds, model="learned")["muzero"]
             xla = rows["xla"]["latency_s"]
             heuristics = [s for s in rows if s != "muzero" and rows[s]["valid"]]
             heur = min(heuristics, key=lambda s: rows[s]["latency_s"])
@@ -108,9 +114,9 @@ def main():
             if not a.no_finetune:
                 out = os.path.join(a.out, f"{name}-{cap}")
                 summary = fine_tune(a.cli, workload, cap, a.finetune_minutes, out)
-                tuned = zero_shot(a.cli, workload, cap, a.simulations, checkpoint=out)["muzero"]
+                tuned = zero_shot(a.cli, workload, cap, sims, rounds, checkpoint=out)["muzero"]
                 tuned_learned = zero_shot(
-                    a.cli, workload, cap, a.simulations, checkpoint=out, model="learned"
+                    a.cli, workload, cap, sims, rounds, checkpoint=out, model="learned"
                 )["muzero"]
                 r.update(
                     fine_tuned_s=tuned["latency_s"],

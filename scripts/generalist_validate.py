@@ -2,13 +2,15 @@
 """Chooses the generalist's checkpoint on the validation families.
 
     cargo build --release -p mallocmuzero
-    python3 scripts/generalist_validate.py RUN [CHECKPOINTS] [--json OUT]
+    python3 scripts/generalist_validate.py RUN [CHECKPOINTS] [--proposal-rounds R] [--json OUT]
 
 RUN is a `train --suite` run folder; CHECKPOINTS a folder of checkpoints, one sub-folder
 per checkpoint (`iter-000049/` with its `weights.safetensors` and `checkpoint.json`, or
 the `latest.json` the run wrote at that iteration), by default RUN/checkpoints: a run
 started with `--keep-checkpoints` keeps each one there. Each checkpoint plays, zero-shot and noise-free
-(`evaluate --solver muzero --simulations 64`, searching the game), every validation case:
+(`evaluate --solver muzero --simulations 64 --proposal-rounds 0`, its game alone, searching
+the game: how the bundled checkpoint was chosen; `--proposal-rounds R` adds the agent's
+proposals after the game), every validation case:
 the workloads of malloc_muzero::generalist::VALIDATION_WORKLOADS (whole families the run
 never trains on, none of them held out) on tpu-v4i-like at 8 and 16 MiB.
 
@@ -52,8 +54,9 @@ def describe(src):
     sys.exit(f"{src}: no checkpoint.json or latest.json (not a checkpoint folder)")
 
 
-def play(cli, workload, capacity, sims, checkpoint):
+def play(cli, workload, capacity, sims, rounds, checkpoint):
     extra = ["--checkpoint", checkpoint] if checkpoint else []
+    extra += ["--proposal-rounds", str(rounds)]
     out = subprocess.run(
         [cli, "evaluate", "--workload", workload, "--hw", HARDWARE, "--fast-capacity", capacity,
          "--solver", "xla", "--solver", "muzero", "--simulations", str(sims), *extra, "--json"],
@@ -63,11 +66,11 @@ def play(cli, workload, capacity, sims, checkpoint):
     return rows["xla"]["latency_s"], rows["muzero"]["latency_s"], rows["muzero"]["solve_s"]
 
 
-def measure(cli, sims, checkpoint):
+def measure(cli, sims, rounds, checkpoint):
     cases = []
     for w in VALIDATION:
         for cap in CAPACITIES:
-            xla, agent, secs = play(cli, w, cap, sims, checkpoint)
+            xla, agent, secs = play(cli, w, cap, sims, rounds, checkpoint)
             cases.append({"workload": w, "capacity": cap, "xla_s": xla, "agent_s": agent,
                           "speedup": xla / agent, "time_s": secs})
     speedups = [c["speedup"] for c in cases]
@@ -84,6 +87,7 @@ def main():
     p.add_argument("checkpoints", nargs="?")
     p.add_argument("--cli", default=os.path.join(ROOT, "target", "release", "mallocmuzero"))
     p.add_argument("--simulations", type=int, default=64)
+    p.add_argument("--proposal-rounds", type=int, default=0)
     p.add_argument("--json")
     a = p.parse_args()
     folder = a.checkpoints or os.path.join(a.run, "checkpoints")
@@ -95,7 +99,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             run_view = os.path.join(tmp, "run")
             view(a.run, folder, name, run_view)
-            r = measure(a.cli, a.simulations, run_view)
+            r = measure(a.cli, a.simulations, a.proposal_rounds, run_view)
         latest = json.load(open(describe(os.path.join(folder, name))))
         r["train_steps"] = latest["train_steps"]
         results[name] = r

@@ -35,6 +35,10 @@ pub struct EvaluateArgs {
     /// setting).
     #[arg(long)]
     pub simulations: Option<usize>,
+    /// Rounds of branch proposals `--solver muzero` makes after its game, as its self-play
+    /// makes them (default 64; 0: the game alone).
+    #[arg(long)]
+    pub proposal_rounds: Option<usize>,
     /// What the search of `--solver muzero` steps through: `learned` (MuZero's dynamics
     /// network) or `game` (the game itself: exact rewards, the network's policy and
     /// value). Default: `game`; a run's own evaluation games searched `learned`.
@@ -66,6 +70,7 @@ impl Default for EvaluateArgs {
             threads: None,
             checkpoint: None,
             simulations: None,
+            proposal_rounds: None,
             search_model: None,
             game: crate::case::GameArgs::default(),
             mapping: None,
@@ -85,6 +90,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         seed: args.seed,
         checkpoint: args.checkpoint.clone(),
         simulations: args.simulations,
+        proposal_rounds: args.proposal_rounds,
         search_model: args
             .search_model
             .as_deref()

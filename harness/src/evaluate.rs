@@ -142,6 +142,9 @@ pub struct SolverContext {
     pub checkpoint: Option<PathBuf>,
     /// Search simulations per move of `muzero` (default: the run's evaluation setting).
     pub simulations: Option<usize>,
+    /// Rounds of branch proposals `muzero` makes after its game (default:
+    /// [`malloc_muzero::DEFAULT_PROPOSAL_ROUNDS`]; 0: the game alone).
+    pub proposal_rounds: Option<usize>,
     /// What the search of `muzero` steps through (default: the game).
     pub search_model: Option<malloc_muzero::SearchModel>,
     /// The `exact` solver's time limit and gap tolerance.
@@ -176,6 +179,10 @@ impl Solver {
             };
             let agent = match ctx.search_model {
                 Some(model) => agent.with_search_model(model),
+                None => agent,
+            };
+            let agent = match ctx.proposal_rounds {
+                Some(rounds) => agent.with_proposal_rounds(rounds)?,
                 None => agent,
             };
             return Ok(Solver::MuZero(Box::new(agent)));

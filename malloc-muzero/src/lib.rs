@@ -17,6 +17,6 @@ pub mod generalist;
 mod search_model;
 pub mod train;
 
-pub use agent::{Agent, AgentError};
+pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
 pub use env::MallocEnv;
 pub use search_model::SearchModel;

@@ -58,7 +58,9 @@ pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
 pub(crate) use run_dir::run_info_from;
 pub use run_dir::CaseInfo;
 pub use run_dir::{load_network, read_run_info, RunInfo};
-pub use selfplay::{play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame};
+pub use selfplay::{
+    improve_by_proposals, play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame,
+};
 pub use trainer::{CaseSummary, Progress, TrainCase, TrainSummary, Trainer, MAX_CASES};
 
 /// What `init` names: the bundled generalist ([`crate::generalist`]).

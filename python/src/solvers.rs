@@ -14,7 +14,8 @@ use std::path::PathBuf;
 /// `mallocmuzero evaluate --json` (`results`), field for field. `solvers` is a list of the
 /// command line's solver names (`solver_names()`; `solvers=['xla']`), `None` its default
 /// list. `muzero` plays the run folder `checkpoint`, or without one the bundled
-/// generalist; its search steps through `search_model`: `"learned"` (MuZero's dynamics
+/// generalist, then makes `proposal_rounds` rounds of branch proposals (default 64; 0: its
+/// game alone); its search steps through `search_model`: `"learned"` (MuZero's dynamics
 /// network) or `"game"` (the game itself, the default). `exact_objective`: `"simulated"` (the
 /// default: the exact solver's bound bounds the simulated latency, and the local search has
 /// what its MIP leaves of `exact_seconds`) or `"proxy"` (XLA's cost model). `threads`
@@ -24,7 +25,8 @@ use std::path::PathBuf;
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
-    seed = 0, threads = 1, checkpoint = None, simulations = None, search_model = None,
+    seed = 0, threads = 1, checkpoint = None, simulations = None, proposal_rounds = None,
+    search_model = None,
     exact_seconds = 60.0, exact_gap = 0.0, exact_objective = None,
     mapping = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
@@ -40,6 +42,7 @@ pub fn evaluate(
     #[pyo3(from_py_with = named::threads)] threads: usize,
     checkpoint: Option<PathBuf>,
     simulations: Option<&Bound<'_, PyAny>>,
+    proposal_rounds: Option<&Bound<'_, PyAny>>,
     search_model: Option<&str>,
     #[pyo3(from_py_with = named::exact_seconds)] exact_seconds: f64,
     #[pyo3(from_py_with = named::exact_gap)] exact_gap: f64,
@@ -52,6 +55,7 @@ pub fn evaluate(
 ) -> PyResult<Vec<Py<PyAny>>> {
     let solvers = solvers.map(solver_list).transpose()?;
     let simulations: Option<usize> = opt_uint(simulations, "simulations")?;
+    let proposal_rounds: Option<usize> = opt_uint(proposal_rounds, "proposal_rounds")?;
     let options = OptionArgs::parse(slots, order, fast_levels, reward)?;
     let exact_objective: exact::Objective = exact_objective
         .map(str::parse)
@@ -91,6 +95,7 @@ pub fn evaluate(
         seed,
         checkpoint,
         simulations,
+        proposal_rounds,
         search_model,
         exact: exact::ExactConfig {
             seconds: exact_seconds,

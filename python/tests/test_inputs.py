@@ -168,6 +168,7 @@ INT_PARAMS = [
     ("end", lambda v: mmz.Program.load("alexnet").window(0, v)),
     ("seed", lambda v: mmz.evaluate("alexnet", ["xla"], seed=v)),
     ("simulations", lambda v: mmz.evaluate("alexnet", ["xla"], simulations=v)),
+    ("proposal_rounds", lambda v: mmz.evaluate("alexnet", ["xla"], proposal_rounds=v)),
     ("slots", lambda v: mmz.evaluate("alexnet", ["xla"], slots=v)),
     ("fast_levels", lambda v: mmz.evaluate("alexnet", ["xla"], fast_levels=v)),
     ("threads", lambda v: mmz.SelfPlayWorker(b"", threads=v)),

@@ -75,6 +75,13 @@ def test_the_bundled_generalist_plays_without_a_checkpoint(cli):
     assert learned[0]["latency_s"] == json.loads(cli_learned)["results"][0]["latency_s"]
     with pytest.raises(mmz.Error, match="search_model"):
         mmz.evaluate("diamond", ["muzero"], search_model="exact")
+    # The game alone, without the proposals that follow it by default.
+    alone = mmz.evaluate("diamond", ["muzero"], simulations=4, proposal_rounds=0)
+    cli_alone = cli("evaluate", *args, "--proposal-rounds", "0", "--json").stdout
+    assert alone[0]["latency_s"] == json.loads(cli_alone)["results"][0]["latency_s"]
+    assert rows[0]["latency_s"] <= alone[0]["latency_s"]
+    with pytest.raises(mmz.Error, match="proposal-rounds: must be at most 65536"):
+        mmz.evaluate("diamond", ["muzero"], proposal_rounds=65537)
 
 
 def test_saved_games_replay_and_render(tmp_path):

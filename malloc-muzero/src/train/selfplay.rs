@@ -255,11 +255,9 @@ impl Collector<'_> {
         Ok(Some(played))
     }
 
-    /// The iteration's proposal rounds, from the agent's best game: each round's fastest
-    /// proposal becomes the current line if it is faster, or else with probability
-    /// `exp(-d / proposal_temperature)` for a relative slowdown `d` (annealing restarts from
-    /// the best game each iteration). Proposals faster than every game so far join
-    /// `played`. `Ok(false)` if the deadline came first.
+    /// The iteration's proposal rounds, from the agent's best game (annealing restarts
+    /// from it each iteration). Proposals faster than every game so far join `played`.
+    /// `Ok(false)` if the deadline came first.
     fn proposals(
         &self,
         play: &SelfPlay,
@@ -268,21 +266,57 @@ impl Collector<'_> {
         played: &mut Vec<PlayedGame>,
     ) -> Result<bool, TrainError> {
         let c = self.config;
-        let Some(mut line) = best.and_then(|b| Line::of(b, 16)) else {
+        let Some(line) = best.and_then(|b| Line::of(b, 16)) else {
             return Ok(true);
         };
-        let mut record = played
+        let record = played
             .iter()
             .filter_map(|g| g.game.final_latency())
             .fold(line.latency(), f64::min);
-        let mut accept = StdRng::seed_from_u64(seed_for(c.seed, iteration, 99));
-        for round in 0..c.proposal_rounds {
-            let seed = seed_for(c.seed, iteration, 100 + round as u64);
-            let found = self
-                .pool
-                .install(|| propose(play, &line, c.proposals_per_round, seed))?;
+        let rounds = ProposalRounds {
+            rounds: c.proposal_rounds,
+            per_round: c.proposals_per_round,
+            temperature: c.proposal_temperature,
+            seed: &|round| seed_for(c.seed, iteration, 100 + round as u64),
+            accept_seed: seed_for(c.seed, iteration, 99),
+        };
+        let faster = self
+            .pool
+            .install(|| rounds.run(play, line, record, &mut |l| played.push(proposal_game(l))))?;
+        Ok(faster.is_some())
+    }
+}
+
+/// Rounds of branch proposals ([`propose`]) from a line: each round's fastest proposal
+/// becomes the current line if it is faster, or else with probability
+/// `exp(-d / temperature)` for a relative slowdown `d`.
+pub(super) struct ProposalRounds<'a> {
+    pub rounds: usize,
+    pub per_round: usize,
+    pub temperature: f64,
+    /// The seed of round `r`'s proposals.
+    pub seed: &'a (dyn Fn(usize) -> u64 + Sync),
+    /// The seed of the acceptance draws.
+    pub accept_seed: u64,
+}
+
+impl ProposalRounds<'_> {
+    /// Runs the rounds from `line`, handing `faster` each proposal faster than `record`
+    /// and every one before it. Returns the fastest line met (`line` itself if none was
+    /// faster), or `None` if `play` was cancelled first.
+    pub fn run(
+        &self,
+        play: &SelfPlay,
+        mut line: Line,
+        mut record: f64,
+        faster: &mut (dyn FnMut(&Line) + Send),
+    ) -> Result<Option<Game>, TrainError> {
+        let mut best = line.game().clone();
+        let mut accept = StdRng::seed_from_u64(self.accept_seed);
+        for round in 0..self.rounds {
+            let found = propose(play, &line, self.per_round, (self.seed)(round))?;
             let Some(found) = found else {
-                return Ok(false);
+                return Ok(None);
             };
             let Some(next) = found
                 .into_iter()
@@ -292,15 +326,16 @@ impl Collector<'_> {
             };
             if next.latency() < record {
                 record = next.latency();
-                played.push(proposal_game(&next));
+                best = next.game().clone();
+                faster(&next);
             }
             let d = (next.latency() - line.latency()) / line.latency();
-            let t = c.proposal_temperature;
+            let t = self.temperature;
             if d < 0.0 || (t > 0.0 && accept.random_bool((-d / t).exp().clamp(0.0, 1.0))) {
                 line = next;
             }
         }
-        Ok(true)
+        Ok(Some(best))
     }
 }
 
@@ -486,6 +521,39 @@ pub fn play_greedy(
     // Unreachable: `play_games` returns the `count` games it was asked for.
     v.pop()
         .ok_or_else(|| TrainError::Config("no evaluation game was played".into()))
+}
+
+/// A trained agent's proposals after its game (at inference, as self-play makes them each
+/// iteration): `config.proposal_rounds` rounds of `config.proposals_per_round` branch
+/// proposals from `game`, each searched with `config.search` through `model`, seeded by
+/// `config.seed`. Returns the fastest game met: `game` itself if no proposal was faster.
+pub fn improve_by_proposals(
+    net: &MuZeroNet,
+    game: &Game,
+    config: &TrainConfig,
+    model: SearchModel,
+) -> Result<Game, TrainError> {
+    let Some(line) = Line::of(game, 16) else {
+        return Ok(game.clone());
+    };
+    let play = SelfPlay {
+        net,
+        search: &config.search,
+        model,
+        explore_epsilon: 0.0,
+        cancelled: &|| false,
+    };
+    let rounds = ProposalRounds {
+        rounds: config.proposal_rounds,
+        per_round: config.proposals_per_round,
+        temperature: config.proposal_temperature,
+        // An iteration no run reaches: draws of their own, the same ones every time.
+        seed: &|round| seed_for(config.seed, u64::MAX, 100 + round as u64),
+        accept_seed: seed_for(config.seed, u64::MAX, 99),
+    };
+    let record = line.latency();
+    let best = rounds.run(&play, line, record, &mut |_| {})?;
+    Ok(best.unwrap_or_else(|| game.clone()))
 }
 
 /// The xla baseline's simulated latency on this setup.
