@@ -108,6 +108,7 @@ def main():
                 "program": name, "capacity": cap, "xla_s": xla,
                 "best_heuristic": heur, "best_heuristic_s": rows[heur]["latency_s"],
                 "zero_shot_s": rows["muzero"]["latency_s"], "zero_shot_time_s": rows["muzero"]["solve_s"],
+                "lower_bound_s": rows["muzero"].get("lower_bound_s"),
                 "zero_shot_learned_s": learned["latency_s"],
                 "zero_shot_learned_time_s": learned["solve_s"],
             }
@@ -137,9 +138,11 @@ def gmean(xs):
 
 def print_table(results, a):
     tuned = not a.no_finetune
-    head = ["program", "fast", "xla (us)", "best heuristic", "zero-shot vs xla", "vs best heur.", "time (s)"]
+    head = ["program", "fast", "xla (us)", "best heuristic", "zero-shot vs xla", "vs best heur.",
+            "gap to bound", "time (s)"]
     if tuned:
-        head += ["fine-tuned vs xla", "vs best heur.", "fine-tune best vs xla", "vs best heur."]
+        head += ["fine-tuned vs xla", "vs best heur.", "gap to bound",
+                 "fine-tune best vs xla", "vs best heur.", "gap to bound"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     cols = {k: [] for k in ["zero_shot_s", "zero_shot_learned_s", "fine_tuned_s",
@@ -151,7 +154,8 @@ def print_table(results, a):
         for k in keys:
             v = r[k]
             cols[k].append((x / v, h / v))
-            cells += [f"{x / v:.3f}x", f"{h / v:.3f}x"]
+            bound = r.get("lower_bound_s")
+            cells += [f"{x / v:.3f}x", f"{h / v:.3f}x", f"{v / bound - 1:.2%}" if bound else "-"]
             if k == "zero_shot_s":
                 cells.append(f"{r['zero_shot_time_s']:.2f}")
         print("| " + " | ".join(cells) + " |")

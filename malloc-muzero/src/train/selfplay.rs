@@ -302,8 +302,8 @@ pub(super) struct ProposalRounds<'a> {
 
 impl ProposalRounds<'_> {
     /// Runs the rounds from `line`, handing `faster` each proposal faster than `record`
-    /// and every one before it. Returns the fastest line met (`line` itself if none was
-    /// faster), or `None` if `play` was cancelled first.
+    /// and every one before it. Returns the game of the last such proposal (the fastest),
+    /// `line`'s own if there was none, or `None` if `play` was cancelled first.
     pub fn run(
         &self,
         play: &SelfPlay,
