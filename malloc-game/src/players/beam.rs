@@ -127,6 +127,45 @@ impl BeamPlayer {
     }
 }
 
+/// How a search's lines moved, summed over its steps: what limits sharing work between
+/// lines (docs/results.md, "Where the beam's time goes"). [`BeamPlayer::play_with_stats`]
+/// fills it; `cargo run --release -p malloc-game --example beam_lines` prints it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BeamStats {
+    /// Steps of the search (each plays one turn of every line kept).
+    pub steps: usize,
+    /// Lines in the beam before each step.
+    pub lines: usize,
+    /// Children kept by each step: the `width` best and the forced greedy and xla lines.
+    pub kept: usize,
+    /// Distinct scores (running latency, then the cost model's) among each step's kept
+    /// children: kept children with equal scores are lines that move alike.
+    pub distinct_scores: usize,
+    /// Distinct parents of each step's kept children.
+    pub parents: usize,
+    /// Steps whose kept children, more than one, all play the same action.
+    pub same_action_steps: usize,
+}
+
+impl BeamStats {
+    fn record(&mut self, lines: usize, kept: &[Child]) {
+        self.steps += 1;
+        self.lines += lines;
+        self.kept += kept.len();
+        let mut scores: Vec<(f64, f64)> = kept.iter().map(|c| c.score).collect();
+        scores.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        scores.dedup();
+        self.distinct_scores += scores.len();
+        let mut parents: Vec<usize> = kept.iter().map(|c| c.parent).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        self.parents += parents.len();
+        if kept.len() > 1 && kept.iter().all(|c| c.action == kept[0].action) {
+            self.same_action_steps += 1;
+        }
+    }
+}
+
 /// The xla mapping turned out not to be a trajectory of the game (a bug: the tests hold
 /// every xla mapping to be one): the search starts again without the xla line, as it
 /// would have without a trajectory.
@@ -147,7 +186,7 @@ impl Player for BeamPlayer {
         _seed: u64,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Game {
-        self.search(setup, progress, &|| false)
+        self.search(setup, progress, &|| false, None)
             .unwrap_or_else(|| setup.start())
     }
 }
@@ -156,7 +195,14 @@ impl BeamPlayer {
     /// The beam's game, or `None` if `cancelled` says so first (it is asked every step):
     /// an anytime search stops a wide beam at its deadline.
     pub fn play_until(&self, setup: &Arc<GameSetup>, cancelled: &dyn Fn() -> bool) -> Option<Game> {
-        self.search(setup, &mut |_, _| {}, cancelled)
+        self.search(setup, &mut |_, _| {}, cancelled, None)
+    }
+
+    /// The beam's game (as [`Player::play`]) and how its lines moved.
+    pub fn play_with_stats(&self, setup: &Arc<GameSetup>) -> (Game, BeamStats) {
+        let mut stats = BeamStats::default();
+        let game = self.search(setup, &mut |_, _| {}, &|| false, Some(&mut stats));
+        (game.unwrap_or_else(|| setup.start()), stats)
     }
 
     fn search(
@@ -164,13 +210,20 @@ impl BeamPlayer {
         setup: &Arc<GameSetup>,
         progress: &mut dyn FnMut(usize, usize),
         cancelled: &dyn Fn() -> bool,
+        mut stats: Option<&mut BeamStats>,
     ) -> Option<Game> {
         let xla = XlaPlayer::mapping(setup);
-        match self.search_with(setup, Some(&xla), progress, cancelled) {
+        let first = self.search_with(setup, Some(&xla), progress, cancelled, stats.as_deref_mut());
+        match first {
             Ok(found) => found,
-            Err(XlaLeft) => self
-                .search_with(setup, None, progress, cancelled)
-                .unwrap_or(None),
+            Err(XlaLeft) => {
+                // The statistics are the search that finds the game.
+                if let Some(s) = stats.as_deref_mut() {
+                    *s = BeamStats::default();
+                }
+                self.search_with(setup, None, progress, cancelled, stats)
+                    .unwrap_or(None)
+            }
         }
     }
 
@@ -180,6 +233,7 @@ impl BeamPlayer {
         xla: Option<&Mapping>,
         progress: &mut dyn FnMut(usize, usize),
         cancelled: &dyn Fn() -> bool,
+        mut stats: Option<&mut BeamStats>,
     ) -> Result<Option<Game>, XlaLeft> {
         let mut best: Option<Game> = None;
         let xla_left = std::cell::Cell::new(false);
@@ -236,6 +290,9 @@ impl BeamPlayer {
                 if forced.greedy || forced.xla {
                     kept.push(*forced);
                 }
+            }
+            if let Some(s) = stats.as_deref_mut() {
+                s.record(beam.len(), &kept);
             }
             beam = expand(&pool, std::mem::take(&mut beam), &kept, xla, &mut finish)?;
             if xla_left.get() {
@@ -419,7 +476,7 @@ mod tests {
     fn the_xla_line_follows_the_xla_mapping_and_is_dropped_where_the_game_cannot() {
         let s = setup();
         let search = |xla: Option<&Mapping>| {
-            BeamPlayer::new(1).search_with(&s, xla, &mut |_, _| {}, &|| false)
+            BeamPlayer::new(1).search_with(&s, xla, &mut |_, _| {}, &|| false, None)
         };
         let good = XlaPlayer::mapping(&s);
         let Ok(Some(g)) = search(Some(&good)) else {
@@ -469,6 +526,24 @@ mod tests {
         // over slot 0 of every mode (and the forced lines).
         let r = BeamPlayer::new(leaves).play(&s, 0).total_return();
         assert!(r <= best + 1e-12 && r >= greedy, "{r} vs {best}");
+    }
+
+    #[test]
+    fn the_statistics_count_every_step_of_the_same_search() {
+        let s = setup();
+        for w in [1, 2, 8] {
+            let beam = BeamPlayer::new(w);
+            let (g, stats) = beam.play_with_stats(&s);
+            assert_eq!(g.actions(), beam.play(&s, 0).actions());
+            // Every line plays one turn a step, so the game found has at most `steps` turns.
+            assert!(stats.steps >= g.turn() && stats.steps > 0, "{stats:?}");
+            assert!(stats.lines >= stats.steps, "{stats:?}");
+            // At least one child is kept a step, at most the width and the two forced lines.
+            assert!(stats.kept >= stats.steps && stats.kept <= stats.steps * (w + 2));
+            assert!(stats.distinct_scores >= stats.steps && stats.distinct_scores <= stats.kept);
+            assert!(stats.parents >= stats.steps && stats.parents <= stats.kept);
+            assert!(stats.same_action_steps <= stats.steps);
+        }
     }
 
     #[test]

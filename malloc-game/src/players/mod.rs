@@ -17,7 +17,7 @@ pub mod greedy;
 pub mod random;
 pub mod xla;
 
-pub use beam::BeamPlayer;
+pub use beam::{BeamPlayer, BeamStats};
 pub use greedy::{greedy_action, GreedyPlayer};
 pub use random::RandomPlayer;
 pub use xla::XlaPlayer;
