@@ -148,14 +148,14 @@ pub struct BeamStats {
 }
 
 impl BeamStats {
+    /// `kept` in the beam's ranking order (lowest score first), so equal scores sit
+    /// side by side.
     fn record(&mut self, lines: usize, kept: &[Child]) {
         self.steps += 1;
         self.lines += lines;
         self.kept += kept.len();
-        let mut scores: Vec<(f64, f64)> = kept.iter().map(|c| c.score).collect();
-        scores.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        scores.dedup();
-        self.distinct_scores += scores.len();
+        let changes = kept.windows(2).filter(|w| w[0].score != w[1].score).count();
+        self.distinct_scores += changes + usize::from(!kept.is_empty());
         let mut parents: Vec<usize> = kept.iter().map(|c| c.parent).collect();
         parents.sort_unstable();
         parents.dedup();
