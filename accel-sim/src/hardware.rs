@@ -160,9 +160,9 @@ impl Hardware {
                 msg: e.to_string(),
             })?
         } else {
-            serde_json::from_str(&text).map_err(|e| HardwareError::Parse {
+            crate::parse_json(&text).map_err(|msg| HardwareError::Parse {
                 path: shown.clone(),
-                msg: e.to_string(),
+                msg,
             })?
         };
         file.into_hardware(&format!("{shown}: "))

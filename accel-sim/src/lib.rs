@@ -38,7 +38,7 @@ pub use program::{
 };
 pub use sim::{Bound, LiveSim, OpState, OpTiming, SimReport, Simulator};
 pub use textfile::{
-    json_differences, objects_where_objects, read_text, read_text_capped, TextFileError,
+    json_differences, objects_where_objects, parse_json, read_text, read_text_capped, TextFileError,
     MAX_TEXT_BYTES,
 };
 

@@ -34,6 +34,9 @@ pub enum Arrival {
 
 /// A chunk of a fast level held by one buffer over an op interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+// A misspelt field (`evction`) would otherwise leave its field at the default: the
+// latency printed would be that of another mapping than the user's.
+#[serde(deny_unknown_fields)]
 pub struct Allocation {
     /// >= 1.
     pub level: usize,
@@ -411,7 +414,7 @@ impl MappingFile {
     /// Reads a mapping file (JSON); the error names the file and what is wrong with it.
     pub fn read(path: &std::path::Path) -> Result<MappingFile, String> {
         let text = crate::read_text(path).map_err(|e| e.to_string())?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        crate::parse_json(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Resolves buffer names against `program`; the error names the field and value.
@@ -581,5 +584,29 @@ mod tests {
             .to_mapping(&p)
             .unwrap_err()
             .contains("buffers[0].buffer"));
+    }
+
+    #[test]
+    fn a_misspelt_or_non_finite_allocation_field_is_named() {
+        let p = prog();
+        let mut m = Mapping::all_slow(&p);
+        m.buffers[1].allocations = vec![alloc(1, 0, 1, 2, Arrival::Prefetch)];
+        let json = serde_json::to_string(&MappingFile::from_mapping(&p, &m)).unwrap();
+        let dir = std::env::temp_dir().join(format!("mapping-typo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = [
+            (r#""arrival":"prefetch""#, r#""arrival":"prefetch","evction":1"#, "`evction`"),
+            (r#""arrival":"prefetch""#, r#""arival":"prefetch""#, "`arival`"),
+            (r#""offset":0"#, r#""offset":NaN"#, "`NaN`"),
+        ];
+        for (from, to, named) in cases {
+            assert!(json.contains(from), "{json}");
+            let path = dir.join("m.json");
+            std::fs::write(&path, json.replace(from, to)).unwrap();
+            let e = MappingFile::read(&path).unwrap_err();
+            assert!(e.contains("m.json") && e.contains(named), "{e}");
+            assert!(e.contains("buffers[0].allocations[0]"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

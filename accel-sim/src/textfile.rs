@@ -117,6 +117,61 @@ pub fn json_differences(
     out
 }
 
+/// Parses JSON `text` as a `T`; the error names the field where parsing stopped
+/// (`buffers[3].allocations[0].offset`) and, where the text holds no JSON value there
+/// (`NaN`, `Infinity`, a cut-off file), the text it found. serde_json alone says only
+/// "expected value at line 1 column 797", or "number out of range" without the number.
+pub fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let said = |path: String, e: serde_json::Error| {
+        let found = found_at(text, e.line(), e.column(), e.classify());
+        let at = match path.as_str() {
+            "." | "" => String::new(),
+            p => format!("field `{p}`: "),
+        };
+        format!("{at}{e}{found}")
+    };
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        said(path, e.into_inner())
+    })?;
+    de.end().map_err(|e| said(String::new(), e))?;
+    Ok(value)
+}
+
+/// The token at a JSON error's line and column, for errors about a value that is not one.
+fn found_at(text: &str, line: usize, column: usize, class: serde_json::error::Category) -> String {
+    if class != serde_json::error::Category::Syntax || line == 0 {
+        return String::new();
+    }
+    let Some(row) = text.lines().nth(line - 1) else {
+        return String::new();
+    };
+    // serde_json's column is 1-based and points into or just past the offending token:
+    // widen from there both ways over the characters a number or a bare word has.
+    let chars: Vec<char> = row.chars().collect();
+    let in_token = |c: char| c.is_alphanumeric() || matches!(c, '+' | '-' | '.' | '_');
+    let mut at = column.saturating_sub(1).min(chars.len().saturating_sub(1));
+    if chars.get(at).is_some_and(|&c| !in_token(c)) && at > 0 && in_token(chars[at - 1]) {
+        at -= 1;
+    }
+    if !chars.get(at).is_some_and(|&c| in_token(c)) {
+        return String::new();
+    }
+    let mut start = at;
+    while start > 0 && in_token(chars[start - 1]) {
+        start -= 1;
+    }
+    let end = (at..chars.len()).find(|&k| !in_token(chars[k])).unwrap_or(chars.len());
+    let token: String = chars[start..end].iter().take(24).collect();
+    match token.as_str() {
+        "NaN" | "Infinity" | "-Infinity" | "inf" | "nan" => {
+            format!(" (found `{token}`: JSON has no NaN or infinite numbers)")
+        }
+        t => format!(" (found `{t}`)"),
+    }
+}
+
 /// Reads `path` as UTF-8 text of at most [`MAX_TEXT_BYTES`], without a leading byte-order
 /// mark.
 pub fn read_text(path: &Path) -> Result<String, TextFileError> {
@@ -171,6 +226,38 @@ mod tests {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
         p
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Hold {
+        offset: u64,
+        scale: f64,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Holds {
+        holds: Vec<Hold>,
+    }
+
+    #[test]
+    fn json_errors_name_the_field_and_the_value() {
+        let ok: Holds = parse_json(r#"{"holds": [{"offset": 1, "scale": 0.5}]}"#).unwrap();
+        assert_eq!(ok.holds.len(), 1);
+        let e = parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": NaN}]}"#).unwrap_err();
+        assert!(e.contains("holds[0].scale") && e.contains("`NaN`"), "{e}");
+        let e = parse_json::<Holds>(r#"{"holds": [{"offset": Infinity, "scale": 1}]}"#)
+            .unwrap_err();
+        assert!(e.contains("holds[0].offset") && e.contains("`Infinity`"), "{e}");
+        let e = parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": 1e400}]}"#).unwrap_err();
+        assert!(e.contains("holds[0].scale") && e.contains("`1e400`"), "{e}");
+        let e =
+            parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": 1, "sclae": 2}]}"#).unwrap_err();
+        assert!(e.contains("holds[0]") && e.contains("sclae"), "{e}");
+        let e = parse_json::<Holds>(r#"{"holds": []} x"#).unwrap_err();
+        assert!(e.contains("trailing"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //! make a reader allocate without bound.
 
 pub mod json;
+mod lock;
+
+pub use lock::{FolderLock, LockError, LOCK_FILE};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -347,6 +350,7 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), BinError> {
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let temp = dir.join(temp_name);
+    refuse_special_target(path).map_err(werr)?;
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)
@@ -368,6 +372,83 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), BinError> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Refuses to replace what is not a regular file: a rename over a FIFO, a device node or
+/// a folder the user named would turn it into a plain file (or fail late, after the work).
+fn refuse_special_target(path: &Path) -> io::Result<()> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        // A dangling link or an unreadable parent: the write itself says what is wrong.
+        Err(_) => return Ok(()),
+    };
+    if meta.is_file() {
+        return Ok(());
+    }
+    let what = if meta.is_dir() {
+        "a folder"
+    } else {
+        special_kind(&meta)
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file; name a file to write"),
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &fs::Metadata) -> &'static str {
+    "a special file"
+}
+
+/// Whether `name` is a temporary file of [`write_bytes_atomic`]'s (`.NAME.tmp.PID.N`).
+pub fn is_temp_file_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp.")
+}
+
+/// Removes the temporary files that atomic writes killed mid-write left in `dir` (not in
+/// its subfolders); returns how many. Only the folder's one writer may call it (see
+/// [`FolderLock`]): another writer's temporary file is still being written.
+pub fn remove_temp_files(dir: &Path) -> Result<usize, BinError> {
+    let err = |source| BinError::Write {
+        path: dir.display().to_string(),
+        source,
+    };
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(err(e)),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry.map_err(err)?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if is_temp_file_name(&name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let path = entry.path();
+            fs::remove_file(&path).map_err(|source| BinError::Write {
+                path: path.display().to_string(),
+                source,
+            })?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -604,6 +685,44 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, vec!["keep.bin", "sub"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_is_never_replaced() {
+        let dir = TempDir::new("special");
+        let fifo = dir.0.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let e = write_bytes_atomic(&fifo, b"x").unwrap_err().to_string();
+            assert!(e.contains("pipe") && e.contains("a FIFO, not a regular file"), "{e}");
+            use std::os::unix::fs::FileTypeExt;
+            assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        }
+        // /dev/null as root would be replaced by a file: the check comes before the write.
+        let e = write_bytes_atomic(Path::new("/dev/null"), b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/dev/null") && e.contains("a device"), "{e}");
+        let names: Vec<_> = fs::read_dir(&dir.0).unwrap().collect();
+        assert_eq!(names.len(), usize::from(fifo.exists()), "no temporary file left");
+    }
+
+    #[test]
+    fn temporary_files_are_swept_and_nothing_else() {
+        let dir = TempDir::new("sweep");
+        for name in [".results.json.tmp.42.0", ".x.tmp.1.2", "results.json", ".hidden"] {
+            fs::write(dir.0.join(name), b"x").unwrap();
+        }
+        fs::create_dir(dir.0.join(".d.tmp.1.1")).unwrap();
+        assert_eq!(remove_temp_files(&dir.0).unwrap(), 2);
+        let mut names: Vec<_> = fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec![".d.tmp.1.1", ".hidden", "results.json"]);
+        assert_eq!(remove_temp_files(&dir.0.join("absent")).unwrap(), 0);
     }
 
     #[test]

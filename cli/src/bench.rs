@@ -35,7 +35,7 @@ fn rate(seconds: f64, mut f: impl FnMut() -> usize) -> f64 {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let mcts = mcts_figures(args.seconds)?;
     if args.mcts_only {
-        println!("{}", serde_json::to_string(&mcts)?);
+        outln!("{}", serde_json::to_string(&mcts)?);
         return Ok(());
     }
     let case = bench_workloads::suite::cases()
@@ -85,7 +85,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let train_steps_per_s = train_figure(&program, &hw, args.seconds)?;
 
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "sim_per_s": sim_per_s,
@@ -109,39 +109,39 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             })
         );
     } else {
-        println!(
+        outln!(
             "{} ({} ops, {} buffers) on {}, one core unless noted:",
             program.name(),
             program.len(),
             program.buffers().len(),
             hw.name
         );
-        println!("  simulations of the xla mapping: {sim_per_s:>12.0} /s");
-        println!("  cost-model placement deltas:    {delta_per_s:>12.0} /s");
-        println!(
+        outln!("  simulations of the xla mapping: {sim_per_s:>12.0} /s");
+        outln!("  cost-model placement deltas:    {delta_per_s:>12.0} /s");
+        outln!(
             "  game steps, random legal play:  {:>12.0} /s",
             game.steps_per_s
         );
-        println!(
+        outln!(
             "  game steps with observations:   {:>12.0} /s",
             game.steps_obs_per_s
         );
-        println!(
+        outln!(
             "  episodes, random legal play:    {:>12.1} /s",
             game.episodes_per_s
         );
-        println!(
+        outln!(
             "  load + replay + verify a game:  {:>12.2} ms",
             game.replay_ms
         );
         for (name, key) in [("Gumbel MuZero", "gumbel"), ("MuZero pUCT", "muzero")] {
-            println!(
+            outln!(
                 "  MCTS, {name} (reference shape, batch 256 x 16, all cores): {:>9.0} sims/s, mean depth {:.2}",
                 mcts[key]["sims_per_s"].as_f64().unwrap_or_default(),
                 mcts[key]["mean_depth"].as_f64().unwrap_or_default()
             );
         }
-        println!("  training steps, default network (batch 128, K = 5): {train_steps_per_s:.1} /s");
+        outln!("  training steps, default network (batch 128, K = 5): {train_steps_per_s:.1} /s");
     }
     Ok(())
 }

@@ -217,11 +217,11 @@ fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {
             "xla_latency_s": xla,
             "all_slow_latency_s": problem.all_slow_s(),
         });
-        println!("{v}");
+        outln!("{v}");
         return Ok(());
     }
     match best {
-        Some(b) => println!(
+        Some(b) => outln!(
             "{}: best {:.2} us ({:.4}x xla, {:.4}x all-slow) after {} generations, {} evaluations; mapping in {}",
             search.config().variant.name(),
             b.latency_s * 1e6,
@@ -231,7 +231,7 @@ fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {
             search.evaluations(),
             folder.root().join("best").join("mapping.json").display()
         ),
-        None => println!("no generation ran"),
+        None => outln!("no generation ran"),
     }
     Ok(())
 }

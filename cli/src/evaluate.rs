@@ -139,7 +139,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     if args.json {
-        println!("{}", serde_json::json!({ "results": rows }));
+        outln!("{}", serde_json::json!({ "results": rows }));
     } else {
         print_table(&rows);
     }
@@ -205,7 +205,7 @@ fn gap_fraction(text: &str) -> Result<f64, String> {
 
 fn print_table(rows: &[Row]) {
     use accel_sim::format_size;
-    println!(
+    outln!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
         "workload",
         "hardware",
@@ -222,13 +222,13 @@ fn print_table(rows: &[Row]) {
     for (i, r) in rows.iter().enumerate() {
         let case = format!("{} {}", r.workload, r.hardware);
         if case != last_case && !last_case.is_empty() {
-            println!();
+            outln!();
         }
         last_case = case;
         let f = |v: Option<f64>, scale: f64, prec: usize| {
             v.map_or("-".to_string(), |x| format!("{:.*}", prec, x * scale))
         };
-        println!(
+        outln!(
             "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}",
             r.workload,
             r.hardware,
@@ -242,19 +242,19 @@ fn print_table(rows: &[Row]) {
             r.solve_s * 1e3,
         );
         if let Some(e) = &r.error {
-            println!("    invalid mapping: {e}");
+            outln!("    invalid mapping: {e}");
         }
         if let Some(p) = &r.proof {
-            println!("    {}", proof_line(p));
+            outln!("    {}", proof_line(p));
         }
         let last_of_case = rows
             .get(i + 1)
             .is_none_or(|n| n.workload != r.workload || n.hardware != r.hardware);
         if last_of_case {
-            println!("    {}", bound_line(r.lower_bound_s, r.bound_source));
+            outln!("    {}", bound_line(r.lower_bound_s, r.bound_source));
         }
     }
-    println!("\n`gap`: each solver's simulated latency over the case's best proven lower bound on the simulated latency of any mapping, minus 1 (docs/exact.md).");
+    outln!("\n`gap`: each solver's simulated latency over the case's best proven lower bound on the simulated latency of any mapping, minus 1 (docs/exact.md).");
 }
 
 /// A gap to the bound, as a table cell.

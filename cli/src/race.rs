@@ -161,6 +161,11 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             }
         })?;
     }
+    // One race writes a folder at a time; what a killed race's writes left is swept.
+    let _lock = match &args.out {
+        Some(dir) => Some(lock_out(dir, &cases)?),
+        None => None,
+    };
     let mut saved = read_saved(args, threads)?;
     for case in &cases {
         for name in &solvers {
@@ -219,11 +224,22 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         all.extend(results);
     }
     if args.json {
-        println!("{}", serde_json::json!({ "results": all }));
+        outln!("{}", serde_json::json!({ "results": all }));
     } else {
         print_table(&all);
     }
     Ok(())
+}
+
+/// Locks the race folder `dir` for this process and removes the temporary files of
+/// writes a killed race left in it and in its cases' folders.
+fn lock_out(dir: &Path, cases: &[Case]) -> Result<binio::FolderLock> {
+    let lock = binio::FolderLock::acquire(dir)?;
+    binio::remove_temp_files(dir)?;
+    for case in cases {
+        binio::remove_temp_files(&dir.join(case_folder(case)))?;
+    }
+    Ok(lock)
 }
 
 fn case_folder(case: &Case) -> String {
@@ -426,7 +442,7 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
 }
 
 fn print_table(results: &[RaceResult]) {
-    println!(
+    outln!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
         "workload", "hardware", "solver", "best (us)", "vs xla", "gap", "primal", "improvements"
     );
@@ -436,7 +452,7 @@ fn print_table(results: &[RaceResult]) {
         if r.solver == "xla" {
             xla = l;
         }
-        println!(
+        outln!(
             "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
             r.workload,
             r.hardware,
@@ -451,7 +467,7 @@ fn print_table(results: &[RaceResult]) {
             r.curve.len(),
         );
         if let Some(p) = &r.proof {
-            println!("    {}", crate::evaluate::proof_line(p));
+            outln!("    {}", crate::evaluate::proof_line(p));
         }
     }
     let mut cases: Vec<(&str, &str, f64, harness::bounds::BoundSource)> = Vec::new();
@@ -462,10 +478,10 @@ fn print_table(results: &[RaceResult]) {
             }
         }
     }
-    println!();
+    outln!();
     for (w, h, b, s) in cases {
-        println!("{w} on {h}: {}", crate::evaluate::bound_line(b, s));
+        outln!("{w} on {h}: {}", crate::evaluate::bound_line(b, s));
     }
-    println!("`gap`: best simulated latency over the case's best proven lower bound, minus 1 (docs/exact.md).");
-    println!("`primal`: the primal integral, the mean over the budget of 1 - bound / best so far (1 before the first mapping; docs/race.md).");
+    outln!("`gap`: best simulated latency over the case's best proven lower bound, minus 1 (docs/exact.md).");
+    outln!("`primal`: the primal integral, the mean over the budget of 1 - bound / best so far (1 before the first mapping; docs/race.md).");
 }

@@ -49,6 +49,12 @@ pub struct TrainArgs {
     /// it has none); the program, hardware and game options come from the folder.
     #[arg(long, conflicts_with_all = ["out", "workload", "hw", "fast_capacity", "seed", "slots", "order", "fast_levels"])]
     pub resume: Option<PathBuf>,
+    /// With --resume: start that run afresh from its run.json, deleting its checkpoints and
+    /// metrics (its best mappings stay). Without it nothing is deleted: a run whose
+    /// checkpoints/latest.json is lost resumes from its newest complete checkpoint, or is
+    /// refused with what is there.
+    #[arg(long, requires = "resume")]
+    pub restart: bool,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Self-play threads beside the learner (default: one per core; the run keeps the
@@ -98,12 +104,15 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
     let mut trainer = match &args.resume {
-        Some(dir) => Trainer::resume(dir, config)?,
+        Some(dir) => Trainer::resume_or_restart(dir, config, args.restart)?,
         None if args.suite || args.cases.is_some() => start_cases(args, config)?,
         None => start(args, config)?,
     };
+    if let Some(note) = trainer.resume_note() {
+        bar.suspend(|| eprintln!("note: {note}"));
+    }
     if !args.json {
-        announce(&trainer, args.resume.is_some());
+        announce(&trainer, args.resume.is_some(), args.restart);
     }
     let mut render = renderer(
         (trainer.train_steps(), trainer.positions()),
@@ -379,10 +388,11 @@ fn refuse_existing<T>(started: Result<T, TrainError>, dir: &Path) -> Result<T> {
     }
 }
 
-fn announce(trainer: &Trainer, resume: bool) {
+fn announce(trainer: &Trainer, resume: bool, restart: bool) {
     let setup = trainer.setup();
     let how = match (resume, trainer.iterations()) {
         (false, _) => String::new(),
+        (true, 0) if restart => " (restarted: its checkpoints and metrics deleted)".into(),
         (true, 0) => " (it had no checkpoint: started afresh)".into(),
         (true, n) => format!(" (resumed after iteration {})", n - 1),
     };
@@ -437,10 +447,10 @@ fn renderer(
 /// prints, starting with the counts line.
 fn printed_as_json(summary: &TrainSummary, json: bool) -> Result<bool> {
     if json {
-        println!("{}", serde_json::to_string(summary)?);
+        outln!("{}", serde_json::to_string(summary)?);
         return Ok(true);
     }
-    println!(
+    outln!(
         "{} iterations, {} training steps, {} positions in {:.1} s",
         summary.iterations, summary.train_steps, summary.positions, summary.elapsed_s
     );
@@ -449,7 +459,7 @@ fn printed_as_json(summary: &TrainSummary, json: bool) -> Result<bool> {
 
 /// The cases' table of a multi-program run.
 fn report_cases(summary: &TrainSummary, dir: &Path) {
-    println!(
+    outln!(
         "{:<40} {:>11} {:>11} {:>8} {:>11}",
         "case", "xla (us)", "best (us)", "vs xla", "eval (us)"
     );
@@ -458,7 +468,7 @@ fn report_cases(summary: &TrainSummary, dir: &Path) {
         let speedup = c
             .best_latency_s
             .map_or("-".to_string(), |b| format!("{:.4}x", c.xla_latency_s / b));
-        println!(
+        outln!(
             "{:<40} {:>11.2} {:>11} {:>8} {:>11}",
             c.name,
             c.xla_latency_s * 1e6,
@@ -467,7 +477,7 @@ fn report_cases(summary: &TrainSummary, dir: &Path) {
             us(c.eval_latency_s)
         );
     }
-    println!(
+    outln!(
         "run: {d} (the network: its newest checkpoint; play it with `evaluate --solver muzero --checkpoint {d}`; continue with --resume {d})",
         d = dir.display()
     );
@@ -481,7 +491,7 @@ fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
         report_cases(summary, dir);
         return Ok(());
     }
-    println!(
+    outln!(
         "agent: best mapping found {} (xla {:.2} us; all-slow {:.2} us); last evaluation game {}",
         summary
             .best_latency_s
@@ -498,7 +508,7 @@ fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
             summary.xla_latency_s / l
         ))
     );
-    println!(
+    outln!(
         "run: {d} (best/mapping.json, best/game.game, metrics.jsonl; replay with `replay {d}/best/game.game`; continue with --resume {d})",
         d = dir.display()
     );

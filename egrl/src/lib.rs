@@ -50,6 +50,9 @@ pub enum EgrlError {
     Candle(#[from] candle_core::Error),
     #[error(transparent)]
     Bin(#[from] binio::BinError),
+    /// The run folder is another process's.
+    #[error(transparent)]
+    Lock(#[from] binio::LockError),
     #[error(transparent)]
     Workload(#[from] bench_workloads::WorkloadError),
     #[error(transparent)]

@@ -51,6 +51,8 @@ pub struct Summary {
 pub struct RunFolder {
     root: PathBuf,
     workload: String,
+    /// One writer per folder: a second `train-egrl` on it is refused.
+    _lock: binio::FolderLock,
 }
 
 impl RunFolder {
@@ -75,6 +77,14 @@ impl RunFolder {
             config.violation_penalty,
         )?);
         let egrl = Egrl::new(problem, config.clone())?;
+        let lock = binio::FolderLock::acquire(root)?;
+        // Again under the lock: another start may have written it since.
+        if root.join("run.json").exists() {
+            return Err(file_error(
+                &root.join("run.json"),
+                "a run is already here: resume it (--resume) or choose another folder",
+            ));
+        }
         std::fs::create_dir_all(root.join("best"))
             .map_err(|e| file_error(root, &format!("cannot create: {e}")))?;
         let info = RunInfo {
@@ -91,6 +101,7 @@ impl RunFolder {
         let folder = RunFolder {
             root: root.to_path_buf(),
             workload: workload.to_string(),
+            _lock: lock,
         };
         folder.save(&egrl)?;
         Ok((folder, egrl))
@@ -101,6 +112,10 @@ impl RunFolder {
     pub fn resume(root: &Path, threads: Option<usize>) -> Result<(RunFolder, Egrl), EgrlError> {
         let info_path = root.join("run.json");
         let value: serde_json::Value = read_json(&info_path)?;
+        let lock = binio::FolderLock::acquire(root)?;
+        // What a write killed midway left (only the folder's one writer may sweep).
+        binio::remove_temp_files(root)?;
+        binio::remove_temp_files(&root.join("best"))?;
         // A mallocMuZero run has no `format`; without this it failed on a missing field.
         if value.get("format").is_none() && value.get("rules").is_some() {
             return Err(file_error(
@@ -147,6 +162,7 @@ impl RunFolder {
             RunFolder {
                 root: root.to_path_buf(),
                 workload: info.workload,
+                _lock: lock,
             },
             egrl,
         ))

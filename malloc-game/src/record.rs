@@ -384,9 +384,9 @@ impl GameRecord {
                 }
             }
         }
-        let record: GameRecord = serde_json::from_str(text).map_err(|e| RecordError::Json {
+        let record: GameRecord = accel_sim::parse_json(text).map_err(|msg| RecordError::Json {
             origin: origin.to_string(),
-            msg: e.to_string(),
+            msg,
         })?;
         record.check(origin)?;
         Ok(record)

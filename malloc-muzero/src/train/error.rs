@@ -17,6 +17,9 @@ pub enum TrainError {
     Replay(#[from] muzero::ReplayError),
     #[error(transparent)]
     Bin(#[from] binio::BinError),
+    /// The run folder is another process's ([`binio::FolderLock`]).
+    #[error(transparent)]
+    Lock(#[from] binio::LockError),
     /// A move the game refused during self-play or evaluation.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),

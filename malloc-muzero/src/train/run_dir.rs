@@ -87,7 +87,13 @@ pub(super) const PROGRAM_JSON: &str = "program.json";
 const PROGRAMS: &str = "programs";
 
 /// The files a run writes in `best/`.
-const BEST_FILES: [&str; 4] = ["game.game", "mapping.json", "found.json", "summary.json"];
+const BEST_FILES: [&str; 5] = [
+    "game.game",
+    "mapping.json",
+    "found.json",
+    "summary.json",
+    super::best::COMPARE_XLA,
+];
 
 impl RunInfo {
     /// Whether this is a multi-program run (`cases` listed), whose folder keeps a program
@@ -452,6 +458,110 @@ impl RunDir {
             });
         }
         Ok(Some(latest))
+    }
+
+    /// The checkpoint a session continues from, and a note where it is not the one
+    /// `latest.json` names. Where `latest.json` is missing, damaged or names a folder that
+    /// is gone, the newest complete checkpoint folder on disk is taken (complete: its
+    /// `checkpoint.json`, written after its other files, is there and reads), and
+    /// `latest.json` is written again to name it. Where nothing complete is left but the
+    /// folder shows a run that had one (a damaged `latest.json`, or metrics past the first
+    /// checkpoint), the run is refused, naming what is there: nothing is deleted unless the
+    /// user restarts the run. `checkpoint_every` is the run's cadence.
+    pub fn checkpoint_to_resume(
+        &self,
+        checkpoint_every: u64,
+    ) -> Result<(Option<Latest>, Option<String>), TrainError> {
+        let path = self.checkpoints().join("latest.json");
+        let trouble = match self.read_latest() {
+            Ok(Some(l)) if self.checkpoint(&l.dir).is_dir() => return Ok((Some(l), None)),
+            Ok(Some(l)) => Some(format!(
+                "{} names checkpoint {}, which is not on disk",
+                path.display(),
+                l.dir
+            )),
+            Ok(None) => None,
+            Err(e) => Some(format!("{e}")),
+        };
+        if let Some(found) = self.complete_checkpoints()?.into_iter().next() {
+            let why = trouble.unwrap_or_else(|| format!("{} is missing", path.display()));
+            write_json(&path, &found)?;
+            let note = format!(
+                "{why}: resumed from the newest complete checkpoint on disk, {}",
+                found.dir
+            );
+            return Ok((Some(found), Some(note)));
+        }
+        let recorded = self.metrics_iterations()?;
+        let lost = match (trouble, recorded) {
+            (Some(t), _) => Some(t),
+            (None, Some(n)) if n >= checkpoint_every => Some(format!(
+                "{} records {n} iterations, so the run wrote a checkpoint, but {} is missing",
+                self.metrics().display(),
+                path.display()
+            )),
+            _ => None,
+        };
+        if let Some(lost) = lost {
+            let folders: Vec<String> = subdirs(&self.checkpoints())?
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+                .filter(|n| is_checkpoint_name(n))
+                .collect();
+            let there = match folders.is_empty() {
+                true => "no checkpoint folder".to_string(),
+                false => format!("no complete one among {}", folders.join(", ")),
+            };
+            return Err(TrainError::Resume(format!(
+                "{lost}, and checkpoints/ holds {there} (a checkpoint is complete once its checkpoint.json is written): nothing was deleted; restore the file, or start this run afresh with --restart (deletes its checkpoints and metrics, keeps best/)"
+            )));
+        }
+        Ok((None, None))
+    }
+
+    /// The checkpoint folders whose `checkpoint.json` reads and names the folder itself,
+    /// newest first.
+    fn complete_checkpoints(&self) -> Result<Vec<Latest>, TrainError> {
+        let mut found: Vec<Latest> = Vec::new();
+        for path in subdirs(&self.checkpoints())? {
+            let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+            let Some(name) = name.filter(|n| is_checkpoint_name(n)) else {
+                continue;
+            };
+            match read_json::<Latest>(&path.join("checkpoint.json")) {
+                Ok(l) if l.dir == name => found.push(l),
+                _ => {}
+            }
+        }
+        found.sort_by(|a, b| b.iteration.cmp(&a.iteration));
+        Ok(found)
+    }
+
+    /// How many iterations `metrics.jsonl` records (one past the largest it names).
+    fn metrics_iterations(&self) -> Result<Option<u64>, TrainError> {
+        let path = self.metrics();
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        Ok(String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|v| v["iteration"].as_u64())
+            .max()
+            .map(|i| i + 1))
+    }
+
+    /// Forgets every checkpoint and metrics line of the run (`--restart`): `latest.json`
+    /// first, so a kill midway leaves a folder that starts afresh.
+    pub fn forget_checkpoints(&self) -> Result<(), TrainError> {
+        let path = self.checkpoints().join("latest.json");
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(&path)(e)),
+            _ => {}
+        }
+        self.roll_back_to(None, false)
     }
 
     /// Brings the folder back to the state of the checkpoint `latest` a session continues

@@ -199,6 +199,10 @@ pub struct Trainer {
     session: Instant,
     /// The next remote work order's ticket (see [`Trainer::order`]).
     next_ticket: u64,
+    /// See [`Trainer::resume_note`].
+    resume_note: Option<String>,
+    /// The run folder's one-writer lock, released when the trainer is dropped.
+    _lock: binio::FolderLock,
 }
 
 impl Trainer {
@@ -247,6 +251,8 @@ impl Trainer {
             same_game(&first.setup, c)?;
         }
         let run_dir = RunDir::new(dir);
+        // Before anything is read: a second writer would see a half-made run.
+        let lock = binio::FolderLock::acquire(dir)?;
         let exists = |what| TrainError::RunExists {
             dir: dir.display().to_string(),
             what,
@@ -271,15 +277,30 @@ impl Trainer {
         let setups: Vec<Arc<GameSetup>> = cases.into_iter().map(|c| c.setup).collect();
         run_dir.create()?;
         run_dir.write_info(&info, &setups)?;
-        Trainer::open(run_dir, info, setups)
+        Trainer::open(run_dir, lock, info, setups, false)
     }
 
     /// Resumes the run in `dir` from its newest checkpoint, or starts it afresh from its
     /// `run.json` when it has none. The programs come from the folder
     /// ([`RunInfo::setups`]). `config` replaces the run's training config (not its
-    /// network).
+    /// network). A run whose `checkpoints/latest.json` is lost resumes from its newest
+    /// complete checkpoint ([`Trainer::resume_note`] says so), or is refused: see
+    /// [`Trainer::resume_or_restart`] to start it afresh instead.
     pub fn resume(dir: &Path, config: Option<TrainConfig>) -> Result<Trainer, TrainError> {
+        Trainer::resume_or_restart(dir, config, false)
+    }
+
+    /// [`Trainer::resume`], or with `restart` the run in `dir` started afresh from its
+    /// `run.json`: its checkpoints and metrics are deleted, its best mappings kept.
+    pub fn resume_or_restart(
+        dir: &Path,
+        config: Option<TrainConfig>,
+        restart: bool,
+    ) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
+        // Read first so a folder without a run is refused as such (and not created).
+        super::read_run_info(dir)?;
+        let lock = binio::FolderLock::acquire(dir)?;
         let mut info = super::read_run_info(dir)?;
         let setups = info.setups(dir)?;
         if let Some(c) = config.filter(|c| *c != info.config) {
@@ -295,15 +316,17 @@ impl Trainer {
         }
         checked(info.config.clone(), info.is_multi())?;
         run_dir.create()?;
-        Trainer::open(run_dir, info, setups)
+        Trainer::open(run_dir, lock, info, setups, restart)
     }
 
     /// The run's cases (demonstrations, baselines, bests read back), then its learner:
     /// from the newest checkpoint, or fresh; the folder rolled back to that checkpoint.
     fn open(
         dir: RunDir,
+        lock: binio::FolderLock,
         info: RunInfo,
         setups: Vec<Arc<GameSetup>>,
+        restart: bool,
     ) -> Result<Trainer, TrainError> {
         let c = &info.config;
         let pool = rayon::ThreadPoolBuilder::new()
@@ -321,7 +344,13 @@ impl Trainer {
             std::fs::create_dir_all(&best_dir).map_err(super::error::io_error(&best_dir))?;
             cases.push(CaseRun::new(setup, &best_dir, name, c)?);
         }
-        let latest = dir.read_latest()?;
+        let (latest, resume_note) = match restart {
+            true => {
+                dir.forget_checkpoints()?;
+                (None, None)
+            }
+            false => dir.checkpoint_to_resume(c.checkpoint_every as u64)?,
+        };
         let (learner, counters, saved_through) = match &latest {
             Some(l) => (
                 dir.load_checkpoint(l, &info.network, &c.optim)?,
@@ -348,7 +377,15 @@ impl Trainer {
             writer,
             session: Instant::now(),
             next_ticket: 0,
+            resume_note,
+            _lock: lock,
         })
+    }
+
+    /// Where this session's checkpoint is not the one `checkpoints/latest.json` named (it
+    /// was missing or damaged), what was found and taken instead.
+    pub fn resume_note(&self) -> Option<&str> {
+        self.resume_note.as_deref()
     }
 
     /// Runs iterations until a limit is reached or `stop` is raised (checked between
@@ -591,10 +628,14 @@ impl Trainer {
         }
     }
 
-    /// Ends the session: a checkpoint of every iteration completed and
+    /// Ends the session: a checkpoint of every iteration completed,
+    /// `best/compare-xla.html` (the best game against xla's line, in the game viewer) and
     /// `best/summary.json`. The best mappings themselves were written when found.
     pub fn finish(&mut self, interrupted: bool) -> Result<TrainSummary, TrainError> {
         self.checkpoint()?;
+        for case in &self.cases {
+            case.best.write_compare_xla()?;
+        }
         let summary = self.summary(interrupted);
         write_json(&self.dir.best().join("summary.json"), &summary)?;
         Ok(summary)
