@@ -3,6 +3,8 @@
 //!
 //! - [`json`]: the program JSON format (traced models and user files); the embedded models.
 //! - [`csv`]: minimalloc-style lifetime CSVs (`id,lower,upper,size`).
+//! - [`hlo`]: XLA's HLO text (JAX programs, scheduled or before optimization); the bundled
+//!   JAX programs.
 //! - [`synthetic`]: small hand-shaped programs (chain, diamond, random DAG).
 //! - [`alphatensor`]: a large matrix product computed block-wise with an AlphaTensor
 //!   factorization.
@@ -11,6 +13,7 @@
 
 pub mod alphatensor;
 pub mod csv;
+pub mod hlo;
 pub mod json;
 pub mod small;
 pub mod suite;
@@ -38,13 +41,14 @@ pub enum WorkloadError {
 /// Names of every built-in workload: traced models, then generated ones.
 pub fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = json::EMBEDDED.iter().map(|(n, _)| *n).collect();
+    v.extend(hlo::names());
     v.extend(alphatensor::NAMES);
     v.extend(synthetic::NAMES);
     v
 }
 
-/// A built-in workload by name, or a user file: a path ending in `.json` (program format)
-/// or `.csv` (minimalloc lifetimes); either followed by `@A..B` is its ops `A..B` alone
+/// A built-in workload by name, or a user file: a path ending in `.json` (program format),
+/// `.csv` (minimalloc lifetimes) or `.hlo`/`.hlo.txt` (XLA's HLO text); any followed by `@A..B` is its ops `A..B` alone
 /// ([`Program::window`]: `resnet50@0..40`).
 pub fn load(spec: &str) -> Result<Program, WorkloadError> {
     if let Some((base, window)) = split_window(spec) {
@@ -98,6 +102,9 @@ fn load_whole(spec: &str) -> Result<Program, WorkloadError> {
     if let Some((_, text)) = json::EMBEDDED.iter().find(|(n, _)| *n == spec) {
         return json::parse_program(text, spec);
     }
+    if let Some(p) = hlo::builtin(spec) {
+        return p;
+    }
     if let Some(p) = alphatensor::builtin(spec) {
         return p;
     }
@@ -105,6 +112,9 @@ fn load_whole(spec: &str) -> Result<Program, WorkloadError> {
         return Ok(p);
     }
     let path = std::path::Path::new(spec);
+    if hlo::is_hlo_path(spec) {
+        return hlo::load_file(path);
+    }
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => json::load_file(path),
         Some("csv") => csv::load_file(path).map(|c| c.program),

@@ -1,0 +1,511 @@
+//! The HLO text format, read into computations of instructions.
+//!
+//! One instruction a line: `[ROOT] %name = SHAPE opcode(operands), attr=value, ...`, inside
+//! computations `[ENTRY] %name [(signature) -> shape] {` ... `}`. Both printings XLA makes
+//! are read: the scheduled module (`compiled.as_text()`: `%`-prefixed names, operands with
+//! their shapes, `is_scheduled=true` in the header) and the module before optimization
+//! (`lowered.as_text(dialect="hlo")`: bare names). `/*index=5*/` comments are dropped, and
+//! the debug tables newer XLA prints between the header and the computations (`FileNames`,
+//! `FunctionNames`, `FileLocations`, `StackFrames`) are skipped.
+
+use super::shape::{self, matching, snippet, Shape};
+use std::collections::HashMap;
+
+/// A problem at a line of the text, with the instruction it is in when there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TextError {
+    /// 1-based line number.
+    pub line: usize,
+    pub instruction: Option<String>,
+    pub msg: String,
+}
+
+impl std::fmt::Display for TextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.instruction {
+            Some(name) => write!(f, "line {} (`%{name}`): {}", self.line, self.msg),
+            None => write!(f, "line {}: {}", self.line, self.msg),
+        }
+    }
+}
+
+pub(crate) fn at(line: usize, instruction: Option<&str>, msg: impl Into<String>) -> TextError {
+    TextError {
+        line,
+        instruction: instruction.map(str::to_string),
+        msg: msg.into(),
+    }
+}
+
+/// One HLO instruction.
+#[derive(Clone, Debug)]
+pub(crate) struct Instruction {
+    pub name: String,
+    pub line: usize,
+    pub shape: Shape,
+    pub opcode: String,
+    /// Operands as indices of instructions of the same computation.
+    pub operands: Vec<usize>,
+    /// The text between the parentheses of `constant(...)` and `parameter(...)`.
+    pub literal: String,
+    /// `key=value` attributes in order, values as written.
+    pub attrs: Vec<(String, String)>,
+}
+
+impl Instruction {
+    pub(crate) fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A `{1,2}`-style list attribute as numbers (empty when absent).
+    pub(crate) fn dims_attr(&self, key: &str) -> Result<Vec<usize>, TextError> {
+        let Some(v) = self.attr(key) else {
+            return Ok(Vec::new());
+        };
+        let inner = v.trim().trim_start_matches('{').trim_end_matches('}');
+        inner
+            .split(',')
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| {
+                d.trim()
+                    .parse()
+                    .map_err(|_| self.error(format!("{key}={v}: `{d}` is not a dimension number")))
+            })
+            .collect()
+    }
+
+    pub(crate) fn error(&self, msg: impl Into<String>) -> TextError {
+        at(self.line, Some(&self.name), msg)
+    }
+}
+
+/// A computation: its instructions in the order written (the schedule, in a scheduled
+/// module) and the one marked `ROOT`.
+#[derive(Clone, Debug)]
+pub(crate) struct Computation {
+    pub name: String,
+    pub instructions: Vec<Instruction>,
+    pub root: usize,
+}
+
+/// A whole module.
+#[derive(Clone, Debug)]
+pub(crate) struct Module {
+    pub name: String,
+    pub scheduled: bool,
+    pub computations: Vec<Computation>,
+    pub entry: usize,
+    by_name: HashMap<String, usize>,
+}
+
+/// Attributes naming a called computation (or a list of them).
+const CALLS: [&str; 7] = [
+    "calls",
+    "to_apply",
+    "condition",
+    "body",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+];
+
+impl Module {
+    /// The computation an attribute of `inst` names (`calls=%fused_computation`).
+    pub(crate) fn called(&self, inst: &Instruction, key: &str) -> Result<usize, TextError> {
+        let v = inst
+            .attr(key)
+            .ok_or_else(|| inst.error(format!("{} has no `{key}=`", inst.opcode)))?;
+        self.by_name
+            .get(v.trim().trim_start_matches('%'))
+            .copied()
+            .ok_or_else(|| inst.error(format!("{key}={v}: no computation of that name")))
+    }
+}
+
+/// Skips the debug tables between the module header and the computations.
+fn is_table_line(t: &str) -> bool {
+    matches!(
+        t,
+        "FileNames" | "FunctionNames" | "FileLocations" | "StackFrames"
+    ) || t.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// `text` without `/* ... */` comments.
+fn strip_comments(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        match rest[i..].find("*/") {
+            Some(j) => rest = &rest[i + j + 2..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parses a module's text.
+pub(crate) fn parse_module(text: &str) -> Result<Module, TextError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, strip_comments(l)));
+    let (first, header) = loop {
+        match lines.next() {
+            Some((_, l)) if l.trim().is_empty() => continue,
+            Some((n, l)) => break (n, l),
+            None => return Err(at(1, None, "empty text: expected `HloModule name, ...`")),
+        }
+    };
+    let header = header.trim();
+    let Some(rest) = header.strip_prefix("HloModule ") else {
+        return Err(at(
+            first,
+            None,
+            format!(
+                "expected `HloModule name, ...` (HLO text), found `{}`",
+                snippet(header)
+            ),
+        ));
+    };
+    let name = rest
+        .split([',', ' '])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let scheduled = rest.contains("is_scheduled=true");
+    let mut computations: Vec<Computation> = Vec::new();
+    let mut entry = None;
+    let mut open: Option<(usize, String, bool, Vec<Raw>)> = None;
+    let mut last_line = first;
+    for (n, line) in lines {
+        last_line = n;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        match &mut open {
+            None => {
+                if let Some(head) = t.strip_suffix('{') {
+                    let (is_entry, head) = match head.trim().strip_prefix("ENTRY ") {
+                        Some(h) => (true, h.trim()),
+                        None => (false, head.trim()),
+                    };
+                    let cname = head
+                        .split([' ', '('])
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches('%');
+                    if cname.is_empty() {
+                        return Err(at(n, None, "a computation needs a name before `{`"));
+                    }
+                    open = Some((n, cname.to_string(), is_entry, Vec::new()));
+                } else if !is_table_line(t) {
+                    return Err(at(
+                        n,
+                        None,
+                        format!("expected a computation (`name {{`), found `{}`", snippet(t)),
+                    ));
+                }
+            }
+            Some((start, cname, is_entry, insts)) => {
+                if t == "}" {
+                    let comp = finish(*start, cname, std::mem::take(insts))?;
+                    if *is_entry {
+                        if entry.is_some() {
+                            return Err(at(*start, None, "a second ENTRY computation"));
+                        }
+                        entry = Some(computations.len());
+                    }
+                    computations.push(comp);
+                    open = None;
+                } else {
+                    insts.push(parse_instruction(n, t)?);
+                }
+            }
+        }
+    }
+    if let Some((start, cname, _, _)) = open {
+        return Err(at(
+            last_line,
+            None,
+            format!(
+                "truncated text: computation `{cname}` opened at line {start} has no closing `}}`"
+            ),
+        ));
+    }
+    let entry = entry.ok_or_else(|| at(last_line, None, "no ENTRY computation"))?;
+    let mut by_name = HashMap::new();
+    for (i, c) in computations.iter().enumerate() {
+        by_name.insert(c.name.clone(), i);
+    }
+    let module = Module {
+        name,
+        scheduled,
+        computations,
+        entry,
+        by_name,
+    };
+    for c in &module.computations {
+        for inst in &c.instructions {
+            for key in CALLS {
+                if let Some(v) = inst.attr(key) {
+                    for callee in v.trim_matches(|c| c == '{' || c == '}').split(',') {
+                        let callee = callee.trim().trim_start_matches('%');
+                        if !module.by_name.contains_key(callee) {
+                            return Err(
+                                inst.error(format!("{key}={v}: no computation named `{callee}`"))
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(module)
+}
+
+/// A raw instruction: operand names not yet resolved.
+struct Raw {
+    inst: Instruction,
+    operand_names: Vec<String>,
+}
+
+/// Resolves operand names within the computation and finds its root.
+fn finish(start: usize, name: &str, raws: Vec<Raw>) -> Result<Computation, TextError> {
+    let mut index = HashMap::new();
+    for (i, r) in raws.iter().enumerate() {
+        if index.insert(r.inst.name.clone(), i).is_some() {
+            return Err(r.inst.error("a second instruction of this name"));
+        }
+    }
+    let mut root = None;
+    let mut instructions = Vec::with_capacity(raws.len());
+    for (i, r) in raws.into_iter().enumerate() {
+        let mut inst = r.inst;
+        for op in &r.operand_names {
+            let j = *index.get(op).ok_or_else(|| {
+                inst.error(format!(
+                    "operand `%{op}` is not an instruction of computation `{name}`"
+                ))
+            })?;
+            inst.operands.push(j);
+        }
+        if inst.attr("ROOT").is_some() {
+            inst.attrs.retain(|(k, _)| k != "ROOT");
+            root = Some(i);
+        }
+        instructions.push(inst);
+    }
+    if instructions.is_empty() {
+        return Err(at(start, None, format!("computation `{name}` is empty")));
+    }
+    // A computation without a `ROOT` mark returns its last instruction, as XLA reads it.
+    let root = root.unwrap_or(instructions.len() - 1);
+    Ok(Computation {
+        name: name.to_string(),
+        instructions,
+        root,
+    })
+}
+
+/// Splits `s` at commas outside brackets and quotes.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quoted, mut escaped, mut start) = (0i32, false, false, 0);
+    for (i, c) in s.char_indices() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
+    let (is_root, t) = match t.strip_prefix("ROOT ") {
+        Some(r) => (true, r.trim_start()),
+        None => (false, t),
+    };
+    let Some((lhs, rhs)) = t.split_once(" = ") else {
+        return Err(at(
+            line,
+            None,
+            format!(
+                "expected an instruction `%name = shape opcode(...)` or `}}`, found `{}`",
+                snippet(t)
+            ),
+        ));
+    };
+    let name = lhs.trim().trim_start_matches('%').to_string();
+    let bad = |msg: String| at(line, Some(&name), msg);
+    let (shape, rest) = shape::parse_prefix(rhs)
+        .map_err(|e| bad(format!("shape `{}` does not parse: {e}", snippet(rhs))))?;
+    let rest = rest.trim_start();
+    let open = rest.find('(').ok_or_else(|| {
+        bad(format!(
+            "expected `opcode(operands)` after the shape, found `{}`",
+            snippet(rest)
+        ))
+    })?;
+    let opcode = rest[..open].trim().to_string();
+    if opcode.is_empty()
+        || !opcode
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(bad(format!(
+            "`{}` is not an opcode",
+            snippet(&rest[..open])
+        )));
+    }
+    let close = matching(&rest[open..], '(', ')').ok_or_else(|| {
+        bad(format!(
+            "the operands of `{opcode}(` have no closing `)` (truncated line?)"
+        ))
+    })? + open;
+    let inside = &rest[open + 1..close];
+    let mut literal = String::new();
+    let mut operand_names = Vec::new();
+    if opcode == "constant" || opcode == "parameter" {
+        literal = inside.trim().to_string();
+    } else {
+        for op in split_top(inside) {
+            let op = op.trim();
+            // `f32[8,16]{1,0} %x` in scheduled modules, `x` or `%x` before optimization.
+            let last = op.rsplit(' ').next().unwrap_or(op);
+            operand_names.push(last.trim_start_matches('%').to_string());
+        }
+    }
+    let after = rest[close + 1..].trim();
+    let mut attrs = Vec::new();
+    if !after.is_empty() {
+        let Some(list) = after.strip_prefix(',') else {
+            return Err(bad(format!(
+                "expected `, attr=value` after the operands, found `{}`",
+                snippet(after)
+            )));
+        };
+        for a in split_top(list) {
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| bad(format!("attribute `{}` is not `key=value`", snippet(a))))?;
+            attrs.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    if is_root {
+        attrs.push(("ROOT".into(), String::new()));
+    }
+    Ok(Raw {
+        inst: Instruction {
+            name,
+            line,
+            shape,
+            opcode,
+            operands: Vec::new(),
+            literal,
+            attrs,
+        },
+        operand_names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = "HloModule m, is_scheduled=true
+
+FileNames
+1 \"x.py\"
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[4,8]) -> (f32[4], f32[4,8]) {
+  %x = f32[4,8]{1,0} parameter(0), metadata={op_name=\"x\"}
+  %zero = f32[] constant(0)
+  %r = f32[4]{0} reduce(f32[4,8]{1,0} %x, f32[] %zero), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[4]{0}, /*index=1*/f32[4,8]{1,0}) tuple(%r, %x)
+}
+";
+
+    #[test]
+    fn a_scheduled_module_parses() {
+        let m = parse_module(SMALL).unwrap();
+        assert!(m.scheduled);
+        assert_eq!(m.computations.len(), 2);
+        let main = &m.computations[m.entry];
+        assert_eq!(main.name, "main");
+        assert_eq!(main.root, 3);
+        let r = &main.instructions[2];
+        assert_eq!(
+            (r.opcode.as_str(), r.operands.clone()),
+            ("reduce", vec![0, 1])
+        );
+        assert_eq!(r.dims_attr("dimensions").unwrap(), vec![1]);
+        assert_eq!(m.called(r, "to_apply").unwrap(), 0);
+        assert_eq!(r.line, 15);
+        assert_eq!(main.instructions[1].literal, "0");
+        assert_eq!(
+            main.instructions[0].attr("metadata"),
+            Some("{op_name=\"x\"}")
+        );
+    }
+
+    fn err(text: &str) -> String {
+        parse_module(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bad_text_names_the_line() {
+        let truncated = &SMALL[..SMALL.find("ROOT %t").unwrap()];
+        assert!(err(truncated).contains("truncated text: computation `main` opened at line 12"));
+        let cut_line = &SMALL[..SMALL.find("dimensions={1}").unwrap()];
+        assert!(err(cut_line).contains("truncated"), "{}", err(cut_line));
+        let e = err(&SMALL.replace("f32[4]{0} reduce", "f32[4}{0} reduce"));
+        assert!(e.starts_with("line 15 (`%r`): shape `f32[4}{0}"), "{e}");
+        let e = err(&SMALL.replace("%b)", "%c)"));
+        assert!(
+            e.starts_with("line 9 (`%s`): operand `%c` is not an instruction"),
+            "{e}"
+        );
+        let e = err(&SMALL.replace("to_apply=%add", "to_apply=%mul"));
+        assert!(
+            e.contains("line 15 (`%r`): to_apply=%mul: no computation"),
+            "{e}"
+        );
+        assert!(err("").contains("empty text"));
+        assert!(err("{\"format\": 1}").contains("expected `HloModule"));
+        let e = err(&SMALL.replace(
+            "  %zero = f32[] constant(0)\n",
+            "  zero f32[] constant(0)\n",
+        ));
+        assert!(e.starts_with("line 14: expected an instruction"), "{e}");
+    }
+}

@@ -1,0 +1,101 @@
+//! The HLO loader against XLA's own figures: the programs of scripts/jax_programs.py,
+//! compiled by jax 0.10.2 on CPU, with `cost_analysis()` and `memory_analysis()` of the
+//! compiled program saved beside their text (tests/data/hlo/xla.json, written by
+//! scripts/export_jax_hlo.py --checks). The tolerances and why are in docs/workloads.md.
+
+use accel_sim::{BufferKind, Program};
+use bench_workloads::hlo::{parse_program_with, Options};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hlo")
+}
+
+fn table() -> Value {
+    let text = std::fs::read_to_string(dir().join("xla.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn load(name: &str, stage: &str, entry: &Value) -> Program {
+    let file = match stage {
+        "optimized" => format!("{name}.hlo.txt"),
+        _ => format!("{name}.lowered.hlo.txt"),
+    };
+    let text = std::fs::read_to_string(dir().join(&file)).unwrap();
+    let weights = entry["weight_parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    let options = Options {
+        name: Some(name.into()),
+        weight_parameters: weights,
+        description: None,
+    };
+    parse_program_with(&text, &file, &options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The loader's totals over XLA's, per program and stage.
+struct Ratios {
+    flops: f64,
+    bytes: f64,
+    peak: f64,
+}
+
+fn ratios(p: &Program, xla: &Value) -> Ratios {
+    let f = |k: &str| xla[k].as_f64().unwrap();
+    let bytes: u64 = (0..p.len()).map(|t| p.op_bytes(t)).sum();
+    // XLA's peak: arguments and outputs for the whole run, plus its temp allocation.
+    let xla_peak = f("argument_bytes") + f("output_bytes") - f("alias_bytes") + f("temp_bytes");
+    Ratios {
+        flops: p.total_flops() / (f("flops") + f("transcendentals")),
+        bytes: bytes as f64 / f("bytes_accessed"),
+        peak: p.peak_live_bytes() as f64 / xla_peak,
+    }
+}
+
+#[test]
+fn loaded_programs_match_xlas_cost_and_memory_analysis() {
+    let t = table();
+    let mut report = String::new();
+    for (name, entry) in t["programs"].as_object().unwrap() {
+        // XLA's cost analysis counts a while body once; the loader unrolls it, so a loop
+        // compares with the same program unrolled by JAX.
+        let xla = entry.get("xla_unrolled").unwrap_or(&entry["xla"]);
+        let opt = load(name, "optimized", entry);
+        let r = ratios(&opt, xla);
+        let low = load(name, "lowered", entry);
+        let rl = ratios(&low, xla);
+        report.push_str(&format!(
+            "{name:24} optimized: {:4} ops flops {:.4} bytes {:.4} peak {:.4} | lowered: {:4} ops flops {:.4}\n",
+            opt.len(), r.flops, r.bytes, r.peak, low.len(), rl.flops
+        ));
+        assert!(
+            (0.99..=1.01).contains(&r.flops),
+            "{name}: flops ratio {}",
+            r.flops
+        );
+        assert!(
+            (0.98..=1.02).contains(&rl.flops),
+            "{name} lowered: flops ratio {}",
+            rl.flops
+        );
+        assert!(
+            (0.5..=2.0).contains(&r.bytes),
+            "{name}: bytes ratio {}",
+            r.bytes
+        );
+        assert!(
+            (0.5..=1.05).contains(&r.peak),
+            "{name}: peak ratio {}",
+            r.peak
+        );
+        for p in [&opt, &low] {
+            assert!(p.buffers().iter().any(|b| b.kind == BufferKind::Output));
+            assert!(p.buffers().iter().any(|b| b.kind == BufferKind::Weight));
+        }
+    }
+    println!("{report}");
+}

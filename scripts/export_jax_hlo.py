@@ -1,0 +1,115 @@
+"""Writes the HLO text of the JAX programs in scripts/jax_programs.py (needs jax==0.10.2).
+
+    python3 scripts/export_jax_hlo.py --checks   # bench-workloads/tests/data/hlo/
+    python3 scripts/export_jax_hlo.py --bundle   # bench-workloads/data/jax/
+
+--checks writes each cross-check program's scheduled module (NAME.hlo.txt), its module
+before optimization (NAME.lowered.hlo.txt), and XLA's own figures for them (xla.json:
+cost_analysis() and memory_analysis() of the compiled program, and which entry parameters
+hold weights), which bench-workloads/tests/hlo_xla.rs compares the loader against.
+--bundle writes the bundled workloads' scheduled modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import jax
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jax_programs  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def weight_parameters(args, weight_argnums):
+    """The entry parameter numbers of the leaves of `weight_argnums` (jit with
+    keep_unused=True numbers the flattened leaves of the arguments in order)."""
+    out, n = [], 0
+    for i, a in enumerate(args):
+        k = len(jax.tree_util.tree_leaves(a))
+        if i in weight_argnums:
+            out.extend(range(n, n + k))
+        n += k
+    return out
+
+
+def figures(compiled):
+    cost = compiled.cost_analysis()
+    if isinstance(cost, list):  # older jax returned one dict per device
+        cost = cost[0]
+    mem = compiled.memory_analysis()
+    return {
+        "flops": cost.get("flops", 0.0),
+        "transcendentals": cost.get("transcendentals", 0.0),
+        "bytes_accessed": cost.get("bytes accessed", 0.0),
+        "argument_bytes": mem.argument_size_in_bytes,
+        "output_bytes": mem.output_size_in_bytes,
+        "alias_bytes": mem.alias_size_in_bytes,
+        "temp_bytes": mem.temp_size_in_bytes,
+    }
+
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def checks(out):
+    os.makedirs(out, exist_ok=True)
+    table = {"jax": jax.__version__, "programs": {}}
+    for name, make in jax_programs.CHECKS.items():
+        fn, args, weights, description = make()
+        lowered = jax.jit(fn, keep_unused=True).lower(*args)
+        compiled = lowered.compile()
+        write(os.path.join(out, f"{name}.hlo.txt"), compiled.as_text())
+        write(os.path.join(out, f"{name}.lowered.hlo.txt"), lowered.as_text(dialect="hlo"))
+        entry = {
+            "description": description,
+            "weight_parameters": weight_parameters(args, weights),
+            "xla": figures(compiled),
+        }
+        if name == "rnn-scan":
+            # XLA's cost analysis counts a while loop's body once; the loop fully unrolled
+            # by JAX is the straight-line program whose totals the unrolled loader matches.
+            fn_u, args_u, _, _ = jax_programs.rnn_scan(unroll=True)
+            unrolled = jax.jit(fn_u, keep_unused=True).lower(*args_u).compile()
+            entry["xla_unrolled"] = figures(unrolled)
+        table["programs"][name] = entry
+        print(name, entry["xla"], flush=True)
+    write(os.path.join(out, "xla.json"), json.dumps(table, indent=1) + "\n")
+
+
+def bundle(out):
+    os.makedirs(out, exist_ok=True)
+    for name, make in jax_programs.BUNDLED.items():
+        fn, args, weights, description = make()
+        params = weight_parameters(args, weights)
+        assert params == list(range(len(params))), "weights must be the first arguments"
+        compiled = jax.jit(fn, keep_unused=True).lower(*args).compile()
+        write(os.path.join(out, f"{name}.hlo.txt"), compiled.as_text())
+        print(f"{name}: weights {len(params)}: {description}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checks", action="store_true")
+    ap.add_argument("--bundle", action="store_true")
+    ap.add_argument("--checks-dir", default=os.path.join(ROOT, "bench-workloads/tests/data/hlo"))
+    ap.add_argument("--bundle-dir", default=os.path.join(ROOT, "bench-workloads/data/jax"))
+    a = ap.parse_args()
+    if not (a.checks or a.bundle):
+        ap.error("give --checks, --bundle or both")
+    if a.checks:
+        checks(a.checks_dir)
+    if a.bundle:
+        bundle(a.bundle_dir)
+
+
+if __name__ == "__main__":
+    main()
