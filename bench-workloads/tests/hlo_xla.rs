@@ -72,23 +72,32 @@ fn loaded_programs_match_xlas_cost_and_memory_analysis() {
             "{name:24} optimized: {:4} ops flops {:.4} bytes {:.4} peak {:.4} | lowered: {:4} ops flops {:.4}\n",
             opt.len(), r.flops, r.bytes, r.peak, low.len(), rl.flops
         ));
+        // FLOPs follow XLA's own rules: the scheduled module's total is XLA's (measured: equal
+        // to 4 digits on all six); before optimization XLA has not yet simplified (measured
+        // 0.989-1.000).
         assert!(
-            (0.99..=1.01).contains(&r.flops),
+            (r.flops - 1.0).abs() <= 1e-3,
             "{name}: flops ratio {}",
             r.flops
         );
         assert!(
-            (0.98..=1.02).contains(&rl.flops),
+            (rl.flops - 1.0).abs() <= 0.02,
             "{name} lowered: flops ratio {}",
             rl.flops
         );
+        // Bytes are the buffers each op reads and writes, which is what XLA counts for a
+        // fusion's operands and result (measured 0.985-1.000); the loop's reference is JAX's
+        // unrolled program, whose fusions differ from the loop body's (measured 1.25).
         assert!(
-            (0.5..=2.0).contains(&r.bytes),
+            (0.95..=1.3).contains(&r.bytes),
             "{name}: bytes ratio {}",
             r.bytes
         );
+        // Peak: XLA holds arguments and outputs for the whole run and its temp allocation
+        // is a packed heap; the IR frees an argument after its last read (measured
+        // 0.70-0.999), so it is never above XLA's.
         assert!(
-            (0.5..=1.05).contains(&r.peak),
+            (0.6..=1.0).contains(&r.peak),
             "{name}: peak ratio {}",
             r.peak
         );
