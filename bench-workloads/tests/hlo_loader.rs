@@ -12,7 +12,7 @@ fn err(text: &str) -> String {
     parse_program(text, "t.hlo.txt").unwrap_err().to_string()
 }
 
-fn buffer<'p>(p: &'p Program, name: &str) -> usize {
+fn buffer(p: &Program, name: &str) -> usize {
     p.buffers()
         .iter()
         .position(|b| b.name == name)
