@@ -9,7 +9,8 @@ use malloc_game::{GameOptions, Order, Reward};
 /// Which program on which hardware.
 #[derive(Args, Clone, Default, Debug)]
 pub struct CaseArgs {
-    /// A built-in workload name or a program file (.json, or .csv lifetimes).
+    /// A built-in workload name or a program file (.json, .csv lifetimes, or XLA's HLO
+    /// text: .hlo, .hlo.txt).
     #[arg(long)]
     pub workload: Option<String>,
     /// A hardware preset name or a .json/.toml config file.

@@ -43,6 +43,34 @@ impl Program {
         })
     }
 
+    /// A program from XLA's HLO text (scheduled, or before optimization); `origin` names
+    /// it in errors, `weight_parameters` are the entry parameter numbers holding weights
+    /// (the rest are inputs), `name` replaces the module's name and `description` opens
+    /// the program's description. `mallocmuzero.trace_jax` calls it.
+    #[staticmethod]
+    #[pyo3(signature = (text, origin = "<hlo>", *, name = None, weight_parameters = Vec::new(), description = None))]
+    fn from_hlo(
+        py: Python<'_>,
+        text: &str,
+        origin: &str,
+        name: Option<String>,
+        weight_parameters: Vec<usize>,
+        description: Option<String>,
+    ) -> PyResult<Program> {
+        let options = bench_workloads::hlo::Options {
+            name,
+            weight_parameters,
+            description,
+        };
+        let p = py
+            .detach(|| bench_workloads::hlo::parse_program_with(text, origin, &options))
+            .map_err(err)?;
+        Ok(Program {
+            inner: Arc::new(p),
+            spec: None,
+        })
+    }
+
     /// The program file's text (JSON).
     fn to_json(&self) -> String {
         bench_workloads::json::to_json(&self.inner, None)

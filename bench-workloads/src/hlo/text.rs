@@ -150,8 +150,22 @@ fn strip_comments(line: &str) -> String {
     out
 }
 
-/// Parses a module's text.
+/// Parses a module's text. An error on a last line that ends without a newline says the
+/// text looks truncated, since a cut file fails there in whatever way the cut falls.
 pub(crate) fn parse_module(text: &str) -> Result<Module, TextError> {
+    parse_whole(text).map_err(|mut e| {
+        let last = text.trim_end_matches('\n').lines().count();
+        if e.line == last && !text.ends_with('\n') && !e.msg.starts_with("truncated") {
+            e.msg = format!(
+                "truncated text (the last line ends without a newline): {}",
+                e.msg
+            );
+        }
+        e
+    })
+}
+
+fn parse_whole(text: &str) -> Result<Module, TextError> {
     let mut lines = text
         .lines()
         .enumerate()

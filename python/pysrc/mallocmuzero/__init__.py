@@ -5,7 +5,8 @@ The Rust workspace's libraries as a Python package: programs (``Program``), hard
 saved games (``SavedGame``), the mallocGame (``Game``, ``VecGame``), and training split for
 a cluster (``Learner``, ``SelfPlayWorker``; ``python -m mallocmuzero.ray_train``). With
 Gymnasium installed, importing the package registers ``mallocmuzero/MallocGame-v0``
-(``mallocmuzero.env``). ``trace`` turns a torch module into a ``Program`` (torch optional).
+(``mallocmuzero.env``). ``trace`` turns a torch module into a ``Program`` (torch optional), ``trace_jax``
+a jitted JAX function (inference or a training step; jax optional).
 """
 
 from mallocmuzero._native import (
@@ -25,6 +26,8 @@ from mallocmuzero._native import (
     workloads,
 )
 from mallocmuzero.trace import trace
+from mallocmuzero.viewer import show
+from mallocmuzero.trace_jax import trace_jax, trace_jax_to_dict
 
 __all__ = [
     "RULES_VERSION",
@@ -40,7 +43,10 @@ __all__ = [
     "evaluate",
     "hardware_presets",
     "solver_names",
+    "show",
     "trace",
+    "trace_jax",
+    "trace_jax_to_dict",
     "workloads",
 ]
 
