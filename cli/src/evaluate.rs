@@ -80,6 +80,25 @@ impl Default for EvaluateArgs {
     }
 }
 
+/// Settings far past what was measured (the bound each takes is far higher) run for
+/// hours: said before the time is spent, with why.
+fn warn_of_slow_settings(args: &EvaluateArgs) {
+    // 16 simulations a move and 64 rounds of proposals are the measured defaults
+    // (docs/agent.md); 256x either is hours on a suite program on one core.
+    const SIMULATIONS_WARN: usize = 4096;
+    const ROUNDS_WARN: usize = 16384;
+    if let Some(n) = args.simulations.filter(|&n| n > SIMULATIONS_WARN) {
+        eprintln!(
+            "warning: --simulations {n}: the agent searches {n} simulations at every turn of its game (the default is 16, resnet50 has 437 turns): expect hours; the progress line counts turns"
+        );
+    }
+    if let Some(n) = args.proposal_rounds.filter(|&n| n > ROUNDS_WARN) {
+        eprintln!(
+            "warning: --proposal-rounds {n}: each round replays the best game with new proposals (the default is 64, about 1-6 s a program): expect hours"
+        );
+    }
+}
+
 pub fn run(args: &EvaluateArgs) -> Result<()> {
     let cases = if args.suite {
         Case::suite()?
@@ -100,6 +119,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         exact: args.exact.config(),
         threads: crate::case::threads(args.threads)?,
     };
+    warn_of_slow_settings(args);
     let mut solvers = Solver::all_named(&args.solvers, &ctx)?;
     if let Some(path) = &args.mapping {
         solvers.push(Solver::File(path.clone()));
@@ -120,23 +140,27 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
     );
     // A big program keeps one solver busy for seconds: the spinner shows it is alive.
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let talk = crate::talk::Talk::new(&bar, false);
     let mut rows = Vec::new();
     for case in &cases {
         let on = format!("{} on {}", case.program.name(), case.hw.name);
+        // The reference run (xla) and the bound come first: seconds on a large program.
+        talk.say(format!("{on}: the xla reference and the bound"), false);
         let options = args.game.options(&case.hw);
         let mut solver = String::new();
         let mut progress = |p: EvalProgress| match p {
             EvalProgress::Solving(name) => {
                 solver = name.to_string();
-                bar.set_message(format!("{on}: {solver}"));
+                talk.say(format!("{on}: {solver}"), false);
             }
             EvalProgress::Turns { done, total } => {
-                bar.set_message(format!("{on}: {solver}, turn {done}/{total}"));
+                talk.say(format!("{on}: {solver}, turn {done}/{total}"), true);
             }
             EvalProgress::Solved(_) => bar.inc(1),
         };
         rows.extend(evaluate_case(case, &solvers, &options, &mut progress)?);
     }
+    drop(talk);
     bar.finish_and_clear();
     if args.json {
         outln!("{}", serde_json::json!({ "results": rows }));

@@ -2,8 +2,8 @@
 //! many at once (`--suite`, `--cases FILE`: one network for every program); one
 //! [`Trainer`] either way, started, run and reported by one path.
 //!
-//! Ctrl-C (or SIGTERM) stops training cleanly: the current iteration is finished, a
-//! checkpoint is written (the best mapping is on disk from the moment it was found), the
+//! Ctrl-C (or SIGTERM) stops training cleanly: the current iteration is cancelled (its
+//! games dropped, as at a time limit), a checkpoint is written (the best mapping is on disk from the moment it was found), the
 //! summary is printed with how to continue, and the command exits with status 130
 //! ([`INTERRUPTED`]). A second Ctrl-C exits at once, also with 130; the run folder stays
 //! consistent (every file is written atomically) and `--resume` continues from its last
@@ -103,9 +103,18 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     // Installed before anything is written, so no interrupt finds a half-made run.
     let stop = Arc::new(AtomicBool::new(false));
     install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    // Loading a large program and playing its baselines and demonstrations takes a while
+    // before the first iteration, and the first iteration longer still: the spinner and
+    // its clock run throughout.
+    let talk = crate::talk::Talk::new(&bar, false);
+    talk.say(
+        "loading the run's program and preparing its baselines and demonstrations".into(),
+        false,
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let mut trainer = match &args.resume {
         Some(dir) => Trainer::resume_or_restart(dir, config, args.restart)?,
-        None if args.suite || args.cases.is_some() => start_cases(args, config)?,
+        None if args.suite || args.cases.is_some() => start_cases(args, config, &bar)?,
         None => start(args, config)?,
     };
     if let Some(note) = trainer.resume_note() {
@@ -114,12 +123,21 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     if !args.json {
         announce(&trainer, args.resume.is_some(), args.restart);
     }
+    talk.say(
+        format!(
+            "iteration {}: demonstrations, self-play and learning",
+            trainer.iterations()
+        ),
+        false,
+    );
     let mut render = renderer(
         (trainer.train_steps(), trainer.positions()),
-        &bar,
+        &talk,
         limits.steps,
     );
     let summary = trainer.run(&limits, &stop, &mut render)?;
+    drop(render);
+    drop(talk);
     bar.finish_and_clear();
     report(&summary, trainer.dir(), args.json)?;
     exit_if_interrupted(summary.interrupted, summary.iterations, trainer.dir());
@@ -128,8 +146,13 @@ pub fn run(args: &TrainArgs) -> Result<()> {
 
 fn exit_if_interrupted(interrupted: bool, iterations: u64, dir: &Path) {
     if interrupted {
+        let saved = match iterations {
+            // Nothing completed, nothing to checkpoint: a resume starts the run afresh.
+            0 => "no iteration completed, so no checkpoint (the best mapping found is written)",
+            _ => "checkpoint and best mapping written",
+        };
         eprintln!(
-            "interrupted after {iterations} iterations: checkpoint and best mapping written; continue with: mallocmuzero train --resume {}",
+            "interrupted after {iterations} iterations: {saved}; continue with: mallocmuzero train --resume {}",
             dir.display()
         );
         std::process::exit(INTERRUPTED);
@@ -182,7 +205,7 @@ pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar)
             std::process::exit(INTERRUPTED);
         }
         bar.suspend(|| {
-            eprintln!("interrupt: stopping after this iteration, then writing a checkpoint (Ctrl-C again to exit at once)")
+            eprintln!("interrupt: stopping now (the iteration running is dropped), then writing a checkpoint (Ctrl-C again to exit at once)")
         });
     })
     .context("cannot install the Ctrl-C handler")
@@ -292,14 +315,13 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
 
 /// A new run of the cases of `--suite` or `--cases` (of one program when the file lists
 /// one case).
-fn start_cases(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
+fn start_cases(args: &TrainArgs, config: Option<TrainConfig>, bar: &ProgressBar) -> Result<Trainer> {
     let config = config_of(args, config)?;
     let (specs, origin) = match &args.cases {
         Some(path) => (read_cases(path)?, path.display().to_string()),
         None => (generalist::training_cases(), "--suite".to_string()),
     };
     // Loading and preparing many cases takes a while before the first iteration: shown.
-    let bar = spinner(args.json);
     let mut named = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
         bar.set_message(format!(
@@ -351,9 +373,7 @@ fn start_cases(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer>
         "preparing {} cases (baselines and demonstrations)",
         cases.len()
     ));
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let started = Trainer::start_cases(cases, config, &dir);
-    bar.finish_and_clear();
     refuse_existing(started, &dir)
 }
 
@@ -417,7 +437,7 @@ fn announce(trainer: &Trainer, resume: bool, restart: bool) {
 /// session.
 fn renderer(
     (steps0, positions0): (u64, u64),
-    bar: &ProgressBar,
+    talk: &crate::talk::Talk,
     step_limit: Option<u64>,
 ) -> impl FnMut(&Progress) + '_ {
     let t0 = Instant::now();
@@ -428,7 +448,7 @@ fn renderer(
             None => p.train_steps.to_string(),
         };
         let case = p.case.as_ref().map_or(String::new(), |c| format!("  {c}"));
-        bar.set_message(format!(
+        talk.say(format!(
             "iteration {}{case}  steps {steps}  loss {:.4}  best {:.2} us ({:.4}x vs xla {:.2} us)  eval {}  {:.1} steps/s  {:.0} positions/s",
             p.iteration,
             p.loss,
@@ -438,8 +458,7 @@ fn renderer(
             p.eval_latency_s.map_or("-".into(), |l| format!("{:.2} us", l * 1e6)),
             (p.train_steps - steps0) as f64 / s,
             (p.positions - positions0) as f64 / s,
-        ));
-        bar.tick();
+        ), true);
     }
 }
 

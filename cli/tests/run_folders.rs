@@ -296,3 +296,53 @@ fn standard_output_never_panics() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Ctrl-C in the middle of a long iteration stops the run within moments (the iteration
+/// is dropped, as at a time limit), with a checkpoint and status 130.
+#[test]
+fn an_interrupt_mid_iteration_stops_within_moments() {
+    let root = folder("interrupt-mid");
+    let config = root.join("config.json");
+    // Thousands of proposal rounds on resnet50 make one iteration take minutes.
+    std::fs::write(
+        &config,
+        r#"{"checkpoint_every": 1000, "demo_pretrain_steps": 1, "proposal_rounds": 60000}"#,
+    )
+    .unwrap();
+    let dir = root.join("run");
+    let child = bin(&[
+        "train",
+        "--workload",
+        "resnet50",
+        "--steps",
+        "100000",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ])
+    .spawn()
+    .unwrap();
+    wait_until("the run's start", || dir.join("run.json").exists());
+    // Into the first iteration's proposals (the demonstrations take about a second).
+    std::thread::sleep(Duration::from_secs(5));
+    let sent = Instant::now();
+    let status = Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let waited = sent.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(waited < Duration::from_secs(10), "stopped after {waited:?}: {err}");
+    // The first iteration never completed: nothing to checkpoint, and the message says so.
+    assert!(err.contains("no iteration completed, so no checkpoint"), "{err}");
+    assert!(!dir.join("checkpoints/latest.json").exists(), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    let _ = std::fs::remove_dir_all(&root);
+}
