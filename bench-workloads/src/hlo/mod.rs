@@ -124,10 +124,20 @@ pub fn parse_program_with(
     })
 }
 
-/// Reads and parses an HLO text file (every entry parameter an input).
+/// Reads and parses an HLO text file (every entry parameter an input), named by the file
+/// (`model.hlo.txt`: `model`) rather than the module (`jit_step` for most of JAX's).
 pub fn load_file(path: &Path) -> Result<Program, WorkloadError> {
     let text = accel_sim::read_text(path)?;
-    parse_program(&text, &path.display().to_string())
+    let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+    let name = file.map(|f| {
+        let stem = f.strip_suffix(".txt").unwrap_or(&f);
+        stem.strip_suffix(".hlo").unwrap_or(stem).to_string()
+    });
+    let options = Options {
+        name: name.filter(|n| !n.is_empty()),
+        ..Options::default()
+    };
+    parse_program_with(&text, &path.display().to_string(), &options)
 }
 
 /// Whether a path names an HLO text file: `.hlo` or `.hlo.txt`.
