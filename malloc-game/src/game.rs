@@ -678,10 +678,27 @@ impl Game {
     /// this turn's move (not what the game does before the next turn).
     pub fn cost_delta(&self, action: usize) -> f64 {
         match self.setup.options.reward {
-            Reward::Simulated => self.moved(action).map_or(0.0, |(b, new)| {
-                self.sim.latency_with(b, &self.shown, &new) - self.sim.latency_s()
-            }),
+            Reward::Simulated => self.simulated_delta(action),
             Reward::Proxy => self.model_delta(action),
+        }
+    }
+
+    /// The change in the simulated latency `S` if `action` (legal) were played now,
+    /// counting only this turn's move, whatever the reward kind: what the viewer shows for
+    /// each alternative.
+    pub fn simulated_delta(&self, action: usize) -> f64 {
+        self.moved(action).map_or(0.0, |(b, new)| {
+            self.sim.latency_with(b, &self.shown, &new) - self.sim.latency_s()
+        })
+    }
+
+    /// Buffer `b`'s allocations in the mapping so far ([`Game::mapping`]'s, without
+    /// building the whole mapping): for the buffer whose turn it is, the chunks decided so
+    /// far too.
+    pub fn allocations_so_far(&self, b: BufferId) -> &[Allocation] {
+        match &self.cursor {
+            Some(c) if c.b == b => &self.shown,
+            _ => self.allocs.get(b).map_or(&[], |a| a.as_slice()),
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`players`]: `random`, `xla` (the XLA heuristic as a policy), `greedy`, `beam`.
 //! - [`record`]: saved games and their verified replay.
 //! - [`render`]: SVG memory maps and latency timelines.
+//! - [`viewer`]: a saved game, or two compared, as one self-contained HTML page.
 
 pub mod anytime;
 mod game;
@@ -17,6 +18,7 @@ mod options;
 pub mod players;
 pub mod record;
 pub mod render;
+pub mod viewer;
 
 pub use game::{Game, GameError, GameSetup, Inexpressible};
 

@@ -34,9 +34,9 @@ const HEAD: f64 = 100.0;
 const MIB: f64 = (1u64 << 20) as f64;
 
 /// Base colour of each buffer kind (Tableau 10), in [`BufferKind::ALL`] order.
-const KIND_COLOURS: [&str; 4] = ["#4e79a7", "#59a14f", "#f28e2b", "#b07aa1"];
+pub(crate) const KIND_COLOURS: [&str; 4] = ["#4e79a7", "#59a14f", "#f28e2b", "#b07aa1"];
 const STALL_COLOUR: &str = "#d62728";
-const EVICT_COLOUR: &str = "#c00000";
+pub(crate) const EVICT_COLOUR: &str = "#c00000";
 
 /// XML-escapes text for element content and attribute values. Characters XML 1.0 cannot
 /// carry at all (most C0 controls, U+FFFE/U+FFFF) become U+FFFD, so that a buffer name
@@ -130,7 +130,7 @@ fn tick_label(v: f64, step: f64) -> String {
 }
 
 /// Mixes a `#rrggbb` colour with white; `amount` 0 keeps it, 1 gives white.
-fn tint(hex: &str, amount: f64) -> String {
+pub(crate) fn tint(hex: &str, amount: f64) -> String {
     let channel = |i: usize| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("00"), 16).unwrap_or(0);
     let mix = |c: u8| (c as f64 + (255.0 - c as f64) * amount).round() as u8;
     format!(

@@ -14,6 +14,9 @@ use malloc_game::{Game, GameSetup};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The viewer of the best game against xla's line, beside `game.game`.
+pub const COMPARE_XLA: &str = "compare-xla.html";
+
 /// The fastest mapping found so far, and where and how to record a better one.
 pub(super) struct Best {
     pub ret: f64,
@@ -104,6 +107,27 @@ impl Best {
         self.write_mapping_and_summary(&g.game, found)?;
         self.game = Some(g.game.clone());
         Ok(true)
+    }
+
+    /// Writes `compare-xla.html` beside `game.game`: the viewer of the best game against
+    /// the xla player's line (malloc_game::viewer), with the search's statistics the saved
+    /// game carries. Nothing when no game was found yet.
+    pub fn write_compare_xla(&self) -> Result<(), TrainError> {
+        let Some(game) = &self.game else {
+            return Ok(());
+        };
+        let search = GameRecord::load(&self.dir.join("game.game"))
+            .ok()
+            .and_then(|r| r.search);
+        let html = malloc_game::viewer::against_xla_html(
+            game,
+            "muzero",
+            self.seed,
+            search.as_deref(),
+            &malloc_game::viewer::ViewLimits::default(),
+        );
+        binio::write_bytes_atomic(&self.dir.join(COMPARE_XLA), html.as_bytes())?;
+        Ok(())
     }
 
     fn write_mapping_and_summary(&self, game: &Game, found: &Found) -> Result<(), TrainError> {
