@@ -7,6 +7,7 @@ use crate::program::Program;
 use accel_sim::Simulator;
 use malloc_game::record::GameRecord;
 use malloc_game::render::{self, MapLegend};
+use malloc_game::viewer::{self, GameView, ViewLimits};
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -129,6 +130,45 @@ impl SavedGame {
         let report = py.detach(|| Simulator::new(&program, hw).run(&game.mapping(), true));
         let legend = self.legend(&program, &game);
         Ok(render::timeline_svg(&program, &report, &legend))
+    }
+
+    /// The game viewer (one self-contained HTML page, as `replay --html`): the game turn
+    /// by turn, or, with `compare` (another saved game of the same program, hardware and
+    /// game options), this game against that one. `program` as for `replay`.
+    #[pyo3(signature = (compare = None, program = None))]
+    fn viewer_html(
+        &self,
+        py: Python<'_>,
+        compare: Option<Bound<'_, SavedGame>>,
+        program: Option<Bound<'_, Program>>,
+    ) -> PyResult<String> {
+        let (program, game) = self.replayed(py, program.map(|p| p.get().clone()))?;
+        let limits = ViewLimits::default();
+        let view = |record: &GameRecord, game: &malloc_game::Game| {
+            GameView::of(
+                game,
+                &record.player,
+                record.seed,
+                record.search.as_deref(),
+                &limits,
+            )
+        };
+        let a = py.detach(|| view(&self.record, &game));
+        let Some(other) = compare else {
+            return Ok(viewer::game_html(&a));
+        };
+        let other = other.get();
+        let replay = py
+            .detach(|| other.record.replay(Arc::clone(&program)))
+            .map_err(|e| bad_arg(format!("compare {}: {e}", other.path.display())))?;
+        let b = py.detach(|| view(&other.record, &replay.game));
+        viewer::compare_html(&a, &b).map_err(|e| {
+            bad_arg(format!(
+                "compare {}: cannot compare with {}: {e}",
+                other.path.display(),
+                self.path.display()
+            ))
+        })
     }
 
     fn __repr__(&self) -> String {
