@@ -127,7 +127,7 @@ impl EgrlConfig {
     /// so `["egrl-pg", 7]` would set the variant and the seed, and `[]` would be the
     /// defaults, without a word.
     pub fn from_json(text: &str) -> Result<EgrlConfig, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let value: serde_json::Value = accel_sim::parse_json(text)?;
         let defaults = serde_json::to_value(EgrlConfig::default()).map_err(|e| e.to_string())?;
         accel_sim::objects_where_objects(&value, &defaults, "EgrlConfig")?;
         // From the text, not the value: a repeated field is an error there, while the value

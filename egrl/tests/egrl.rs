@@ -200,6 +200,8 @@ fn a_resumed_run_continues_exactly_for_any_thread_count() {
                 .run(&limits, &AtomicBool::new(false), &mut |_, _| Ok(()))
                 .unwrap();
             folder.save(&search).unwrap();
+            // The folder's lock goes with it: a resume while it is held is refused.
+            drop(folder);
             (folder, search) = RunFolder::resume(dir, Some(threads)).unwrap();
         }
         let s = search.state().unwrap();

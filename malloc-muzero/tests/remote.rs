@@ -67,10 +67,13 @@ fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
     let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
     assert_eq!(metrics.lines().count(), 4);
     assert!(dir.join("best/game.game").exists());
-    // The folder is an ordinary run: it resumes from the remote iterations' checkpoint.
+    // The folder is an ordinary run: it resumes from the remote iterations' checkpoint,
+    // once the trainer that holds it is gone (one writer per folder).
+    let positions = trainer.positions();
+    drop(trainer);
     let resumed = Trainer::resume(&dir, None).unwrap();
     assert_eq!(resumed.iterations(), 4);
-    assert_eq!(resumed.positions(), trainer.positions());
+    assert_eq!(resumed.positions(), positions);
 }
 
 #[test]

@@ -145,7 +145,8 @@ impl TrainConfig {
     /// too, never arrays read by position), each field once; missing fields keep their
     /// defaults. Errors name the field where they can.
     pub fn from_json(text: &str) -> Result<TrainConfig, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        // Through parse_json: a `NaN` is named as found, not only by its column.
+        let value: serde_json::Value = accel_sim::parse_json(text)?;
         let mut defaults =
             serde_json::to_value(TrainConfig::default()).map_err(|e| e.to_string())?;
         // `network` defaults to none, yet is an object when given.
@@ -153,7 +154,7 @@ impl TrainConfig {
             serde_json::to_value(NetworkConfig::small(1, 1)).map_err(|e| e.to_string())?;
         accel_sim::objects_where_objects(&value, &defaults, "TrainConfig")?;
         // From the text, not the value: a repeated field is an error there.
-        serde_json::from_str(text).map_err(|e| e.to_string())
+        accel_sim::parse_json(text)
     }
 
     /// Refuses impossible values, naming the field.
