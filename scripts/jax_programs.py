@@ -249,6 +249,38 @@ def rnn_scan(unroll=1):
     )
 
 
+# --------------------------------------------------------------------------------------
+# Many opcodes at once: the FLOP rules beyond dots and elementwise ops
+# --------------------------------------------------------------------------------------
+def op_mix():
+    p = _init(jax.random.PRNGKey(5), {"k": (3, 3, 1, 4), "w": (32, 32)})
+    x = jnp.ones((16, 32), jnp.float32)
+    idx = jnp.arange(16, dtype=jnp.int32)
+
+    def fn(p, x, idx):
+        pool = lambda z: jax.lax.reduce_window(z, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        img = x[None, :, :, None]
+        pooled, pool_grad = jax.value_and_grad(lambda z: pool(z).sum())(img)  # select-and-scatter
+        up = jax.lax.conv_transpose(img, p["k"], (2, 2), "SAME")  # dilated convolution
+        half = (x.astype(jnp.bfloat16) @ p["w"].astype(jnp.bfloat16)).astype(jnp.float32)
+        rows = x[idx[::-1]]  # gather
+        hist = jnp.zeros((4, 32)).at[idx % 4].add(x)  # scatter
+        return (
+            jnp.sort(x, axis=-1),
+            jnp.argmax(x, axis=-1),  # a variadic reduce
+            jnp.cumsum(half, axis=0),  # reduce-window
+            rows + hist.sum(),
+            pooled,
+            pool_grad,
+            up.mean(),
+        )
+
+    return fn, (p, x, idx), (0,), (
+        "sort, argmax, cumsum, gather, scatter-add, max pooling and its gradient, a "
+        "transposed convolution and a bf16 matmul on 16x32 values"
+    )
+
+
 # The cross-checks against XLA (scripts/export_jax_hlo.py --checks).
 CHECKS = {
     "mlp": mlp_inference,
@@ -257,6 +289,7 @@ CHECKS = {
     "transformer-block-train": transformer_block_train,
     "convnet": convnet_inference,
     "rnn-scan": rnn_scan,
+    "op-mix": op_mix,
 }
 
 # The bundled workloads (scripts/export_jax_hlo.py --bundle).

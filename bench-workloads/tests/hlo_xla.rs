@@ -73,15 +73,16 @@ fn loaded_programs_match_xlas_cost_and_memory_analysis() {
             opt.len(), r.flops, r.bytes, r.peak, low.len(), rl.flops
         ));
         // FLOPs follow XLA's own rules: the scheduled module's total is XLA's (measured: equal
-        // to 4 digits on all six); before optimization XLA has not yet simplified (measured
-        // 0.989-1.000).
+        // to 4 digits on all seven). Before optimization XLA has not yet rewritten the
+        // program (measured 0.953-1.000: on op-mix XLA turns cumsum's reduce-window into a
+        // log-depth scan with 1.5x its FLOPs; on the training step it simplifies).
         assert!(
             (r.flops - 1.0).abs() <= 1e-3,
             "{name}: flops ratio {}",
             r.flops
         );
         assert!(
-            (rl.flops - 1.0).abs() <= 0.02,
+            (rl.flops - 1.0).abs() <= 0.06,
             "{name} lowered: flops ratio {}",
             rl.flops
         );

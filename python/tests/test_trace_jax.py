@@ -4,6 +4,7 @@ own cost and memory analysis (the tolerances of bench-workloads/tests/hlo_xla.rs
 reasons docs/workloads.md gives)."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def test_hlo_text_loads_without_jax_and_bad_text_names_the_line():
     same = mmz.Program.load(str(HLO / "mlp.hlo.txt"))
     assert same.total_flops == p.total_flops and same.num_ops == p.num_ops
     cut = text[: len(text) // 2]
-    with pytest.raises(mmz.Error, match=r"cut.hlo.txt: line \d+: truncated text"):
+    with pytest.raises(mmz.Error, match=r"cut.hlo.txt: line \d+.*truncated text"):
         mmz.Program.from_hlo(cut, "cut.hlo.txt")
 
 
@@ -46,6 +47,16 @@ def test_trace_jax_without_jax_says_how_to_get_it():
         pytest.skip("jax is installed: the cross-checks below run")
 
 
+def _need_jax():
+    """jax, or a skip where it is missing; .ci/run sets MMZ_REQUIRE_JAX=1 (it installs jax
+    from requirements-test.txt) so that there a missing jax fails instead."""
+    if os.environ.get("MMZ_REQUIRE_JAX") == "1":
+        import jax
+
+        return jax
+    return pytest.importorskip("jax")
+
+
 def _programs():
     sys.path.insert(0, str(REPO / "scripts"))
     import jax_programs
@@ -63,10 +74,10 @@ def _xla(compiled):
 
 
 @pytest.mark.parametrize(
-    "name", ["mlp", "mlp-train", "transformer-block", "transformer-block-train", "convnet", "rnn-scan"]
+    "name", ["mlp", "mlp-train", "transformer-block", "transformer-block-train", "convnet", "rnn-scan", "op-mix"]
 )
 def test_trace_jax_matches_xlas_cost_and_memory_analysis(name):
-    jax = pytest.importorskip("jax")
+    jax = _need_jax()
     jp = _programs()
     fn, args, weights, _ = jp.CHECKS[name]()
     p = mmz.trace_jax(fn, *args, name=name, weights=weights)
@@ -77,7 +88,7 @@ def test_trace_jax_matches_xlas_cost_and_memory_analysis(name):
     flops, bytes_accessed, peak = _xla(jax.jit(fn, keep_unused=True).lower(*args).compile())
     op_bytes = sum(int(s) for s in _op_bytes(p))
     assert abs(p.total_flops / flops - 1) <= 1e-3, (p.total_flops, flops)
-    assert abs(low.total_flops / flops - 1) <= 0.02, (low.total_flops, flops)
+    assert abs(low.total_flops / flops - 1) <= 0.06, (low.total_flops, flops)
     assert 0.95 <= op_bytes / bytes_accessed <= 1.3, (op_bytes, bytes_accessed)
     assert 0.6 <= p.peak_live_bytes / peak <= 1.0, (p.peak_live_bytes, peak)
     assert "weight" in set(p.buffers()["kind"])
@@ -90,7 +101,7 @@ def _op_bytes(p):
 
 
 def test_a_training_step_traces_to_a_file_that_loads_and_evaluates(tmp_path):
-    jax = pytest.importorskip("jax")
+    jax = _need_jax()
     jp = _programs()
     fn, args, weights, description = jp.transformer_block_train()
     doc = mmz.trace_jax_to_dict(fn, *args, name="block-train", weights=weights, description=description)

@@ -14,7 +14,7 @@
 //!   `reduce-window`: output elements x (window elements - 1) x the reducer's;
 //!   `map`: elements x the mapped computation's; `scatter`: update elements x the
 //!   combiner's; `select-and-scatter`: source elements x (window elements x select's +
-//!   scatter's); `sort`: elements x ceil(log2 of the sorted dimension) comparisons;
+//!   scatter's); `sort`: n x ceil(log2 n) for the n elements of its first operand;
 //! - `fusion`: the sum of its fused computation's instructions;
 //! - data movement and bookkeeping (`broadcast`, `transpose`, `reshape`, `copy`, `slice`,
 //!   `dynamic-slice`, `dynamic-update-slice`, `concatenate`, `pad`, `gather`, `iota`,
@@ -163,10 +163,10 @@ pub(crate) fn flops(m: &Module, comp: &Computation, inst: &Instruction) -> Resul
             source * (window * called_flops(m, inst, "select")? + called_flops(m, inst, "scatter")?)
         }
         "sort" => {
-            let first = operand(0)?.shape.clone();
-            let d = inst.dims_attr("dimensions")?.first().copied().unwrap_or(0);
-            let n = first.dims().get(d).copied().unwrap_or(1).max(1) as f64;
-            first.elements() as f64 * n.log2().ceil() * called_flops(m, inst, "to_apply")?
+            // XLA's rule: n ceil(log2 n) comparisons of the first operand's n elements,
+            // whatever the comparator does.
+            let n = operand(0)?.shape.elements().max(1) as f64;
+            n * n.log2().ceil()
         }
         "fusion" => called_flops(m, inst, "calls")?,
         _ => {

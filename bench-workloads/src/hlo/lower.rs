@@ -315,7 +315,7 @@ impl<'m> Lower<'m> {
         }
         self.counted_loop(inst, init).ok_or_else(|| {
             inst.error(
-                "`while` without a known trip count (no known_trip_count in its backend_config, and not a counted loop `i < N; i += 1` from a constant): a program here has one fixed schedule; load the optimized module, where XLA states the count, or unroll the loop",
+                "`while` without a known trip count (no known_trip_count in its backend_config, and not a counted loop `i < N; i += 1` from a constant): a program here has one fixed schedule; give the loop fixed bounds (lax.fori_loop or lax.scan over a fixed length, whose scheduled module states the count) or unroll it",
             )
         })
     }

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-_NEEDS_JAX = "mallocmuzero.trace_jax needs jax (pip install jax)"
+_NEEDS_JAX = "mallocmuzero.trace_jax needs jax (pip install jax, or the package's [jax] extra)"
 STAGES = ("optimized", "lowered")
 
 
