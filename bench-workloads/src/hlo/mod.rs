@@ -3,8 +3,8 @@
 //! `jax.jit(f).lower(*args).compile().as_text()` prints the module XLA optimized and
 //! scheduled; `jax.jit(f).lower(*args).as_text(dialect="hlo")` the module before
 //! optimization. Both load: the entry computation's instructions, in the order written,
-//! become ops (see [`lower`](self) for how values map onto buffers, and the `cost` rules
-//! for FLOPs). docs/workloads.md says what each module gives and how to bring a model.
+//! become ops. docs/workloads.md says what each module gives, how HLO values map onto
+//! buffers (aliases, in-place updates, loops), the FLOP rules, and how to bring a model.
 //!
 //! Errors name the file, the line and the instruction: `model.hlo.txt: line 12 (`%dot.3`):
 //! operand `%x` is not an instruction of computation `main`.`

@@ -289,6 +289,7 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
 struct Raw {
     inst: Instruction,
     operand_names: Vec<String>,
+    is_root: bool,
 }
 
 /// Resolves operand names within the computation and finds its root.
@@ -311,8 +312,7 @@ fn finish(start: usize, name: &str, raws: Vec<Raw>) -> Result<Computation, TextE
             })?;
             inst.operands.push(j);
         }
-        if inst.attr("ROOT").is_some() {
-            inst.attrs.retain(|(k, _)| k != "ROOT");
+        if r.is_root {
             root = Some(i);
         }
         instructions.push(inst);
@@ -429,9 +429,6 @@ fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
             attrs.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
-    if is_root {
-        attrs.push(("ROOT".into(), String::new()));
-    }
     Ok(Raw {
         inst: Instruction {
             name,
@@ -443,6 +440,7 @@ fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
             attrs,
         },
         operand_names,
+        is_root,
     })
 }
 
