@@ -271,7 +271,12 @@ fn xla_beats_all_slow_on_realistic_workloads() {
 #[test]
 fn the_traced_models_solve_fast_and_validly() {
     assert!(!bench_workloads::json::EMBEDDED.is_empty());
-    for (name, _) in bench_workloads::json::EMBEDDED {
+    // The bundled JAX programs (XLA's HLO) too.
+    let names = bench_workloads::json::EMBEDDED
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(bench_workloads::hlo::names());
+    for name in names {
         let p = bench_workloads::load(name).unwrap();
         for preset in accel_sim::PRESETS {
             let hw = Hardware::preset(preset).unwrap();
