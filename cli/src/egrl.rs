@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use egrl::{EgrlConfig, RunFolder, RunLimits, Variant};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,11 +63,18 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
     let threads = crate::case::threads_given(args.threads)?;
     let stop = Arc::new(AtomicBool::new(false));
     let bar = crate::train::spinner(args.json);
-    crate::train::install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    let running = Arc::new(AtomicBool::new(false));
+    crate::train::install_interrupt_handler(
+        Arc::clone(&stop),
+        Arc::clone(&running),
+        bar.clone(),
+        "stopping after this generation, then writing a checkpoint",
+    )?;
     let (folder, mut search) = match &args.resume {
         Some(dir) => RunFolder::resume(dir, threads)?,
         None => start(args, threads)?,
     };
+    running.store(true, Ordering::SeqCst);
     if !args.json {
         eprintln!(
             "{} on {} ({} decisions) on {} into {}{}",

@@ -102,7 +102,13 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let bar = spinner(args.json);
     // Installed before anything is written, so no interrupt finds a half-made run.
     let stop = Arc::new(AtomicBool::new(false));
-    install_interrupt_handler(Arc::clone(&stop), bar.clone())?;
+    let running = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(
+        Arc::clone(&stop),
+        Arc::clone(&running),
+        bar.clone(),
+        "stopping now (the iteration running is dropped), then writing a checkpoint",
+    )?;
     // Loading a large program and playing its baselines and demonstrations takes a while
     // before the first iteration, and the first iteration longer still: the spinner and
     // its clock run throughout.
@@ -135,6 +141,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         &talk,
         limits.steps,
     );
+    running.store(true, Ordering::SeqCst);
     let summary = trainer.run(&limits, &stop, &mut render)?;
     drop(render);
     drop(talk);
@@ -198,15 +205,25 @@ pub(crate) fn spinner(hidden: bool) -> ProgressBar {
     bar
 }
 
-pub(crate) fn install_interrupt_handler(stop: Arc<AtomicBool>, bar: ProgressBar) -> Result<()> {
+/// `running` is raised once the run's loop starts: before it (loading, baselines,
+/// demonstrations: minutes on a large program) there is nothing to checkpoint, and an
+/// interrupt exits at once. `stopping` says what the run does on the first interrupt.
+pub(crate) fn install_interrupt_handler(
+    stop: Arc<AtomicBool>,
+    running: Arc<AtomicBool>,
+    bar: ProgressBar,
+    stopping: &'static str,
+) -> Result<()> {
     ctrlc::set_handler(move || {
+        if !running.load(Ordering::SeqCst) {
+            bar.suspend(|| eprintln!("interrupted while preparing the run: nothing to checkpoint yet (every file written is whole); exiting"));
+            std::process::exit(INTERRUPTED);
+        }
         if stop.swap(true, Ordering::SeqCst) {
             eprintln!("interrupted again: exiting now (resume continues from the last checkpoint)");
             std::process::exit(INTERRUPTED);
         }
-        bar.suspend(|| {
-            eprintln!("interrupt: stopping now (the iteration running is dropped), then writing a checkpoint (Ctrl-C again to exit at once)")
-        });
+        bar.suspend(|| eprintln!("interrupt: {stopping} (Ctrl-C again to exit at once)"));
     })
     .context("cannot install the Ctrl-C handler")
 }
@@ -528,7 +545,7 @@ fn report(summary: &TrainSummary, dir: &Path, json: bool) -> Result<()> {
         ))
     );
     outln!(
-        "run: {d} (best/mapping.json, best/game.game, metrics.jsonl; replay with `replay {d}/best/game.game`; continue with --resume {d})",
+        "run: {d} (best/mapping.json, best/game.game, best/compare-xla.html: the best game against xla's in a browser, metrics.jsonl; replay with `replay {d}/best/game.game`; continue with --resume {d})",
         d = dir.display()
     );
     Ok(())
