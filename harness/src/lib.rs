@@ -16,3 +16,8 @@ pub mod race;
 pub mod registry;
 
 pub use evaluate::{evaluate_case, Case, EvalError, EvalProgress, Row, Solver, SolverContext};
+
+/// docs/architecture.md's examples, compiled and run as doctests so the page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/architecture.md")]
+pub struct ArchitectureDocExamples;
