@@ -149,6 +149,35 @@ fn a_second_writer_of_a_run_folder_is_refused_naming_the_holder() {
     // With the holder gone (even killed), the folder is free again.
     let (code, _, err) = output(race("4"));
     assert_eq!(code, 0, "{err}");
+
+    // train-egrl's folder, started and resumed.
+    let egrl_dir = root.join("egrl");
+    let egrl = |extra: &[&str]| {
+        let mut c = bin(&["train-egrl", "--json"]);
+        c.args(extra);
+        c
+    };
+    let d = egrl_dir.to_str().unwrap();
+    let (code, _, err) = output(egrl(&[
+        "--workload",
+        "diamond",
+        "--generations",
+        "2",
+        "--out",
+        d,
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let evolving = egrl(&["--resume", d, "--generations", "1000000"])
+        .spawn()
+        .unwrap();
+    let pid = evolving.id();
+    wait_until("the resumed EGRL run holds its folder", || {
+        holder(&egrl_dir) == Some(pid)
+    });
+    let (code, _, err) = output(egrl(&["--resume", d, "--generations", "3"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
+    stop(evolving);
     let _ = std::fs::remove_dir_all(&root);
 }
 
