@@ -15,6 +15,7 @@ mod evaluate;
 mod play;
 mod race;
 mod train;
+mod viewer;
 
 use anyhow::{Context, Result};
 

@@ -157,6 +157,15 @@ pub struct ReplayArgs {
     /// Write the record as JSON.
     #[arg(long)]
     pub export_json: Option<PathBuf>,
+    /// Write the game viewer: one self-contained HTML page (no network) that steps through
+    /// the game turn by turn: the memory map, each turn's legal alternatives and the
+    /// latency each gives, the search's visits, the latency curve.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// With --html: compare GAME (A) against this saved game (B) of the same program,
+    /// hardware and game options: where they first differ, and what each difference costs.
+    #[arg(long, requires = "html")]
+    pub compare: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -208,6 +217,23 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     if let Some(path) = &args.export_json {
         binio::write_bytes_atomic(path, record.to_json().as_bytes())?;
     }
+    let html = match &args.html {
+        None => None,
+        Some(out) => {
+            let other = match &args.compare {
+                None => None,
+                Some(path) => {
+                    let record_b = load_record(path)?;
+                    let replay_b = record_b
+                        .replay(Arc::clone(&program))
+                        .map_err(|e| anyhow::anyhow!("--compare {}: {e}", path.display()))?;
+                    Some((record_b, replay_b, path))
+                }
+            };
+            let b = other.as_ref().map(|(r, p, f)| (r, p, f.as_path()));
+            Some(crate::viewer::write(out, (&record, &replay, &args.game), b)?)
+        }
+    };
     let legend = MapLegend {
         workload: program.name().to_string(),
         hardware: hw.name.clone(),
@@ -245,6 +271,9 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         if args.steps {
             out["turns"] = turns.into();
         }
+        if let Some(h) = &html {
+            out["html"] = h.to_json();
+        }
         println!("{out}");
         return Ok(());
     }
@@ -277,6 +306,9 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         latency * 1e6,
         verify_s * 1e3
     );
+    for line in html.iter().flat_map(|h| h.lines()) {
+        println!("{line}");
+    }
     Ok(())
 }
 

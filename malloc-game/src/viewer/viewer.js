@@ -340,7 +340,9 @@
     const before = t === 0 ? G.s0 : T.latency[t - 1];
     const visits = new Map();
     let root = null, vmax = 0;
-    if (G.search) {
+    // A turn the search did not visit (a line replayed, not searched) has no column.
+    const searched = !!G.search && G.search.start[t] < G.search.start[t + 1];
+    if (searched) {
       const S = G.search;
       root = S.root_value[t];
       for (let i = S.start[t]; i < S.start[t + 1]; i++) { visits.set(S.action[i], S.visits[i]); vmax = Math.max(vmax, S.visits[i]); }
@@ -359,8 +361,8 @@
     };
     for (let i = A.start[t]; i < A.start[t + 1]; i++) if (A.action[i] === T.action[t]) takenDelta = deltaOf(i);
     const head = el("tr", {}, el("th", { class: "l", text: "legal action" }), el("th", { text: "offset" }),
-      el("th", { text: "S after the move" }), el("th", { text: "vs taken" }));
-    if (G.search) head.append(el("th", { text: "visits" }));
+      el("th", { text: "S after move" }), el("th", { text: "vs taken" }));
+    if (searched) head.append(el("th", { text: "visits" }));
     const body = el("tbody");
     for (let i = A.start[t]; i < A.start[t + 1]; i++) {
       const a = A.action[i], d = deltaOf(i);
@@ -370,7 +372,7 @@
         el("td", { text: A.offset[i] >= 0 ? bytes(A.offset[i]) : "level 0" }),
         el("td", { text: d == null ? "?" : us(before + d) + (A.delta[i] == null ? " =" : "") }),
         el("td", { class: d == null || takenDelta == null ? "" : d - takenDelta > 0 ? "neg" : d - takenDelta < 0 ? "pos" : "", text: vs }));
-      if (G.search) {
+      if (searched) {
         const v = visits.get(a) || 0;
         row.append(el("td", {}, el("span", { class: "bar", style: "width:" + Math.round((40 * v) / Math.max(1, vmax)) + "px" }), " " + v));
       }
@@ -378,7 +380,8 @@
     }
     box.append(el("div", { class: "sub", text: "legal alternatives: S after the move alone (before what the game does up to the next turn); '=' slots differ from slot 0 only in offset" }),
       el("div", { class: "scroll" }, el("table", { id: other === undefined ? "alts" : null }, el("thead", {}, head), body)));
-    if (root != null) box.append(el("div", { class: "turnline", id: "search-root", text: "search root value " + root.toFixed(4) }));
+    if (root != null) box.append(el("div", { class: "turnline", id: "search-root", text: "search: root value " + root.toFixed(4) + ", " + [...visits.values()].reduce((x, y) => x + y, 0) + " visits" }));
+    else if (G.search) box.append(el("div", { class: "sub", text: "search: no visits recorded at this turn (a line replayed, not searched)" }));
     return box;
   }
 
@@ -454,6 +457,14 @@
     }
     return -1;
   }
+  // `#turn=150`, `#difference=3&sort=cost`: a link to one turn or difference.
+  function hashParam(name) {
+    for (const kv of location.hash.replace(/^#/, "").split("&")) {
+      const [k, v] = kv.split("=");
+      if (k === name) return decodeURIComponent(v || "");
+    }
+    return null;
+  }
   let raf = 0;
   function schedule(f) {
     if (raf) cancelAnimationFrame(raf);
@@ -509,7 +520,7 @@
     keys(go);
     window.addEventListener("resize", () => { curve(cv, [G], ["#4e79a7"]); schedule(draw); });
     curve(cv, [G], ["#4e79a7"]);
-    if (G.T) set(0); else side.append(el("div", { text: "this game has no turns" }));
+    if (G.T) set(+(hashParam("turn") || 0)); else side.append(el("div", { text: "this game has no turns" }));
     draw();
   }
 
@@ -543,7 +554,7 @@
         el("span", { id: "diff-index" }), sortBtn,
         el("span", { class: "keys", text: "← → a difference · Home/End · click a row" })),
       el("div", { style: "padding:6px 16px 0" }, el("div", { class: "card", id: "cmp-first", text: first })),
-      el("div", { id: "main" },
+      el("div", { id: "main", class: "cmp" },
         el("div", { class: "card" }, el("h2", { text: "memory maps after the decision, A above B, on one time axis" }), legend(A), mapA, mapB),
         el("div", { id: "side" },
           el("div", { class: "card" }, el("h2", { text: "the difference" }), what),
@@ -574,7 +585,8 @@
     sortBtn.addEventListener("click", () => {
       const byCost = sortBtn.textContent === "sort by cost";
       order = diffs.map((_, i) => i);
-      if (byCost) order.sort((x, y) => Math.abs(diffs[y].cost_s) - Math.abs(diffs[x].cost_s));
+      // A's largest savings first (the most negative cost), its largest losses last.
+      if (byCost) order.sort((x, y) => diffs[x].cost_s - diffs[y].cost_s);
       sortBtn.textContent = byCost ? "sort by turn" : "sort by cost";
       rows(); set(0);
     });
@@ -620,9 +632,9 @@
     hover(mapA, () => {}); hover(mapB, () => {});
     keys(go);
     window.addEventListener("resize", () => { curve(cv, [A, B], ["#4e79a7", "#f28e2b"]); schedule(draw); });
-    rows();
+    if (hashParam("sort") === "cost") sortBtn.click(); else rows();
     curve(cv, [A, B], ["#4e79a7", "#f28e2b"]);
-    if (diffs.length) set(0); else what.append(el("div", { text: "no difference" }));
+    if (diffs.length) set(+(hashParam("difference") || 1) - 1); else what.append(el("div", { text: "no difference" }));
     draw();
   }
 
