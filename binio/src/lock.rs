@@ -2,12 +2,14 @@
 //!
 //! Two processes writing one run folder interleave their metrics, overwrite each other's
 //! checkpoints and results, and both report success. The lock is the operating system's
-//! (`flock` on Unix, `LockFileEx` on Windows, through [`std::fs::File::try_lock`]): it is
+//! (`flock` on Unix, `LockFileEx` on Windows, through the `fs4` crate, which std's own
+//! `File::try_lock` matches from Rust 1.89 on): it is
 //! released when its holder exits in any way, `kill -9` included, so a stale lock never
 //! blocks a later run. The holder writes its pid into the lock file so the process that is
 //! refused can say which process holds the folder.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use fs4::TryLockError;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -56,7 +58,9 @@ impl FolderLock {
             .truncate(false)
             .open(&path)
             .map_err(io_err)?;
-        match file.try_lock() {
+        // Called through the trait: from Rust 1.89 on, std's inherent `File::try_lock`
+        // would be taken instead, which this workspace's minimum Rust does not have.
+        match fs4::FileExt::try_lock(&file) {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 return Err(LockError::Held {
