@@ -157,6 +157,8 @@ pub struct AllocationTable {
     pub prefetch: Vec<u8>,
     /// The op after which the eviction is issued, -1 for none.
     pub evict: Vec<i64>,
+    /// A prefetch's first use it serves (the copy is in flight until then), -1 for none.
+    pub first_use: Vec<i64>,
     pub from: Vec<u32>,
     pub to: Vec<u32>,
 }
@@ -228,6 +230,13 @@ impl OpenStates {
             t.end.push(a.end as u32);
             t.prefetch.push(u8::from(a.arrival == Arrival::Prefetch));
             t.evict.push(a.eviction.map_or(-1, |e| e as i64));
+            let served = (a.arrival == Arrival::Prefetch)
+                .then(|| {
+                    let uses = game.setup().program().uses(b);
+                    uses.iter().copied().find(|&u| u >= a.start && u <= a.end)
+                })
+                .flatten();
+            t.first_use.push(served.map_or(-1, |u| u as i64));
             t.from.push(s as u32);
             t.to.push(u32::MAX);
             open.push((row, *a));
@@ -513,6 +522,7 @@ fn thin(
         out.end.push(table.end[i]);
         out.prefetch.push(table.prefetch[i]);
         out.evict.push(table.evict[i]);
+        out.first_use.push(table.first_use[i]);
         out.from.push(table.from[i]);
         out.to.push(table.to[i]);
     }

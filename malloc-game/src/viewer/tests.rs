@@ -209,3 +209,31 @@ fn pages_are_self_contained() {
     let page = compare_html(&view, &xla).unwrap();
     assert!(page.contains("\"mode\":\"compare\""));
 }
+
+#[test]
+fn prefetches_carry_the_first_use_they_serve() {
+    let setup = setup("resnet50");
+    let game = GreedyPlayer.play(&setup, 0);
+    let view = GameView::of(&game, "greedy", 0, None, &ViewLimits::default());
+    let a = &view.allocations;
+    let mut prefetches = 0;
+    for i in 0..a.buffer.len() {
+        if a.prefetch[i] == 0 {
+            assert_eq!(a.first_use[i], -1);
+            continue;
+        }
+        prefetches += 1;
+        let name = &view.buffers.name[a.buffer[i] as usize];
+        let b = (0..setup.program().buffers().len())
+            .find(|&b| &setup.program().buffer(b).name == name)
+            .unwrap();
+        let want = setup
+            .program()
+            .uses(b)
+            .iter()
+            .copied()
+            .find(|&u| u >= a.start[i] as usize && u <= a.end[i] as usize);
+        assert_eq!(a.first_use[i], want.map_or(-1, |u| u as i64), "{name}");
+    }
+    assert!(prefetches > 0);
+}

@@ -47,7 +47,8 @@
       buffer: Uint32Array.from(a.buffer), level: Uint8Array.from(a.level),
       offset: Float64Array.from(a.offset), start: Uint32Array.from(a.start),
       end: Uint32Array.from(a.end), prefetch: Uint8Array.from(a.prefetch),
-      evict: Float64Array.from(a.evict), from: Uint32Array.from(a.from), to: Uint32Array.from(a.to),
+      evict: Float64Array.from(a.evict), firstUse: Float64Array.from(a.first_use),
+      from: Uint32Array.from(a.from), to: Uint32Array.from(a.to),
     };
     // S(s) for every state: S0 before any turn.
     G.S = new Float64Array(G.T + 1);
@@ -168,6 +169,11 @@
     c.fillRect(x0, y0, w, h);
     c.globalAlpha = 1;
     if (al.prefetch[i]) {
+      // The copy in flight, from its issue to the first use it serves: hatched.
+      if (al.firstUse[i] > al.start[i]) {
+        c.fillStyle = hatch(c);
+        c.fillRect(x0, y0, Math.max(0, xs(al.firstUse[i]) - x0), h);
+      }
       c.strokeStyle = "#222"; c.lineWidth = 1.2;
       c.beginPath(); c.moveTo(x0, y0 - 2); c.lineTo(x0, y1 + 2); c.stroke();
     }
@@ -181,6 +187,17 @@
       c.strokeRect(x0, y0, w, h);
     }
     c.lineWidth = 1;
+  }
+  let hatchPattern = null;
+  function hatch(c) {
+    if (hatchPattern) return hatchPattern;
+    const p = document.createElement("canvas");
+    p.width = p.height = 6;
+    const pc = p.getContext("2d");
+    pc.strokeStyle = "rgba(0,0,0,0.45)"; pc.lineWidth = 1.4;
+    pc.beginPath(); pc.moveTo(0, 6); pc.lineTo(6, 0); pc.moveTo(-3, 3); pc.lineTo(3, -3); pc.moveTo(3, 9); pc.lineTo(9, 3); pc.stroke();
+    hatchPattern = c.createPattern(p, "repeat");
+    return hatchPattern;
   }
   // The allocation under the mouse, if any.
   function allocAt(canvas, ev) {
@@ -208,7 +225,7 @@
     return G.buffers.name[b] + "\n" + G.kinds[G.buffers.kind[b]] + ", " + bytes(G.buffers.size[b]) +
       "\nlevel " + al.level[i] + " at offset " + al.offset[i] + " (" + (al.offset[i] / (1 << 20)).toFixed(3) + " MiB)" +
       "\nops " + al.start[i] + "..=" + al.end[i] +
-      (al.prefetch[i] ? "\nprefetch: copy issued as op " + al.start[i] + " begins" : "\ndefined by op " + al.start[i]) +
+      (al.prefetch[i] ? "\nprefetch: copy issued as op " + al.start[i] + " begins" + (al.firstUse[i] >= 0 ? ", first use op " + al.firstUse[i] : "") : "\ndefined by op " + al.start[i]) +
       (al.evict[i] >= 0 ? "\neviction issued after op " + al.evict[i] : "") +
       "\nplaced at turn " + al.from[i] + " (click: its buffer's next turn)";
   }
@@ -406,7 +423,7 @@
   function legend(G) {
     const l = el("div", { class: "legend sub" });
     G.kinds.forEach((k, i) => l.append(el("span", {}, el("span", { class: "sw", style: "background:" + G.colours[i] }), k)));
-    l.append(el("span", {}, el("span", { class: "sw", style: "background:" + G.prefetch_colours[0] + ";border-left:2px solid #222" }), "prefetched (lighter, tick: copy issued)"),
+    l.append(el("span", {}, el("span", { class: "sw", style: "background:" + G.prefetch_colours[0] + ";border-left:2px solid #222" }), "prefetched (lighter; hatched: copy in flight until the first use; tick: copy issued)"),
       el("span", {}, el("span", { class: "sw", style: "border-right:2px solid " + G.evict_colour }), "eviction issued"),
       el("span", {}, el("span", { class: "sw", style: "outline:2px solid #000" }), "the turn's buffer"),
       el("span", { text: "dashed: the use the turn decides" }));
