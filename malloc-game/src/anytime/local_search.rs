@@ -15,13 +15,14 @@
 //! moves a chain that is behind the best game of all chains continues from it. The starts
 //! are the xla, greedy, greedy-size and beam:64 games, and any the caller gives.
 
+use super::guide::{MoveGuide, Span, UniformGuide};
 use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
 use crate::game::{Game, GameSetup};
 use crate::players::{greedy_action, BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::time::Instant;
 use xla_msa::{GreedySize, Solver};
 
@@ -39,6 +40,11 @@ pub struct LocalSearchConfig {
     pub sync_every: usize,
     /// Turns between a line's snapshots.
     pub snapshot_every: usize,
+    /// A counted run: each chain makes this many moves, whatever the deadline (which then
+    /// bounds only the starts), the temperature falls by moves instead of by time, and
+    /// the chains meet every `sync_every` moves to share their best games, so the run
+    /// repeats exactly per seed and thread count. `None`: until the deadline.
+    pub moves: Option<usize>,
 }
 
 impl Default for LocalSearchConfig {
@@ -49,6 +55,7 @@ impl Default for LocalSearchConfig {
             mean_changed: 2.0,
             sync_every: 256,
             snapshot_every: 16,
+            moves: None,
         }
     }
 }
@@ -251,11 +258,6 @@ impl Line {
 }
 
 impl LocalSearch {
-    /// The line of `finished`, unless the deadline comes first.
-    fn line_of(&self, finished: &Game, limit: &Limit) -> Option<Line> {
-        Line::of_until(finished, self.config.snapshot_every, &|| limit.expired())
-    }
-
     /// The best of the heuristics' games and `given` to start from (each also offered).
     /// On a large program each heuristic's game takes seconds: once the deadline has
     /// passed, the rest are skipped. The beam is cut at [`START_BEAM_SHARE`] of the time
@@ -301,79 +303,153 @@ impl LocalSearch {
             .min_by(|a, b| latency(a).total_cmp(&latency(b)))
     }
 
-    /// One move from `cur`: `None` if the deadline came first.
-    fn neighbour(&self, cur: &Line, rng: &mut StdRng, limit: &Limit) -> Option<Line> {
-        let t = rng.random_range(0..cur.len());
-        let mut changed = 1;
-        let p_more = 1.0 - 1.0 / self.config.mean_changed.max(1.0);
-        while changed < 64 && rng.random_bool(p_more) {
-            changed += 1;
-        }
-        // The changed turns are drawn as the replay reaches them: each is legal there.
-        let (mut rec, mut game) = cur.resume(t);
+    /// One move from `cur`, its choices made by `guide`: the new line and its first
+    /// changed turn; `None` if `cancelled` says so first.
+    fn neighbour(
+        &self,
+        cur: &Line,
+        guide: &mut dyn MoveGuide,
+        rng: &mut StdRng,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<(Line, usize)> {
+        let Span { first, changed } = guide.span(cur, self.config.mean_changed, rng);
+        // The changed turns are chosen as the replay reaches them: each is legal there.
+        let (mut rec, mut game) = cur.resume(first);
         for i in 0..changed {
             if game.is_terminal() {
                 break;
             }
-            let old = (i == 0).then(|| cur.actions[t]);
-            let choices: Vec<usize> = game
-                .legal_actions()
-                .into_iter()
-                .filter(|&a| Some(a) != old)
-                .collect();
-            let a = match choices.len() {
-                0 => old.unwrap_or(0),
-                n => choices[rng.random_range(0..n)],
-            };
+            let a = guide.action(cur, &game, i, rng);
             rec.play(&mut game, a);
         }
         while !game.is_terminal() {
-            if game.turn() % 256 == 0 && limit.expired() {
+            if game.turn() % 256 == 0 && cancelled() {
                 return None;
             }
             let a = cur.repair(&game);
             rec.play(&mut game, a);
         }
-        rec.finish(game)
+        rec.finish(game).map(|line| (line, first))
     }
 
-    /// One chain until the deadline.
-    fn chain(&self, from: &Game, seed: u64, limit: &Limit, incumbent: &Incumbent, t0: Instant) {
-        let Some(mut cur) = self.line_of(from, limit) else {
+    /// One chain until the deadline, or for [`LocalSearchConfig::moves`] moves.
+    fn chain(&self, from: &Game, ctx: &ChainContext<'_>, k: usize, guide: &mut dyn MoveGuide) {
+        let (limit, incumbent, c) = (ctx.limit, ctx.incumbent, &self.config);
+        // A counted run ignores the deadline once started: its chains meet at each sync,
+        // so none may leave early. Every chain starts from the same game, so either all
+        // of them return here or none does.
+        let counted = c.moves.is_some();
+        let cancelled = || !counted && limit.expired();
+        let line_of = |g: &Game| Line::of_until(g, c.snapshot_every, &cancelled);
+        let Some(mut cur) = line_of(from) else {
             return;
         };
         if cur.actions.is_empty() {
             return;
         }
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = StdRng::seed_from_u64(thread_seed(ctx.seed, k));
         let total = limit
             .deadline
-            .saturating_duration_since(t0)
+            .saturating_duration_since(ctx.t0)
             .as_secs_f64()
             .max(1e-9);
-        let c = &self.config;
+        let mut best = counted.then(|| cur.game.clone());
         let mut moves = 0usize;
-        while !limit.expired() {
+        let mut tried = 0u64;
+        while !cancelled() && c.moves.is_none_or(|m| moves < m) {
             moves += 1;
             if moves % c.sync_every.max(1) == 0 {
-                if let Some(best) = incumbent
-                    .best()
-                    .filter(|b| b.final_latency().is_some_and(|l| l < cur.latency))
+                let better = match &best {
+                    Some(mine) => ctx.sync(k, mine),
+                    None => incumbent.best(),
+                };
+                if let Some(b) =
+                    better.filter(|b| b.final_latency().is_some_and(|l| l < cur.latency))
                 {
-                    cur = self.line_of(&best, limit).unwrap_or(cur);
+                    cur = line_of(&b).unwrap_or(cur);
+                    guide.line_changed(0);
                 }
             }
-            let Some(next) = self.neighbour(&cur, &mut rng, limit) else {
+            let Some((next, first)) = self.neighbour(&cur, guide, &mut rng, &cancelled) else {
                 break;
             };
-            let frac = (t0.elapsed().as_secs_f64() / total).min(1.0);
+            tried += 1;
+            let frac = match c.moves {
+                Some(m) => moves as f64 / m.max(1) as f64,
+                None => (ctx.t0.elapsed().as_secs_f64() / total).min(1.0),
+            };
             let temp = c.t_start * (c.t_end / c.t_start).powf(frac);
             let d = (next.latency - cur.latency) / cur.latency;
             if d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0)) {
-                incumbent.offer(&next.game);
+                match &mut best {
+                    Some(mine) if next.latency < mine.final_latency().unwrap_or(f64::INFINITY) => {
+                        *mine = next.game.clone();
+                    }
+                    Some(_) => {}
+                    None => {
+                        incumbent.offer(&next.game);
+                    }
+                }
                 cur = next;
+                guide.line_changed(first);
             }
         }
+        if let Some(mine) = &best {
+            ctx.finish(k, mine);
+        }
+        incumbent.add_moves(tried);
+    }
+}
+
+/// What a run's chains share: the run's settings, and in a counted run
+/// ([`LocalSearchConfig::moves`]) each chain's best game, exchanged at barriers so that
+/// the run repeats exactly per seed and thread count.
+struct ChainContext<'a> {
+    seed: u64,
+    limit: &'a Limit,
+    incumbent: &'a Incumbent,
+    t0: Instant,
+    /// Each chain's best game at the last sync (counted runs).
+    bests: Mutex<Vec<Option<Game>>>,
+    barrier: Barrier,
+}
+
+impl ChainContext<'_> {
+    fn bests(&self) -> MutexGuard<'_, Vec<Option<Game>>> {
+        self.bests.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes chain `k`'s best game, waits for every chain to, and returns the best of
+    /// all (the lowest latency, the lowest chain on a tie); the incumbent is offered them
+    /// in chain order (by chain 0), so its best repeats too.
+    fn sync(&self, k: usize, mine: &Game) -> Option<Game> {
+        self.bests()[k] = Some(mine.clone());
+        self.barrier.wait();
+        let best = {
+            let bests = self.bests();
+            if k == 0 {
+                for g in bests.iter().flatten() {
+                    self.incumbent.offer(g);
+                }
+            }
+            let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
+            bests
+                .iter()
+                .flatten()
+                .fold(None::<&Game>, |b, g| match b {
+                    Some(b) if latency(b) <= latency(g) => Some(b),
+                    _ => Some(g),
+                })
+                .cloned()
+        };
+        // No chain overwrites its slot before every chain has read them all.
+        self.barrier.wait();
+        best
+    }
+
+    /// Chain `k`'s last sync: its best game offered, in chain order.
+    fn finish(&self, k: usize, mine: &Game) {
+        let _ = self.sync(k, mine);
     }
 }
 
@@ -399,15 +475,173 @@ impl LocalSearch {
         limit: &Limit,
         incumbent: &Incumbent,
     ) {
+        let uniform = |_: usize| -> Box<dyn MoveGuide> { Box::new(UniformGuide) };
+        self.run_guided(setup, given, seed, limit, incumbent, &uniform);
+    }
+
+    /// [`LocalSearch::run_from`] with each chain's moves chosen by its own guide,
+    /// `guides(k)` for chain `k` (made on the chain's thread). With [`UniformGuide`]s it is
+    /// the local search itself, draw for draw.
+    pub fn run_guided<'g>(
+        &self,
+        setup: &Arc<GameSetup>,
+        given: &[Game],
+        seed: u64,
+        limit: &Limit,
+        incumbent: &Incumbent,
+        guides: &(dyn Fn(usize) -> Box<dyn MoveGuide + 'g> + Sync),
+    ) {
         let t0 = Instant::now();
         let Some(start) = LocalSearch::start(setup, given, limit, incumbent) else {
             return;
         };
+        let ctx = ChainContext {
+            seed,
+            limit,
+            incumbent,
+            t0,
+            bests: Mutex::new(vec![None; limit.threads]),
+            barrier: Barrier::new(limit.threads),
+        };
         std::thread::scope(|s| {
             for k in 0..limit.threads {
-                let start = &start;
-                s.spawn(move || self.chain(start, thread_seed(seed, k), limit, incumbent, t0));
+                let (start, ctx) = (&start, &ctx);
+                s.spawn(move || {
+                    let mut guide = guides(k);
+                    self.chain(start, ctx, k, guide.as_mut());
+                });
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GameOptions;
+    use std::time::Duration;
+
+    fn setup(workload: &str) -> Arc<GameSetup> {
+        let case = bench_workloads::suite::cases()
+            .into_iter()
+            .find(|c| c.workload == workload)
+            .unwrap();
+        let program = Arc::new(bench_workloads::load(workload).unwrap());
+        GameSetup::new(program, case.hardware(), GameOptions::default()).unwrap()
+    }
+
+    /// The local search's move as it was written before the guides (commit d5c33b2), kept
+    /// here as the reference the uniform guide must reproduce draw for draw.
+    fn reference_neighbour(ls: &LocalSearch, cur: &Line, rng: &mut StdRng) -> Line {
+        let t = rng.random_range(0..cur.len());
+        let mut changed = 1;
+        let p_more = 1.0 - 1.0 / ls.config.mean_changed.max(1.0);
+        while changed < 64 && rng.random_bool(p_more) {
+            changed += 1;
+        }
+        let (mut rec, mut game) = cur.resume(t);
+        for i in 0..changed {
+            if game.is_terminal() {
+                break;
+            }
+            let old = (i == 0).then(|| cur.actions[t]);
+            let choices: Vec<usize> = game
+                .legal_actions()
+                .into_iter()
+                .filter(|&a| Some(a) != old)
+                .collect();
+            let a = match choices.len() {
+                0 => old.unwrap_or(0),
+                n => choices[rng.random_range(0..n)],
+            };
+            rec.play(&mut game, a);
+        }
+        while !game.is_terminal() {
+            let a = cur.repair(&game);
+            rec.play(&mut game, a);
+        }
+        rec.finish(game).unwrap()
+    }
+
+    /// The reference chain of one thread for `moves` moves: the chain as it was, its
+    /// temperature falling by moves (as a counted run's does) instead of by time. Returns
+    /// the best game and how many moves were accepted.
+    fn reference_chain(ls: &LocalSearch, from: &Game, seed: u64, moves: usize) -> (Game, usize) {
+        let c = &ls.config;
+        let mut cur = Line::of(from, c.snapshot_every).unwrap();
+        let mut best = from.clone();
+        let mut rng = StdRng::seed_from_u64(thread_seed(seed, 0));
+        let mut accepted = 0;
+        for m in 1..=moves {
+            if m % c.sync_every == 0 && best.final_latency().unwrap() < cur.latency {
+                cur = Line::of(&best, c.snapshot_every).unwrap();
+            }
+            let next = reference_neighbour(ls, &cur, &mut rng);
+            let temp = c.t_start * (c.t_end / c.t_start).powf(m as f64 / moves as f64);
+            let d = (next.latency - cur.latency) / cur.latency;
+            if d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0)) {
+                if next.latency < best.final_latency().unwrap() {
+                    best = next.game.clone();
+                }
+                cur = next;
+                accepted += 1;
+            }
+        }
+        (best, accepted)
+    }
+
+    fn counted(moves: usize, sync_every: usize) -> LocalSearch {
+        LocalSearch {
+            config: LocalSearchConfig {
+                moves: Some(moves),
+                sync_every,
+                ..LocalSearchConfig::default()
+            },
+        }
+    }
+
+    fn far() -> Limit {
+        Limit {
+            deadline: Instant::now() + Duration::from_secs(3600),
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn the_uniform_guide_plays_the_local_searchs_moves() {
+        let s = setup("alexnet");
+        let moves = 300;
+        let ls = counted(moves, 64);
+        for seed in [0, 7] {
+            let start = LocalSearch::start(&s, &[], &far(), &Incumbent::new(Instant::now()));
+            let start = start.unwrap();
+            let (want, accepted) = reference_chain(&ls, &start, seed, moves);
+            assert!(accepted > 10, "the chain must move: {accepted} accepted");
+            let incumbent = Incumbent::new(Instant::now());
+            ls.run_from(&s, &[], seed, &far(), &incumbent);
+            let got = incumbent.best().unwrap();
+            assert_eq!(got.actions(), want.actions(), "seed {seed}");
+            assert_eq!(got.final_latency(), want.final_latency());
+            assert_eq!(incumbent.moves(), moves as u64);
+        }
+    }
+
+    #[test]
+    fn a_counted_run_on_two_threads_repeats_per_seed() {
+        let s = setup("alexnet");
+        let ls = counted(120, 32);
+        let run = |seed| {
+            let incumbent = Incumbent::new(Instant::now());
+            let limit = Limit {
+                threads: 2,
+                ..far()
+            };
+            ls.run_from(&s, &[], seed, &limit, &incumbent);
+            assert_eq!(incumbent.moves(), 240);
+            let best = incumbent.best().unwrap();
+            let latencies: Vec<f64> = incumbent.curve().iter().map(|p| p.1).collect();
+            (best.actions(), latencies)
+        };
+        assert_eq!(run(3), run(3));
     }
 }

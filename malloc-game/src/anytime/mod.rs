@@ -5,17 +5,22 @@
 //! - `beam`: beam search at widths 1, 2, 4, ... until the deadline cuts the next one.
 //! - `local-search`: simulated annealing over the game's trajectories
 //!   ([`local_search`]): change a few decisions, replay, accept by the simulated latency.
+//!   Which decisions a move changes, and to what, is its [`MoveGuide`]'s choice
+//!   ([`UniformGuide`]: the local search's own; the agent guides it by its network).
 //!
 //! Every game they report is a finished game, so its mapping is valid; the caller scores
 //! them all with the same simulator ([`Game::final_latency`]).
 
+mod guide;
 pub mod local_search;
 mod restarts;
 
+pub use guide::{uniform_span, MoveGuide, Span, UniformGuide, MAX_CHANGED};
 pub use local_search::{Line, LocalSearch, LocalSearchConfig};
 pub use restarts::{BeamWidening, RandomRestarts};
 
 use crate::game::{Game, GameSetup};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,6 +30,8 @@ use std::time::{Duration, Instant};
 pub struct Incumbent {
     start: Instant,
     inner: Mutex<Found>,
+    /// Moves the solver has tried (those that count them: the local search's).
+    moves: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -40,6 +47,7 @@ impl Incumbent {
         Incumbent {
             start,
             inner: Mutex::new(Found::default()),
+            moves: AtomicU64::new(0),
         }
     }
 
@@ -77,6 +85,16 @@ impl Incumbent {
     /// The best game so far.
     pub fn best(&self) -> Option<Game> {
         self.lock().best.clone()
+    }
+
+    /// Counts `n` more moves tried (a solver's threads each add theirs).
+    pub fn add_moves(&self, n: u64) {
+        self.moves.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Moves tried so far, by the solvers that count them (0 for the others).
+    pub fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Relaxed)
     }
 
     /// (seconds since the start, best latency) at each improvement, in time order.
