@@ -38,8 +38,8 @@ pub use program::{
 };
 pub use sim::{Bound, LiveSim, OpState, OpTiming, SimReport, Simulator};
 pub use textfile::{
-    json_differences, objects_where_objects, parse_json, read_text, read_text_capped, TextFileError,
-    MAX_TEXT_BYTES,
+    json_differences, objects_where_objects, parse_json, read_text, read_text_capped,
+    TextFileError, MAX_TEXT_BYTES,
 };
 
 /// A seed for one role in one step of a seeded run (an iteration, a generation), apart from

@@ -595,8 +595,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mapping-typo-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = [
-            (r#""arrival":"prefetch""#, r#""arrival":"prefetch","evction":1"#, "`evction`"),
-            (r#""arrival":"prefetch""#, r#""arival":"prefetch""#, "`arival`"),
+            (
+                r#""arrival":"prefetch""#,
+                r#""arrival":"prefetch","evction":1"#,
+                "`evction`",
+            ),
+            (
+                r#""arrival":"prefetch""#,
+                r#""arival":"prefetch""#,
+                "`arival`",
+            ),
             (r#""offset":0"#, r#""offset":NaN"#, "`NaN`"),
         ];
         for (from, to, named) in cases {

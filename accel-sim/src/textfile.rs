@@ -162,7 +162,9 @@ fn found_at(text: &str, line: usize, column: usize, class: serde_json::error::Ca
     while start > 0 && in_token(chars[start - 1]) {
         start -= 1;
     }
-    let end = (at..chars.len()).find(|&k| !in_token(chars[k])).unwrap_or(chars.len());
+    let end = (at..chars.len())
+        .find(|&k| !in_token(chars[k]))
+        .unwrap_or(chars.len());
     let token: String = chars[start..end].iter().take(24).collect();
     match token.as_str() {
         "NaN" | "Infinity" | "-Infinity" | "inf" | "nan" => {
@@ -248,13 +250,16 @@ mod tests {
         assert_eq!(ok.holds.len(), 1);
         let e = parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": NaN}]}"#).unwrap_err();
         assert!(e.contains("holds[0].scale") && e.contains("`NaN`"), "{e}");
-        let e = parse_json::<Holds>(r#"{"holds": [{"offset": Infinity, "scale": 1}]}"#)
-            .unwrap_err();
-        assert!(e.contains("holds[0].offset") && e.contains("`Infinity`"), "{e}");
+        let e =
+            parse_json::<Holds>(r#"{"holds": [{"offset": Infinity, "scale": 1}]}"#).unwrap_err();
+        assert!(
+            e.contains("holds[0].offset") && e.contains("`Infinity`"),
+            "{e}"
+        );
         let e = parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": 1e400}]}"#).unwrap_err();
         assert!(e.contains("holds[0].scale") && e.contains("`1e400`"), "{e}");
-        let e =
-            parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": 1, "sclae": 2}]}"#).unwrap_err();
+        let e = parse_json::<Holds>(r#"{"holds": [{"offset": 1, "scale": 1, "sclae": 2}]}"#)
+            .unwrap_err();
         assert!(e.contains("holds[0]") && e.contains("sclae"), "{e}");
         let e = parse_json::<Holds>(r#"{"holds": []} x"#).unwrap_err();
         assert!(e.contains("trailing"), "{e}");

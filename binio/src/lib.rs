@@ -695,7 +695,10 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
             let e = write_bytes_atomic(&fifo, b"x").unwrap_err().to_string();
-            assert!(e.contains("pipe") && e.contains("a FIFO, not a regular file"), "{e}");
+            assert!(
+                e.contains("pipe") && e.contains("a FIFO, not a regular file"),
+                "{e}"
+            );
             use std::os::unix::fs::FileTypeExt;
             assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
         }
@@ -705,13 +708,22 @@ mod tests {
             .to_string();
         assert!(e.contains("/dev/null") && e.contains("a device"), "{e}");
         let names: Vec<_> = fs::read_dir(&dir.0).unwrap().collect();
-        assert_eq!(names.len(), usize::from(fifo.exists()), "no temporary file left");
+        assert_eq!(
+            names.len(),
+            usize::from(fifo.exists()),
+            "no temporary file left"
+        );
     }
 
     #[test]
     fn temporary_files_are_swept_and_nothing_else() {
         let dir = TempDir::new("sweep");
-        for name in [".results.json.tmp.42.0", ".x.tmp.1.2", "results.json", ".hidden"] {
+        for name in [
+            ".results.json.tmp.42.0",
+            ".x.tmp.1.2",
+            "results.json",
+            ".hidden",
+        ] {
             fs::write(dir.0.join(name), b"x").unwrap();
         }
         fs::create_dir(dir.0.join(".d.tmp.1.1")).unwrap();

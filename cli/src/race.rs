@@ -444,7 +444,14 @@ fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> R
 fn print_table(results: &[RaceResult]) {
     outln!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
-        "workload", "hardware", "solver", "best (us)", "vs xla", "gap", "primal", "improvements"
+        "workload",
+        "hardware",
+        "solver",
+        "best (us)",
+        "vs xla",
+        "gap",
+        "primal",
+        "improvements"
     );
     let mut xla = None;
     for r in results {

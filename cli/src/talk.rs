@@ -53,7 +53,8 @@ impl Talk {
                         Some(at) => at.elapsed() >= LOG_EVERY,
                     };
                     if due && !s.msg.is_empty() && !done.load(Ordering::SeqCst) {
-                        let line = format!("[{:>6.1} s] {}", started.elapsed().as_secs_f64(), s.msg);
+                        let line =
+                            format!("[{:>6.1} s] {}", started.elapsed().as_secs_f64(), s.msg);
                         bar.suspend(|| eprintln!("{line}"));
                         s.logged = Some(Instant::now());
                     }

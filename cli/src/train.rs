@@ -332,7 +332,11 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
 
 /// A new run of the cases of `--suite` or `--cases` (of one program when the file lists
 /// one case).
-fn start_cases(args: &TrainArgs, config: Option<TrainConfig>, bar: &ProgressBar) -> Result<Trainer> {
+fn start_cases(
+    args: &TrainArgs,
+    config: Option<TrainConfig>,
+    bar: &ProgressBar,
+) -> Result<Trainer> {
     let config = config_of(args, config)?;
     let (specs, origin) = match &args.cases {
         Some(path) => (read_cases(path)?, path.display().to_string()),
@@ -488,7 +492,10 @@ fn printed_as_json(summary: &TrainSummary, json: bool) -> Result<bool> {
     }
     outln!(
         "{} iterations, {} training steps, {} positions in {:.1} s",
-        summary.iterations, summary.train_steps, summary.positions, summary.elapsed_s
+        summary.iterations,
+        summary.train_steps,
+        summary.positions,
+        summary.elapsed_s
     );
     Ok(false)
 }
@@ -497,7 +504,11 @@ fn printed_as_json(summary: &TrainSummary, json: bool) -> Result<bool> {
 fn report_cases(summary: &TrainSummary, dir: &Path) {
     outln!(
         "{:<40} {:>11} {:>11} {:>8} {:>11}",
-        "case", "xla (us)", "best (us)", "vs xla", "eval (us)"
+        "case",
+        "xla (us)",
+        "best (us)",
+        "vs xla",
+        "eval (us)"
     );
     let us = |v: Option<f64>| v.map_or("-".to_string(), |l| format!("{:.2}", l * 1e6));
     for c in &summary.cases {

@@ -109,7 +109,10 @@ fn a_second_writer_of_a_run_folder_is_refused_naming_the_holder() {
             "{what}: {err}"
         );
         assert_eq!(err.trim().lines().count(), 1, "{what}: one line: {err}");
-        assert!(t0.elapsed() < Duration::from_secs(20), "{what}: refused late");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "{what}: refused late"
+        );
     };
     refused(train_diamond(&dir, &config, "50"), "train --out");
     let resume = bin(&["train", "--resume", dir.to_str().unwrap(), "--steps", "50"]);
@@ -220,8 +223,7 @@ fn a_lost_latest_json_is_recovered_never_wiped() {
     let (code, out, err) = resume(&["--steps", "61"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("latest.json is missing")
-            && err.contains(newest["dir"].as_str().unwrap()),
+        err.contains("latest.json is missing") && err.contains(newest["dir"].as_str().unwrap()),
         "{err}"
     );
     let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -234,8 +236,7 @@ fn a_lost_latest_json_is_recovered_never_wiped() {
     // Nothing complete left: every checkpoint.json gone with latest.json.
     std::fs::remove_file(dir.join("checkpoints/latest.json")).unwrap();
     for name in checkpoint_folders(&dir) {
-        std::fs::remove_file(dir.join("checkpoints").join(&name).join("checkpoint.json"))
-            .unwrap();
+        std::fs::remove_file(dir.join("checkpoints").join(&name).join("checkpoint.json")).unwrap();
     }
     let before = checkpoint_folders(&dir);
     let metrics = std::fs::read(dir.join("metrics.jsonl")).unwrap();
@@ -366,9 +367,15 @@ fn an_interrupt_mid_iteration_stops_within_moments() {
     let waited = sent.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(waited < Duration::from_secs(10), "stopped after {waited:?}: {err}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "stopped after {waited:?}: {err}"
+    );
     // The first iteration never completed: nothing to checkpoint, and the message says so.
-    assert!(err.contains("no iteration completed, so no checkpoint"), "{err}");
+    assert!(
+        err.contains("no iteration completed, so no checkpoint"),
+        "{err}"
+    );
     assert!(!dir.join("checkpoints/latest.json").exists(), "{err}");
     let summary: serde_json::Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();

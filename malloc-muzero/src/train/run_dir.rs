@@ -533,7 +533,7 @@ impl RunDir {
                 _ => {}
             }
         }
-        found.sort_by(|a, b| b.iteration.cmp(&a.iteration));
+        found.sort_by_key(|l| std::cmp::Reverse(l.iteration));
         Ok(found)
     }
 
