@@ -382,3 +382,53 @@ fn an_interrupt_mid_iteration_stops_within_moments() {
     assert_eq!(summary["interrupted"], true);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The smaller items: `replay --steps --json` carries the search's statistics of an agent
+/// game, and a damaged `best/game.game` is refused with how to go on without it.
+#[test]
+fn a_damaged_best_game_says_how_to_go_on_and_replay_shows_the_search() {
+    let root = folder("best-game");
+    let (dir, config) = (root.join("run"), config(&root));
+    let (code, _, err) = output(train_diamond(&dir, &config, "20"));
+    assert_eq!(code, 0, "{err}");
+    let best = dir.join("best/game.game");
+    let (code, out, err) = output(bin(&[
+        "replay",
+        best.to_str().unwrap(),
+        "--steps",
+        "--json",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let replay: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let turns = replay["turns"].as_array().unwrap();
+    assert!(!turns.is_empty());
+    for t in turns {
+        assert!(t["visits"].as_array().is_some_and(|v| !v.is_empty()), "{t}");
+        assert!(t["root_value"].as_f64().is_some(), "{t}");
+    }
+
+    let mut bytes = std::fs::read(&best).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&best, &bytes).unwrap();
+    let resume = || {
+        output(bin(&[
+            "train",
+            "--resume",
+            dir.to_str().unwrap(),
+            "--steps",
+            "25",
+            "--json",
+        ]))
+    };
+    let (code, _, err) = resume();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("game.game") && err.contains("move it aside"),
+        "{err}"
+    );
+    std::fs::rename(&best, dir.join("best/game.game.damaged")).unwrap();
+    let (code, _, err) = resume();
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
