@@ -7,7 +7,8 @@
 before optimization (NAME.lowered.hlo.txt), and XLA's own figures for them (xla.json:
 cost_analysis() and memory_analysis() of the compiled program, and which entry parameters
 hold weights), which bench-workloads/tests/hlo_xla.rs compares the loader against.
---bundle writes the bundled workloads' scheduled modules.
+--bundle writes the bundled workloads' scheduled modules (the module before optimization
+for those in jax_programs.BUNDLED_LOWERED).
 """
 
 from __future__ import annotations
@@ -91,8 +92,12 @@ def bundle(out):
         fn, args, weights, description = make()
         params = weight_parameters(args, weights)
         assert params == list(range(len(params))), "weights must be the first arguments"
-        compiled = jax.jit(fn, keep_unused=True).lower(*args).compile()
-        write(os.path.join(out, f"{name}.hlo.txt"), compiled.as_text())
+        lowered = jax.jit(fn, keep_unused=True).lower(*args)
+        if name in jax_programs.BUNDLED_LOWERED:
+            text = lowered.as_text(dialect="hlo")
+        else:
+            text = lowered.compile().as_text()
+        write(os.path.join(out, f"{name}.hlo.txt"), text)
         print(f"{name}: weights {len(params)}: {description}")
 
 

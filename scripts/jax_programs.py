@@ -298,4 +298,8 @@ BUNDLED = {
     "jax-convnet-train": convnet_train,
     "jax-mlp-train": mlp_train,
     "jax-rnn-scan": rnn_scan,
+    "jax-transformer-4l-train-lowered": transformer_train_4l,
 }
+
+# Bundled as the module before XLA's optimizations (every JAX op, program order).
+BUNDLED_LOWERED = {"jax-transformer-4l-train-lowered"}

@@ -31,7 +31,8 @@ def test_hlo_text_loads_without_jax_and_bad_text_names_the_line():
 
 def test_bundled_jax_programs_are_workloads():
     names = mmz.workloads()
-    for name in ("jax-transformer-4l-train", "jax-convnet-train", "jax-mlp-train", "jax-rnn-scan"):
+    bundled = ("jax-transformer-4l-train", "jax-transformer-4l-train-lowered", "jax-convnet-train", "jax-mlp-train", "jax-rnn-scan")
+    for name in bundled:
         assert name in names
     rows = mmz.evaluate("jax-mlp-train", ["xla", "greedy-size"], fast_capacity="1MiB")
     assert all(r["valid"] for r in rows)

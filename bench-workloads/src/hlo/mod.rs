@@ -32,7 +32,8 @@ pub struct Options {
 /// A JAX program bundled as a built-in workload.
 pub struct Bundled {
     pub name: &'static str,
-    /// The scheduled module's text, written by `scripts/export_jax_workloads.py`.
+    /// The module's text (scheduled; before optimization for a `-lowered` name), written
+    /// by `scripts/export_jax_hlo.py --bundle`.
     pub text: &'static str,
     /// Entry parameters `0..weights` are the model's weights (and optimizer state).
     pub weights: usize,
@@ -40,13 +41,19 @@ pub struct Bundled {
 }
 
 /// The JAX programs bundled as workloads (the JAX code is this project's own,
-/// `scripts/export_jax_workloads.py`; no data or code from elsewhere).
+/// `scripts/jax_programs.py`; no data or code from elsewhere).
 pub const EMBEDDED: &[Bundled] = &[
     Bundled {
         name: "jax-transformer-4l-train",
         text: include_str!("../../data/jax/jax-transformer-4l-train.hlo.txt"),
         weights: 79,
         description: "a training step of a 4-layer pre-LN transformer (d 128, 4 heads, FFN 512, GELU, causal) with a 512-token tied embedding, batch 8 x 64 tokens, next-token cross-entropy: jax.value_and_grad and Adam written by hand (scripts/jax_programs.py), jax 0.10.2 on CPU, f32",
+    },
+    Bundled {
+        name: "jax-transformer-4l-train-lowered",
+        text: include_str!("../../data/jax/jax-transformer-4l-train-lowered.hlo.txt"),
+        weights: 79,
+        description: "the training step of jax-transformer-4l-train as the module before XLA's optimizations (every JAX op in program order, no fusion): a 4-layer pre-LN transformer (d 128, 4 heads, FFN 512, GELU, causal) with a 512-token tied embedding, batch 8 x 64 tokens, next-token cross-entropy, jax.value_and_grad and Adam written by hand (scripts/jax_programs.py), jax 0.10.2, f32",
     },
     Bundled {
         name: "jax-convnet-train",
