@@ -5,6 +5,8 @@
 //! - [`train`]: the training driver (self-play and learner side by side, evaluation
 //!   against xla, checkpoints, resume, interrupts).
 //! - [`Agent`]: a trained agent loaded from a run folder, or the bundled [`generalist`].
+//! - [`GuidedSearch`]: the local search with its moves drawn from a network's policy
+//!   ([`NetGuide`]), or uniformly: the guides of issue 43's ablation ([`GuideKind`]).
 //!
 //! Evaluating it beside the other solvers (cases, the solver registry, the race) is the
 //! `harness` crate's.
@@ -14,9 +16,11 @@ mod env;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod generalist;
+mod guide;
 mod search_model;
 pub mod train;
 
 pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
 pub use env::MallocEnv;
+pub use guide::{GuideKind, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
 pub use search_model::SearchModel;

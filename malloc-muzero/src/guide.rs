@@ -1,0 +1,309 @@
+//! The network as the local search's guide (issue 43): the local search's machinery
+//! (lines, snapshots, repair, annealing, a chain per thread: [`malloc_game::anytime`])
+//! with the action of each re-decided turn drawn from the network's policy instead of
+//! uniformly.
+//!
+//! At a re-decided turn the guide plays the policy of the game's observation, masked to
+//! the legal actions other than the line's own there (at the move's first turn the line's
+//! action, at the later ones the line's repair), sampled at a temperature. The turns a move
+//! re-decides are the local search's ([`uniform_span`]). The network's cost per move is
+//! kept small by a cache of the policy of each turn of the chain's line: a move's first
+//! turn is a state of the line, so its policy is computed once per line and kept until a
+//! move accepted from an earlier turn changes it; the later re-decided turns follow a
+//! changed action, so they are inferred afresh (one observation, one row).
+//!
+//! [`GuideKind`] picks the guide, for the ablation of issue 43: `uniform` (the local
+//! search's own draws: no network), `untrained` (a network of the bundled generalist's
+//! shape with random weights), `bundled` (the bundled generalist), or a run folder's
+//! newest checkpoint. Every guide plays the game under its network's rules (the
+//! generalist's for `uniform` and `untrained`), so the four differ only in the guide.
+
+use crate::generalist;
+use crate::train::{self, TrainError};
+use crate::AgentError;
+use accel_sim::{Hardware, Program};
+use malloc_game::anytime::{
+    uniform_span, Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, UniformGuide,
+};
+use malloc_game::observation::{encode, observation_len};
+use malloc_game::{Game, GameOptions, GameSetup};
+use muzero::{device, Model, MuZeroNet};
+use rand::rngs::StdRng;
+use rand::Rng;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which guide chooses the guided search's moves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuideKind {
+    /// The local search's uniform draws (no network).
+    Uniform,
+    /// A network of the bundled generalist's shape, random weights from the seed.
+    Untrained,
+    /// The bundled generalist.
+    Bundled,
+    /// The newest checkpoint of a run folder.
+    Run(PathBuf),
+}
+
+impl GuideKind {
+    /// The names of the guides that need no folder, as solver suffixes take them.
+    pub const NAMES: &'static [&'static str] = &["uniform", "untrained", "bundled"];
+}
+
+impl std::str::FromStr for GuideKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "uniform" => Ok(GuideKind::Uniform),
+            "untrained" => Ok(GuideKind::Untrained),
+            "bundled" => Ok(GuideKind::Bundled),
+            _ => Err(format!(
+                "`{s}`: expected a guide, one of {}",
+                GuideKind::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// The temperature of the guide's sampling unless told otherwise: the policy as it is.
+pub const DEFAULT_GUIDE_TEMPERATURE: f32 = 1.0;
+
+/// The local search with its moves chosen by a [`GuideKind`].
+pub struct GuidedSearch {
+    kind: GuideKind,
+    /// The guide's network (`None` for the uniform guide).
+    net: Option<MuZeroNet>,
+    /// The game's rules the network was trained under.
+    options: GameOptions,
+    /// The local search it runs (its settings are the `local-search` solver's).
+    pub search: LocalSearch,
+    /// The temperature of the policy's sampling (> 0).
+    pub temperature: f32,
+}
+
+impl GuidedSearch {
+    /// The guided search of `kind`; `seed` draws an untrained network's weights.
+    pub fn new(kind: GuideKind, seed: u64) -> Result<GuidedSearch, AgentError> {
+        let (net, options) = match &kind {
+            GuideKind::Uniform => (None, generalist::info()?.options),
+            GuideKind::Untrained => {
+                let info = generalist::info()?;
+                let net =
+                    MuZeroNet::new(&info.network, seed, &device()).map_err(TrainError::from)?;
+                (Some(net), info.options)
+            }
+            GuideKind::Bundled => (Some(generalist::network()?), generalist::info()?.options),
+            GuideKind::Run(dir) => {
+                let info = train::read_run_info(dir)?;
+                (Some(train::load_network(dir)?), info.options)
+            }
+        };
+        Ok(GuidedSearch {
+            kind,
+            net,
+            options,
+            search: LocalSearch::default(),
+            temperature: DEFAULT_GUIDE_TEMPERATURE,
+        })
+    }
+
+    /// The guide.
+    pub fn kind(&self) -> &GuideKind {
+        &self.kind
+    }
+
+    /// The game's rules it plays under (its network's).
+    pub fn options(&self) -> &GameOptions {
+        &self.options
+    }
+
+    /// The game of `program` on `hw` under the guide's rules, or why the guide cannot play
+    /// it (the network's observation and action sizes must fit the game's).
+    pub fn setup(
+        &self,
+        program: &Arc<Program>,
+        hw: &Hardware,
+    ) -> Result<Arc<GameSetup>, AgentError> {
+        let incompatible = |msg: String| AgentError::Incompatible {
+            dir: match &self.kind {
+                GuideKind::Run(dir) => dir.display().to_string(),
+                _ => generalist::ORIGIN.to_string(),
+            },
+            program: program.name().to_string(),
+            hardware: hw.name.clone(),
+            msg,
+        };
+        let setup = GameSetup::new(Arc::clone(program), hw.clone(), self.options.clone())
+            .map_err(|e| incompatible(e.to_string()))?;
+        if let Some(net) = &self.net {
+            let obs = observation_len(setup.options());
+            let c = net.config();
+            if obs != c.observation_len || setup.action_count() != c.action_count {
+                return Err(incompatible(format!(
+                    "its network takes observations of {} and {} actions; this game has {obs} and {}",
+                    c.observation_len,
+                    c.action_count,
+                    setup.action_count()
+                )));
+            }
+        }
+        Ok(setup)
+    }
+
+    /// Searches `setup` (made by [`GuidedSearch::setup`]) until `limit`, as
+    /// [`LocalSearch::run_from`] does, each chain with its own guide. Returns the network
+    /// calls the guides made (one row each; 0 for the uniform guide).
+    pub fn run(
+        &self,
+        setup: &Arc<GameSetup>,
+        seed: u64,
+        limit: &Limit,
+        incumbent: &Incumbent,
+    ) -> u64 {
+        let temperature = self.temperature;
+        let net = self.net.as_ref();
+        let calls = AtomicU64::new(0);
+        let guides = |_: usize| -> Box<dyn MoveGuide + '_> {
+            match net {
+                Some(net) => Box::new(NetGuide::new(net, temperature).counting(&calls)),
+                None => Box::new(UniformGuide),
+            }
+        };
+        self.search
+            .run_guided(setup, &[], seed, limit, incumbent, &guides);
+        calls.load(Ordering::Relaxed)
+    }
+}
+
+/// A chain's network guide: the policy at each re-decided turn, the line's turns cached.
+pub struct NetGuide<'n> {
+    net: &'n MuZeroNet,
+    temperature: f32,
+    /// The policy logits of the line's turns computed so far, by turn.
+    cache: Vec<Option<Box<[f32]>>>,
+    obs: Vec<f32>,
+    mask: Vec<bool>,
+    weights: Vec<f64>,
+    inferences: u64,
+    /// Where its network calls are added when it is dropped.
+    total: Option<&'n AtomicU64>,
+}
+
+impl<'n> NetGuide<'n> {
+    pub fn new(net: &'n MuZeroNet, temperature: f32) -> NetGuide<'n> {
+        let c = net.config();
+        NetGuide {
+            net,
+            temperature: temperature.max(1e-6),
+            cache: Vec::new(),
+            obs: vec![0.0; c.observation_len],
+            mask: vec![false; c.action_count],
+            weights: vec![0.0; c.action_count],
+            inferences: 0,
+            total: None,
+        }
+    }
+
+    /// This guide adding its network calls to `total` when it is dropped.
+    pub fn counting(mut self, total: &'n AtomicU64) -> NetGuide<'n> {
+        self.total = Some(total);
+        self
+    }
+
+    /// Network calls so far (one row each).
+    pub fn inferences(&self) -> u64 {
+        self.inferences
+    }
+
+    /// The policy logits of `game`'s state; `None` if the network failed (it cannot, on a
+    /// game whose sizes [`GuidedSearch::setup`] checked).
+    fn infer(&mut self, game: &Game) -> Option<Box<[f32]>> {
+        encode(game, &mut self.obs);
+        self.inferences += 1;
+        let out = self.net.initial_inference(&self.obs, 1).ok()?;
+        Some(out.policy_logits.into_boxed_slice())
+    }
+
+    /// The policy at turn `t` of the line (`game` its state before `t`), from the cache.
+    fn line_policy(&mut self, t: usize, game: &Game) -> Option<Box<[f32]>> {
+        if let Some(Some(p)) = self.cache.get(t) {
+            return Some(p.clone());
+        }
+        let p = self.infer(game)?;
+        if self.cache.len() <= t {
+            self.cache.resize(t + 1, None);
+        }
+        self.cache[t] = Some(p.clone());
+        Some(p)
+    }
+}
+
+impl Drop for NetGuide<'_> {
+    fn drop(&mut self) {
+        if let Some(total) = self.total {
+            total.fetch_add(self.inferences, Ordering::Relaxed);
+        }
+    }
+}
+
+impl MoveGuide for NetGuide<'_> {
+    fn span(&mut self, line: &Line, mean_changed: f64, rng: &mut StdRng) -> Span {
+        uniform_span(line, mean_changed, rng)
+    }
+
+    fn action(&mut self, line: &Line, game: &Game, i: usize, rng: &mut StdRng) -> usize {
+        let t = game.turn();
+        let (logits, own) = if i == 0 {
+            (self.line_policy(t, game), line.action_at(t))
+        } else {
+            (self.infer(game), Some(line.repair(game)))
+        };
+        let Some(logits) = logits else {
+            return UniformGuide.action(line, game, i, rng);
+        };
+        game.legal_mask(&mut self.mask);
+        if let Some(a) = own.filter(|&a| a < self.mask.len()) {
+            self.mask[a] = false;
+        }
+        // Softmax at the temperature over the allowed actions, its maximum subtracted.
+        let tau = self.temperature as f64;
+        let top = logits
+            .iter()
+            .zip(&self.mask)
+            .filter(|(_, &ok)| ok)
+            .map(|(&l, _)| l as f64)
+            .fold(f64::NEG_INFINITY, f64::max);
+        if top == f64::NEG_INFINITY {
+            // No other legal action: the line's own (legal at turn 0 of a move, and the
+            // repair is legal by construction), as the uniform guide plays.
+            return own.unwrap_or(0);
+        }
+        let mut total = 0.0;
+        for ((w, &l), &ok) in self.weights.iter_mut().zip(logits.iter()).zip(&self.mask) {
+            *w = if ok {
+                ((l as f64 - top) / tau).exp()
+            } else {
+                0.0
+            };
+            total += *w;
+        }
+        let mut x = rng.random::<f64>() * total;
+        let mut last = 0;
+        for (a, &w) in self.weights.iter().enumerate() {
+            if w > 0.0 {
+                last = a;
+                if x < w {
+                    return a;
+                }
+                x -= w;
+            }
+        }
+        last
+    }
+
+    fn line_changed(&mut self, from: usize) {
+        self.cache.truncate(from);
+    }
+}

@@ -1,0 +1,134 @@
+//! The guided local search (issue 43): the uniform guide is the local search, a guided run
+//! repeats exactly per seed on two threads, and the bundled network loads and guides every
+//! held-out program. Counted runs (`LocalSearchConfig::moves`): a deadline would make the
+//! number of moves, and so the result, depend on the machine's speed.
+
+use accel_sim::{Hardware, Program, Simulator};
+use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
+use malloc_game::GameOptions;
+use malloc_muzero::generalist::HELD_OUT_WORKLOADS;
+use malloc_muzero::{GuideKind, GuidedSearch};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn counted(moves: usize) -> LocalSearch {
+    LocalSearch {
+        config: LocalSearchConfig {
+            moves: Some(moves),
+            sync_every: 16,
+            ..LocalSearchConfig::default()
+        },
+    }
+}
+
+fn limit(threads: usize) -> Limit {
+    Limit {
+        deadline: Instant::now() + Duration::from_secs(3600),
+        threads,
+    }
+}
+
+fn alexnet() -> (Arc<Program>, Hardware) {
+    let program = Arc::new(bench_workloads::load("alexnet").unwrap());
+    let hw = Hardware::tpu_v4i_like().with_capacity(1, 16 << 20).unwrap();
+    (program, hw)
+}
+
+/// The best game's actions and latency, the moves and the network calls of one run.
+fn run(
+    search: &GuidedSearch,
+    program: &Arc<Program>,
+    hw: &Hardware,
+    seed: u64,
+    threads: usize,
+) -> (Vec<usize>, f64, u64, u64) {
+    let setup = search.setup(program, hw).unwrap();
+    let incumbent = Incumbent::new(Instant::now());
+    let calls = search.run(&setup, seed, &limit(threads), &incumbent);
+    let best = incumbent.best().unwrap();
+    let mapping = best.mapping();
+    mapping.validate(program, hw).unwrap();
+    let latency = Simulator::new(program, hw).run(&mapping, false).latency_s;
+    assert_eq!(Some(latency), best.final_latency());
+    (best.actions(), latency, incumbent.moves(), calls)
+}
+
+#[test]
+fn the_uniform_guide_plays_the_local_searchs_moves() {
+    let (program, hw) = alexnet();
+    let mut guided = GuidedSearch::new(GuideKind::Uniform, 0).unwrap();
+    guided.search = counted(60);
+    // On one fast level the guide's rules (the generalist's) are the race's defaults.
+    assert_eq!(guided.options(), &GameOptions::default());
+    let got = run(&guided, &program, &hw, 5, 2);
+    let setup =
+        malloc_game::GameSetup::new(Arc::clone(&program), hw.clone(), GameOptions::default())
+            .unwrap();
+    let incumbent = Incumbent::new(Instant::now());
+    counted(60).run_from(&setup, &[], 5, &limit(2), &incumbent);
+    let best = incumbent.best().unwrap();
+    assert_eq!(got.0, best.actions());
+    assert_eq!(Some(got.1), best.final_latency());
+    assert_eq!((got.2, got.3), (incumbent.moves(), 0));
+}
+
+#[test]
+fn a_guided_run_on_two_threads_repeats_exactly_per_seed() {
+    let (program, hw) = alexnet();
+    for kind in [GuideKind::Bundled, GuideKind::Untrained] {
+        let mut guided = GuidedSearch::new(kind.clone(), 0).unwrap();
+        guided.search = counted(48);
+        let first = run(&guided, &program, &hw, 11, 2);
+        assert_eq!(first.2, 96, "{kind:?}");
+        assert!(first.3 >= 48, "{kind:?}: {} network calls", first.3);
+        assert_eq!(first, run(&guided, &program, &hw, 11, 2), "{kind:?}");
+    }
+}
+
+fn held_out_programs() -> Vec<Program> {
+    let mut programs: Vec<Program> = HELD_OUT_WORKLOADS
+        .iter()
+        .map(|w| bench_workloads::load(w).unwrap())
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-workloads/heldout");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 6,
+        "{} files in {}",
+        files.len(),
+        dir.display()
+    );
+    for f in files {
+        programs.push(bench_workloads::load(f.to_str().unwrap()).unwrap());
+    }
+    programs
+}
+
+/// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB.
+#[test]
+fn the_bundled_network_loads_and_guides_every_held_out_program() {
+    let mut guided = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    guided.search = counted(6);
+    let hw = Hardware::tpu_v4i_like().with_capacity(1, 8 << 20).unwrap();
+    for program in held_out_programs() {
+        let name = program.name().to_string();
+        let (_, _, moves, calls) = run(&guided, &Arc::new(program), &hw, 0, 1);
+        assert_eq!(moves, 6, "{name}");
+        assert!(calls >= 6, "{name}: {calls} network calls");
+    }
+}
+
+#[test]
+fn guides_parse_by_name() {
+    assert_eq!("bundled".parse(), Ok(GuideKind::Bundled));
+    assert_eq!("untrained".parse(), Ok(GuideKind::Untrained));
+    assert_eq!("uniform".parse(), Ok(GuideKind::Uniform));
+    let err = "learned".parse::<GuideKind>().unwrap_err();
+    assert!(err.contains("uniform, untrained, bundled"), "{err}");
+}
