@@ -26,8 +26,9 @@ pub struct RaceArgs {
     /// Wall-clock seconds each solver gets.
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
-    /// Solvers (repeat the flag; default all): xla, xla-repack, greedy-size, beam,
-    /// local-search, random, muzero, egrl, egrl-ea, egrl-pg, egrl-dp, exact.
+    /// Solvers (repeat the flag; default all but the guided ones): xla, xla-repack,
+    /// greedy-size, beam, local-search, random, muzero, guided-uniform, guided-untrained,
+    /// guided-bundled, egrl, egrl-ea, egrl-pg, egrl-dp, exact.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -84,7 +85,7 @@ fn version_1() -> u32 {
 
 pub fn run(args: &RaceArgs) -> Result<()> {
     let solvers: Vec<String> = if args.solvers.is_empty() {
-        harness::registry::race_names()
+        harness::registry::race_default_names()
             .iter()
             .map(|s| s.to_string())
             .collect()

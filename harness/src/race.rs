@@ -4,7 +4,9 @@
 //! Solvers: the baselines (`xla`, `xla-repack`, `greedy-size`: instant, one point each),
 //! the anytime game solvers (`beam`, `local-search`, `random`: see
 //! [`malloc_game::anytime`]) and `muzero` (a training run, from scratch or continuing a run
-//! folder, whose best counts only the agent's own games), and EGRL's solvers (`egrl`,
+//! folder, whose best counts only the agent's own games), the guided local searches
+//! (`guided-uniform`, `guided-untrained`, `guided-bundled`: the local search with its
+//! moves drawn by a network's policy, [`malloc_muzero::GuidedSearch`]), and EGRL's solvers (`egrl`,
 //! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
 //! crate), and `exact` (the MIP solver, which proves its optimum where it can; its proof
 //! gives every result of the case its gap to the optimum). Every result is the solver's
@@ -17,6 +19,7 @@ use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
 use malloc_game::{GameOptions, GameSetup};
 use malloc_muzero::train::{Limits, TrainConfig, TrainError, Trainer};
+use malloc_muzero::{GuideKind, GuidedSearch};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -37,6 +40,9 @@ pub enum RaceError {
     Game(#[from] malloc_game::GameError),
     #[error(transparent)]
     Egrl(#[from] egrl::EgrlError),
+    /// A guided search's network could not be loaded or does not fit the case.
+    #[error(transparent)]
+    Guide(#[from] malloc_muzero::AgentError),
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
     #[error("{0}")]
@@ -112,6 +118,10 @@ pub struct RaceResult {
     /// ([`settings_of`]): a saved result is reused only under the same settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<serde_json::Value>,
+    /// Moves tried, for the solvers that count them (the local search and the guided
+    /// searches): their speed is `moves / seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves: Option<u64>,
 }
 
 /// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
@@ -184,6 +194,15 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             set("checkpoint", checkpoint.into());
         }
         _ if egrl::SOLVER_NAMES.contains(&name) => set("egrl", serde_json::json!(config.egrl)),
+        _ if guide_of(name).is_some() => {
+            // The guided searches play under their network's rules, not the race's.
+            let options = malloc_muzero::generalist::info().map(|i| i.options);
+            set(
+                "options",
+                serde_json::json!(options.unwrap_or(config.options.clone())),
+            );
+            set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
+        }
         _ => set("options", serde_json::json!(config.options)),
     }
     v
@@ -306,6 +325,7 @@ pub fn race_case(
     let t0 = Instant::now();
     let mut evaluations_curve = Vec::new();
     let mut proof = None;
+    let mut moves = None;
     let (curve, mapping, run_dir) = match name {
         "exact" => {
             let exact = exact::ExactConfig {
@@ -361,6 +381,22 @@ pub fn race_case(
                 .collect();
             (curve, outcome.mapping, None)
         }
+        _ if guide_of(name).is_some() => {
+            let kind = guide_of(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let search = GuidedSearch::new(kind, config.seed)?;
+            let setup = search.setup(&case.program, &case.hw)?;
+            let incumbent = Incumbent::new(t0);
+            let limit = Limit {
+                deadline: t0 + Duration::from_secs_f64(config.seconds),
+                threads: config.threads,
+            };
+            watch(&incumbent, &limit, on_best, || {
+                search.run(&setup, config.seed, &limit, &incumbent);
+            });
+            moves = Some(incumbent.moves()).filter(|&n| n > 0);
+            let best = incumbent.best().map(|g| g.mapping());
+            (incumbent.curve(), best, None)
+        }
         _ => {
             let solver = anytime_solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let setup = GameSetup::new(
@@ -377,6 +413,7 @@ pub fn race_case(
                 solver.run(&setup, config.seed, &limit, &incumbent)
             });
             let best = incumbent.best().map(|g| g.mapping());
+            moves = Some(incumbent.moves()).filter(|&n| n > 0);
             (incumbent.curve(), best, None)
         }
     };
@@ -397,6 +434,7 @@ pub fn race_case(
         gap_to_bound: None,
         primal_integral: None,
         settings: Some(settings_of(case, name, config)),
+        moves,
     };
     if let Some(m) = mapping {
         if let Ok((latency, proxy)) = measure(case, &m) {
@@ -412,6 +450,15 @@ pub fn race_case(
         result.mapping = Some(m);
     }
     Ok(result)
+}
+
+/// What the guided solvers' names start with; the rest names the guide
+/// ([`malloc_muzero::GuideKind`]).
+pub const GUIDED_PREFIX: &str = "guided-";
+
+/// The guide of a guided solver's name (`guided-bundled`: the bundled generalist).
+pub(crate) fn guide_of(name: &str) -> Option<GuideKind> {
+    name.strip_prefix(GUIDED_PREFIX)?.parse().ok()
 }
 
 /// A mapping of `case` validated, then its simulated and cost-model latencies; `Err` is

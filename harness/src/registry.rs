@@ -64,6 +64,24 @@ pub const SOLVERS: &[Entry] = &[
         true,
         "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; the race trains it",
     ),
+    entry(
+        "guided-uniform",
+        false,
+        true,
+        "the local search under the bundled network's rules, its moves uniform (the ablation's baseline; not raced unless named)",
+    ),
+    entry(
+        "guided-untrained",
+        false,
+        true,
+        "the local search with each re-decided turn drawn from an untrained network's policy (not raced unless named)",
+    ),
+    entry(
+        "guided-bundled",
+        false,
+        true,
+        "the local search with each re-decided turn drawn from the bundled generalist's policy (not raced unless named)",
+    ),
     entry("egrl", false, true, "EGRL: evolution beside a SAC learner (docs/egrl.md)"),
     entry("egrl-ea", false, true, "EGRL's evolution alone"),
     entry("egrl-pg", false, true, "EGRL's learner alone"),
@@ -98,6 +116,15 @@ pub fn race_names() -> Vec<&'static str> {
     SOLVERS.iter().filter(|e| e.race).map(|e| e.name).collect()
 }
 
+/// The solvers a race runs when none is named: [`race_names`] but the guided searches,
+/// issue 43's ablation, raced only when named.
+pub fn race_default_names() -> Vec<&'static str> {
+    race_names()
+        .into_iter()
+        .filter(|n| !n.starts_with(crate::race::GUIDED_PREFIX))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +156,18 @@ mod tests {
         }
         let race: Vec<String> = race_names().iter().map(|s| s.to_string()).collect();
         assert!(crate::race::check_solvers(&race).is_ok());
+        // Every guided name names a guide, and every guide that needs no folder is raced.
+        for n in race
+            .iter()
+            .filter(|n| n.starts_with(crate::race::GUIDED_PREFIX))
+        {
+            assert!(crate::race::guide_of(n).is_some(), "{n}");
+        }
+        for g in malloc_muzero::GuideKind::NAMES {
+            let n = format!("{}{g}", crate::race::GUIDED_PREFIX);
+            assert!(race.contains(&n), "{n} is not registered");
+            assert!(!race_default_names().contains(&n.as_str()));
+        }
         assert!(crate::race::check_solvers(&["greedy".to_string()]).is_err());
     }
 }

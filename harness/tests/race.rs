@@ -144,3 +144,31 @@ fn keeping_checkpoints_is_not_a_setting_of_the_agents_result() {
         ["train.batch_size"]
     );
 }
+
+/// The guided searches race like the local search: a valid best mapping, a curve ending
+/// at it, their moves counted; their settings name the guide; a guide that is not one is
+/// an unknown solver.
+#[test]
+fn the_guided_searches_race_and_count_their_moves() {
+    let case = Case::named(Some("diamond"), None, Some("4MiB")).unwrap();
+    let config = RaceConfig {
+        seconds: 0.3,
+        threads: 2,
+        seed: 0,
+        options: GameOptions::default(),
+        train: TrainConfig::default(),
+        checkpoint: None,
+        agent_dir: None,
+        egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::default(),
+    };
+    for name in ["guided-uniform", "guided-untrained", "guided-bundled"] {
+        let r = race_case(&case, name, &config, &mut |_, _| {}).unwrap();
+        assert!(r.valid, "{name}");
+        assert_eq!(r.curve.last().map(|p| p.1), r.best_latency_s, "{name}");
+        assert!(r.moves.is_some_and(|n| n > 0), "{name}: {:?}", r.moves);
+        let guide = name.trim_start_matches("guided-");
+        assert_eq!(r.settings.unwrap()["guide"], guide, "{name}");
+    }
+    assert!(harness::race::check_solvers(&["guided-nope".to_string()]).is_err());
+}
