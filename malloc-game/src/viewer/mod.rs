@@ -121,12 +121,12 @@ pub struct TurnTable {
     pub latency: Vec<f64>,
 }
 
-/// Each turn's legal actions: turn `t` owns rows `start[t]..start[t + 1]`.
+/// The legal actions of the turns that keep them ([`ViewLimits::alternative_turns`]):
+/// turn `turn[k]` owns rows `start[k]..start[k + 1]`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AlternativeTable {
+    pub turn: Vec<u32>,
     pub start: Vec<u32>,
-    /// Whether turn `t`'s alternatives were computed ([`ViewLimits::alternative_turns`]).
-    pub known: Vec<u8>,
     pub action: Vec<u32>,
     /// The offset of the chunk the action places (-1: action 0, level 0).
     pub offset: Vec<i64>,
@@ -290,10 +290,9 @@ impl GameView {
             turns.use_op.push(use_op as u32);
             turns.pass.push(pass as u8);
             turns.action.push(action as u32);
-            alts.start.push(alts.action.len() as u32);
-            let known = t % alt_every == 0;
-            alts.known.push(u8::from(known));
-            if known {
+            if t % alt_every == 0 {
+                alts.turn.push(t as u32);
+                alts.start.push(alts.action.len() as u32);
                 alternatives(&g, &mut alts);
             }
             let from = (g.pass(), g.next_in_order());

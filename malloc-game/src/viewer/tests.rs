@@ -69,6 +69,7 @@ fn alternatives_give_the_latency_each_move_would() {
     let mut g = setup.start();
     let mut checked = 0;
     for (t, &a) in game.actions().iter().enumerate() {
+        assert_eq!(alts.turn[t], t as u32);
         let rows = alts.start[t] as usize..alts.start[t + 1] as usize;
         let legal: Vec<usize> = rows.clone().map(|i| alts.action[i] as usize).collect();
         assert_eq!(legal, g.legal_actions(), "turn {t}");
@@ -95,8 +96,10 @@ fn limits_leave_out_what_they_say() {
         op_names: 3,
     };
     let small = GameView::of(&game, "greedy", 0, None, &limits);
-    let kept = small.alternatives.known.iter().filter(|&&k| k == 1).count();
+    let kept = small.alternatives.turn.len();
     assert!((1..=5).contains(&kept), "{kept}");
+    assert_eq!(small.alternatives.start.len(), kept + 1);
+    assert_eq!(full.alternatives.turn.len(), full.turns());
     assert_eq!(small.allocations.buffer.len(), 10);
     assert!(full.allocations.buffer.len() > 10);
     assert!(small.op_names.is_none());

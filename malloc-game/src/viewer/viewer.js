@@ -20,8 +20,11 @@
     for (const c of kids) if (c != null) e.append(c);
     return e;
   }
-  const us = (s) => (s * 1e6).toFixed(3) + " µs";
-  const signedUs = (s) => (s > 0 ? "+" : s < 0 ? "−" : "±") + Math.abs(s * 1e6).toFixed(3) + " µs";
+  // Latencies carry seven significant digits: at most three decimals of a microsecond,
+  // fewer for a latency of many milliseconds.
+  const decimals = (x) => Math.max(0, Math.min(3, 6 - Math.floor(Math.log10(Math.max(Math.abs(x), 1e-9)))));
+  const us = (s) => (s * 1e6).toFixed(decimals(s * 1e6)) + " µs";
+  const signedUs = (s) => (s > 0 ? "+" : s < 0 ? "−" : "±") + Math.abs(s * 1e6).toFixed(decimals(s * 1e6)) + " µs";
   function bytes(b) {
     if (b >= 1 << 30) return (b / (1 << 30)).toFixed(2) + " GiB";
     if (b >= 1 << 20) return (b / (1 << 20)).toFixed(2) + " MiB";
@@ -54,6 +57,9 @@
     G.S = new Float64Array(G.T + 1);
     G.S[0] = G.s0;
     for (let t = 0; t < G.T; t++) G.S[t + 1] = G.turns.latency[t];
+    // Turn -> its row block in the alternatives (-1: left out).
+    G.altOf = new Int32Array(G.T).fill(-1);
+    G.alternatives.turn.forEach((t, k) => (G.altOf[t] = k));
     G.levelIndex = {};
     G.levels.forEach((l, i) => (G.levelIndex[l.level] = i));
     return G;
@@ -168,7 +174,9 @@
     c.globalAlpha = hot ? 1 : 0.85;
     c.fillRect(x0, y0, w, h);
     c.globalAlpha = 1;
-    if (al.prefetch[i]) {
+    // Marks on a rectangle narrower than a few pixels would hide the map (a large program).
+    const marks = hot || w >= 3;
+    if (al.prefetch[i] && marks) {
       // The copy in flight, from its issue to the first use it serves: hatched.
       if (al.firstUse[i] > al.start[i]) {
         c.fillStyle = hatch(c);
@@ -177,7 +185,7 @@
       c.strokeStyle = "#222"; c.lineWidth = 1.2;
       c.beginPath(); c.moveTo(x0, y0 - 2); c.lineTo(x0, y1 + 2); c.stroke();
     }
-    if (al.evict[i] >= 0) {
+    if (al.evict[i] >= 0 && marks) {
       const xe = xs(Math.min(al.evict[i] + 1, G.ops));
       c.strokeStyle = G.evict_colour; c.lineWidth = 1.5;
       c.beginPath(); c.moveTo(xe, y0 - 2); c.lineTo(xe, y1 + 2); c.stroke();
@@ -250,9 +258,11 @@
     const xs = (t) => PAD_L + (t / N) * W, ys = (v) => top + ch - ((v - lo) / (hi - lo)) * ch;
     c.fillStyle = "#fbfbfb"; c.fillRect(PAD_L, top, W, ch);
     c.strokeStyle = "#e3e3e3"; c.fillStyle = "#555"; c.font = "11px sans-serif"; c.textAlign = "right";
-    const st = niceStep((hi - lo) * 1e6, 6);
-    for (let v = Math.ceil((lo * 1e6) / st) * st; v <= hi * 1e6; v += st) {
-      const y = ys(v / 1e6);
+    // Microseconds, or milliseconds where the labels would be long.
+    const [scale, unit] = hi >= 0.1 ? [1e3, "ms"] : [1e6, "µs"];
+    const st = niceStep((hi - lo) * scale, 6);
+    for (let v = Math.ceil((lo * scale) / st) * st; v <= hi * scale; v += st) {
+      const y = ys(v / scale);
       c.beginPath(); c.moveTo(PAD_L, y); c.lineTo(PAD_L + W, y); c.stroke();
       c.fillText(String(+v.toFixed(3)), PAD_L - 4, y + 4);
     }
@@ -260,7 +270,7 @@
     const xst = Math.max(1, Math.round(niceStep(N, 10)));
     for (let v = 0; v <= N; v += xst) c.fillText(String(v), xs(v), top + ch + 12);
     c.fillText("turn", PAD_L + W / 2, top + ch + 25);
-    c.save(); c.translate(14, top + ch / 2); c.rotate(-Math.PI / 2); c.fillText("S so far (µs)", 0, 0); c.restore();
+    c.save(); c.translate(14, top + ch / 2); c.rotate(-Math.PI / 2); c.fillText("S so far (" + unit + ")", 0, 0); c.restore();
     games.forEach((g, gi) => {
       c.strokeStyle = colours[gi]; c.lineWidth = 1.5; c.beginPath();
       // One vertex per pixel column at most (min and max within it).
@@ -344,9 +354,14 @@
     box.append(alternatives(G, t, other));
     return box;
   }
+  // The rows of turn t's alternatives ([0, 0] when left out).
+  function altRows(G, t) {
+    const k = G.altOf[t], A = G.alternatives;
+    return k < 0 ? [0, 0] : [A.start[k], A.start[k + 1]];
+  }
   function takenOffset(G, t) {
-    const A = G.alternatives, a = G.turns.action[t];
-    for (let i = A.start[t]; i < A.start[t + 1]; i++)
+    const A = G.alternatives, a = G.turns.action[t], [r0, r1] = altRows(G, t);
+    for (let i = r0; i < r1; i++)
       if (A.action[i] === a && A.offset[i] >= 0) return el("span", { class: "sub", text: " at offset " + bytes(A.offset[i]) });
     return null;
   }
@@ -364,7 +379,8 @@
       root = S.root_value[t];
       for (let i = S.start[t]; i < S.start[t + 1]; i++) { visits.set(S.action[i], S.visits[i]); vmax = Math.max(vmax, S.visits[i]); }
     }
-    if (!A.known[t]) {
+    const [r0, r1] = altRows(G, t);
+    if (G.altOf[t] < 0) {
       box.append(el("div", { class: "sub", text: "alternatives of this turn not computed (left out to keep the file small)" }));
       return box;
     }
@@ -373,15 +389,15 @@
       if (A.delta[i] != null) return A.delta[i];
       // Other slots: the slot-0 latency of the same mode (they differ only in offset).
       const name = G.action_names[A.action[i]].replace(/slot \d+$/, "slot 0");
-      for (let j = A.start[t]; j < A.start[t + 1]; j++) if (G.action_names[A.action[j]] === name && A.delta[j] != null) return A.delta[j];
+      for (let j = r0; j < r1; j++) if (G.action_names[A.action[j]] === name && A.delta[j] != null) return A.delta[j];
       return null;
     };
-    for (let i = A.start[t]; i < A.start[t + 1]; i++) if (A.action[i] === T.action[t]) takenDelta = deltaOf(i);
+    for (let i = r0; i < r1; i++) if (A.action[i] === T.action[t]) takenDelta = deltaOf(i);
     const head = el("tr", {}, el("th", { class: "l", text: "legal action" }), el("th", { text: "offset" }),
       el("th", { text: "S after move" }), el("th", { text: "vs taken" }));
     if (searched) head.append(el("th", { text: "visits" }));
     const body = el("tbody");
-    for (let i = A.start[t]; i < A.start[t + 1]; i++) {
+    for (let i = r0; i < r1; i++) {
       const a = A.action[i], d = deltaOf(i);
       const cls = a === T.action[t] ? "taken" : a === other ? "other" : "";
       const vs = d == null || takenDelta == null ? "" : signedUs(d - takenDelta);
