@@ -8,12 +8,15 @@
 //! (`train-egrl`) and exact (the exact solver's limits and status).
 //! Errors print one line and exit with status 2; nothing here panics on input.
 
+#[macro_use]
+mod output;
 mod bench;
 mod case;
 mod egrl;
 mod evaluate;
 mod play;
 mod race;
+mod talk;
 mod train;
 mod viewer;
 
@@ -91,6 +94,7 @@ fn main() {
     // small matrices (see muzero::network).
     muzero::keep_candle_elementwise_single_threaded();
     muzero::keep_candle_matmuls_single_threaded();
+    ignore_file_size_signal();
     let cli = parse_args();
     let result = match cli.command {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),
@@ -112,6 +116,19 @@ fn main() {
     }
 }
 
+/// A write past the file-size limit (`ulimit -f`) raises SIGXFSZ, whose default action
+/// kills the process with no message and leaves the write's temporary file behind.
+/// Ignored, the write fails with `File too large` instead, which is reported (naming the
+/// file) and cleaned up like any other failed write.
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with SIG_IGN installs no handler code; it runs before any thread
+    // of this process starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// The command line, with a negative number taken as a flag's value (`--seconds -1` is
 /// then refused by the flag's own check, naming it) rather than as an unknown flag.
 fn parse_args() -> Cli {
@@ -129,7 +146,11 @@ fn one_line(e: &anyhow::Error) -> String {
     let mut msg = e.to_string();
     for cause in e.chain().skip(1) {
         let c = cause.to_string();
-        if !msg.contains(&c) {
+        if c.contains(&msg) {
+            // A context that only named the file its cause names too (`X`, then
+            // `X: cannot write: ...`): the cause says it all, once.
+            msg = c;
+        } else if !msg.contains(&c) {
             msg.push_str(": ");
             msg.push_str(&c);
         }
@@ -155,7 +176,7 @@ fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
     let text = bench_workloads::json::to_json(&program, None);
     binio::write_bytes_atomic(out, text.as_bytes())
         .with_context(|| format!("{}", out.display()))?;
-    println!(
+    outln!(
         "{}: {} ops, {} buffers -> {}",
         program.name(),
         program.len(),
@@ -186,15 +207,20 @@ fn workloads(json: bool) -> Result<()> {
         }));
     }
     if json {
-        println!("{}", serde_json::json!({ "workloads": rows }));
+        outln!("{}", serde_json::json!({ "workloads": rows }));
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<18} {:>6} {:>8} {:>10} {:>11} {:>11}",
-        "workload", "ops", "buffers", "GFLOPs", "weights", "peak live"
+        "workload",
+        "ops",
+        "buffers",
+        "GFLOPs",
+        "weights",
+        "peak live"
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:<18} {:>6} {:>8} {:>10.2} {:>11} {:>11}",
             r["name"].as_str().unwrap_or_default(),
             r["ops"].as_u64().unwrap_or_default(),
@@ -213,13 +239,16 @@ fn hardware(json: bool) -> Result<()> {
         .map(|n| accel_sim::Hardware::preset(n).map(|h| h.to_file()))
         .collect::<Result<_, _>>()?;
     if json {
-        println!("{}", serde_json::json!({ "hardware": all }));
+        outln!("{}", serde_json::json!({ "hardware": all }));
         return Ok(());
     }
     for h in &all {
-        println!(
+        outln!(
             "{}: {} TFLOP/s peak, {} us per op, {} DMA engine(s)",
-            h.name, h.peak_tflops, h.op_overhead_us, h.dma.engines
+            h.name,
+            h.peak_tflops,
+            h.op_overhead_us,
+            h.dma.engines
         );
         for (i, l) in h.levels.iter().enumerate() {
             let cap = match &l.capacity {
@@ -227,9 +256,13 @@ fn hardware(json: bool) -> Result<()> {
                 Some(accel_sim::ByteSize::Bytes(b)) => accel_sim::format_size(*b),
                 Some(accel_sim::ByteSize::Text(t)) => t.clone(),
             };
-            println!(
+            outln!(
                 "  level {i} {:<6} {:>10}  read {:>7} GB/s  write {:>7} GB/s  align {} B",
-                l.name, cap, l.read_gb_per_s, l.write_gb_per_s, l.alignment
+                l.name,
+                cap,
+                l.read_gb_per_s,
+                l.write_gb_per_s,
+                l.alignment
             );
         }
     }
@@ -255,15 +288,20 @@ fn suite(json: bool) -> Result<()> {
         }));
     }
     if json {
-        println!("{}", serde_json::json!({ "suite": rows }));
+        outln!("{}", serde_json::json!({ "suite": rows }));
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<18} {:<13} {:>12} {:>16} {:>10} {:>12}",
-        "workload", "hardware", "fast cap", "beneficial peak", "x cap", "peak live"
+        "workload",
+        "hardware",
+        "fast cap",
+        "beneficial peak",
+        "x cap",
+        "peak live"
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:<18} {:<13} {:>12} {:>16} {:>9.1}x {:>12}",
             r["workload"].as_str().unwrap_or_default(),
             r["hardware"].as_str().unwrap_or_default(),
@@ -273,7 +311,7 @@ fn suite(json: bool) -> Result<()> {
             format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
         );
     }
-    println!("\nbeneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
+    outln!("\nbeneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
     Ok(())
 }
 
@@ -290,5 +328,25 @@ pub(crate) fn positive_seconds(text: &str) -> Result<f64, String> {
         Err(format!(
             "`{text}`: must be more than 0 and at most 86400 seconds"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+    use anyhow::Context;
+
+    #[test]
+    fn a_path_is_said_once() {
+        let write: std::result::Result<(), binio::BinError> = Err(binio::BinError::Write {
+            path: "out/x.json".into(),
+            source: std::io::Error::other("File too large"),
+        });
+        let e = write.context("out/x.json").unwrap_err();
+        assert_eq!(one_line(&e), "out/x.json: cannot write: File too large");
+        let e = anyhow::anyhow!("bad value")
+            .context("field x")
+            .context("config.json");
+        assert_eq!(one_line(&e), "config.json: field x: bad value");
     }
 }

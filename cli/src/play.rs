@@ -87,9 +87,8 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
             let tag = player.name().replace(':', "-");
             let file = format!("{}-{tag}-{seed}.game", program.name());
             let path = dir.join(malloc_game::record::safe_file_name(&file));
-            GameRecord::from_game(&game, &player.name(), seed, None)?
-                .save(&path)
-                .with_context(|| format!("saving {}", path.display()))?;
+            // The save's error names the file already.
+            GameRecord::from_game(&game, &player.name(), seed, None)?.save(&path)?;
         }
         if !args.json {
             let line = format!(
@@ -100,7 +99,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
             );
             // A hidden bar (output not a terminal) swallows its println.
             if bar.is_hidden() {
-                println!("{line}");
+                outln!("{line}");
             } else {
                 bar.println(line);
             }
@@ -119,19 +118,22 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let (ret, row, seed) = best.context("at least one episode")?;
+    let (ret, mut row, seed) = best.context("at least one episode")?;
+    // The case's best proven bound (the checked-in proofs too), as evaluate prints it: the
+    // physical limit alone is far weaker (156 against 279 us on alexnet).
+    harness::evaluate::fill_gaps(std::slice::from_mut(&mut row), &case)?;
     if args.json {
         let mut b = serde_json::to_value(&row)?;
         b["seed"] = seed.into();
         b["return"] = ret.into();
-        println!("{}", serde_json::json!({ "episodes": episodes, "best": b }));
+        outln!("{}", serde_json::json!({ "episodes": episodes, "best": b }));
     } else {
-        println!(
-            "best: seed {seed}, return {ret:+.5}, latency {:.2} us ({:.4}x vs xla at {:.2} us; bound {:.2} us)",
+        outln!(
+            "best: seed {seed}, return {ret:+.5}, latency {:.2} us ({:.4}x vs xla at {:.2} us; {})",
             row.latency_s.unwrap_or(f64::NAN) * 1e6,
             row.speedup_vs_xla.unwrap_or(f64::NAN),
             xla * 1e6,
-            row.bound_latency_s * 1e6
+            crate::evaluate::bound_line(row.lower_bound_s, row.bound_source)
         );
     }
     Ok(())
@@ -231,7 +233,11 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
                 }
             };
             let b = other.as_ref().map(|(r, p, f)| (r, p, f.as_path()));
-            Some(crate::viewer::write(out, (&record, &replay, &args.game), b)?)
+            Some(crate::viewer::write(
+                out,
+                (&record, &replay, &args.game),
+                b,
+            )?)
         }
     };
     let legend = MapLegend {
@@ -253,12 +259,19 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         let turns: Vec<_> = replay
             .turns
             .iter()
-            .map(|t| {
-                serde_json::json!({
+            .enumerate()
+            .map(|(i, t)| {
+                let mut turn = serde_json::json!({
                     "buffer": t.buffer, "action": t.action, "action_name": t.action_name,
                     "reward": t.reward, "latency_s": t.latency_s,
                     "proxy_latency_s": t.proxy_latency_s,
-                })
+                });
+                // What the agent's search saw at this turn, where the file holds it.
+                if let Some(s) = record.search.as_ref().and_then(|s| s.get(i)) {
+                    turn["visits"] = s.visits.clone().into();
+                    turn["root_value"] = s.root_value.into();
+                }
+                turn
             })
             .collect();
         let mut out = serde_json::json!({
@@ -274,16 +287,21 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         if let Some(h) = &html {
             out["html"] = h.to_json();
         }
-        println!("{out}");
+        outln!("{out}");
         return Ok(());
     }
     if args.steps {
-        println!(
+        outln!(
             "{:>5}  {:<40} {:<28} {:>10} {:>14} {:>14}",
-            "turn", "buffer", "action", "reward", "sim (us)", "model (us)"
+            "turn",
+            "buffer",
+            "action",
+            "reward",
+            "sim (us)",
+            "model (us)"
         );
         for (i, t) in replay.turns.iter().enumerate() {
-            println!(
+            outln!(
                 "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2} {:>14.2}",
                 truncate(&t.buffer, 40),
                 t.action_name,
@@ -293,7 +311,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
             );
         }
     }
-    println!(
+    outln!(
         "verified {} turns of {} ({} on {}, player {}, seed {}, {} rewards): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
         replay.turns.len(),
         args.game.display(),
@@ -307,7 +325,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         verify_s * 1e3
     );
     for line in html.iter().flat_map(|h| h.lines()) {
-        println!("{line}");
+        outln!("{line}");
     }
     Ok(())
 }

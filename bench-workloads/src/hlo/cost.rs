@@ -264,7 +264,7 @@ fn valid_taps(input: u64, output: u64, w: &Window, d: usize) -> u64 {
     for o in 0..output {
         for k in 0..w.size[d] {
             let pos = (o * w.stride[d] + k * w.rhs_dilate[d]) as i64 - w.pad_lo[d];
-            if pos >= 0 && (pos as u64) < dilated && (pos as u64).is_multiple_of(w.lhs_dilate[d]) {
+            if pos >= 0 && (pos as u64) < dilated && (pos as u64) % w.lhs_dilate[d].max(1) == 0 {
                 taps += 1;
             }
         }

@@ -58,12 +58,25 @@ impl Best {
         if !path.exists() {
             return Ok(best);
         }
-        let record = GameRecord::load(&path)?;
+        // The run goes on without its best game, once the user moves it aside: said, since
+        // nothing else in the message tells that the damage is not fatal to the run.
+        let aside = |e: String| {
+            TrainError::Resume(format!(
+                "{e}; to continue the run without it, move it aside (`mv {p} {p}.damaged`): the run then keeps its checkpoints and records its next best game there",
+                p = path.display()
+            ))
+        };
+        let record = GameRecord::load(&path).map_err(|e| aside(e.to_string()))?;
         let replay = record
             .replay(Arc::clone(setup.program_arc()))
-            .map_err(|source| TrainError::BestReplay {
-                path: path.display().to_string(),
-                source: Box::new(source),
+            .map_err(|source| {
+                aside(
+                    TrainError::BestReplay {
+                        path: path.display().to_string(),
+                        source: Box::new(source),
+                    }
+                    .to_string(),
+                )
             })?;
         let same_rules = serde_json::to_value(&record.hardware).ok()
             == serde_json::to_value(setup.hardware().to_file()).ok()

@@ -388,9 +388,10 @@ impl Trainer {
         self.resume_note.as_deref()
     }
 
-    /// Runs iterations until a limit is reached or `stop` is raised (checked between
-    /// iterations: the current one is finished, so the run stays what an uninterrupted one
-    /// would have been), calling `progress` after each; then [`Trainer::finish`]es.
+    /// Runs iterations until a limit is reached or `stop` is raised, calling `progress`
+    /// after each; then [`Trainer::finish`]es. A `stop` raised mid-iteration cancels it as
+    /// a passed deadline does (its games are dropped; the learner's steps so far stay), so
+    /// an interrupt on a large program takes effect in moments, not after the iteration.
     pub fn run(
         &mut self,
         limits: &Limits,
@@ -405,9 +406,9 @@ impl Trainer {
             if self.limits_reached(limits) {
                 break false;
             }
-            match self.step_iteration(limits)? {
+            match self.step_iteration_until(limits, &|| stop.load(Ordering::SeqCst))? {
                 Some(p) => progress(&p),
-                None => break false,
+                None => break stop.load(Ordering::SeqCst),
             }
         };
         self.finish(interrupted)
@@ -429,8 +430,17 @@ impl Trainer {
     /// `limits.steps`. `None`: `limits.deadline` came during the iteration, which is
     /// dropped (its games are not kept).
     pub fn step_iteration(&mut self, limits: &Limits) -> Result<Option<Progress>, TrainError> {
+        self.step_iteration_until(limits, &|| false)
+    }
+
+    /// [`Trainer::step_iteration`], cancelled (`None`) also when `stop` says so.
+    fn step_iteration_until(
+        &mut self,
+        limits: &Limits,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Option<Progress>, TrainError> {
         let iteration = self.counters.iterations;
-        let cancelled = move || past(limits.deadline);
+        let cancelled = move || past(limits.deadline) || stop();
         self.pretrain(limits)?;
         let k = self.case_at(iteration);
         let weights = self.learner.net.snapshot()?;
