@@ -32,19 +32,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for kind in &kinds {
             let search = GuidedSearch::new(kind.clone(), 0)?;
             let setup = search.setup(&program, &hw)?;
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), cpu_seconds());
             let incumbent = Incumbent::new(t0);
             let limit = Limit::from_now(seconds, 2);
             let calls = search.run(&setup, round as u64, &limit, &incumbent);
             let secs = t0.elapsed().as_secs_f64();
+            let cpu = cpu_seconds() - c0;
             let moves = incumbent.moves();
             println!(
-                "{workload} round {round} {kind:?}: {moves} moves in {secs:.2} s = {:.1} moves/s, {:.2} network calls a move, best {:.2} us",
+                "{workload} round {round} {kind:?}: {moves} moves in {secs:.2} s = {:.1} moves/s, {:.1} moves per CPU second, {:.2} network calls a move, best {:.2} us",
                 moves as f64 / secs,
+                moves as f64 / cpu,
                 calls as f64 / moves.max(1) as f64,
                 incumbent.best_latency().unwrap_or(f64::NAN) * 1e6
             );
         }
     }
     Ok(())
+}
+
+/// This process's CPU seconds so far (user + system, all threads), from /proc/self/stat:
+/// on a machine shared with other work, moves per CPU second compare guides fairly where
+/// moves per wall second do not. `NaN` where /proc is not there.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // The fields after the command name (which may hold spaces) start past its `)`.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(f64::NAN))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; in
+    // clock ticks, 100 a second on Linux.
+    (f.get(11).copied().unwrap_or(f64::NAN) + f.get(12).copied().unwrap_or(f64::NAN)) / 100.0
 }
