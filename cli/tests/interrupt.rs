@@ -6,6 +6,8 @@
 
 #![cfg(unix)]
 
+mod common;
+
 use malloc_game::record::GameRecord;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -45,21 +47,7 @@ fn start(dir: &Path, config: &Path) -> Command {
 }
 
 fn start_with_steps(dir: &Path, config: &Path, steps: &str) -> Command {
-    let (d, c) = (dir.to_str().unwrap(), config.to_str().unwrap());
-    train(&[
-        "--workload",
-        "diamond",
-        "--hw",
-        "tpu-v4i-like",
-        "--fast-capacity",
-        "4MiB",
-        "--steps",
-        steps,
-        "--config",
-        c,
-        "--out",
-        d,
-    ])
+    common::train_diamond(dir, config, steps)
 }
 
 fn resume(dir: &Path) -> Command {

@@ -4,6 +4,8 @@
 
 #![cfg(unix)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -67,32 +69,15 @@ fn config(root: &Path) -> PathBuf {
     path
 }
 
-fn train_diamond(dir: &Path, config: &Path, steps: &str) -> Command {
-    bin(&[
-        "train",
-        "--workload",
-        "diamond",
-        "--hw",
-        "tpu-v4i-like",
-        "--fast-capacity",
-        "4MiB",
-        "--steps",
-        steps,
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-        "--json",
-    ])
-}
-
 /// The second process on a folder is refused at once, naming the folder and the holder's
 /// pid, exit 2, and writes nothing: for `train --out`, `train --resume` and `race --out`.
 #[test]
 fn a_second_writer_of_a_run_folder_is_refused_naming_the_holder() {
     let root = folder("two-writers");
     let (dir, config) = (root.join("run"), config(&root));
-    let first = train_diamond(&dir, &config, "100000").spawn().unwrap();
+    let first = common::train_diamond(&dir, &config, "100000")
+        .spawn()
+        .unwrap();
     let pid = first.id();
     wait_until("the first run holds its folder", || {
         holder(&dir) == Some(pid) && dir.join("run.json").exists()
@@ -114,7 +99,7 @@ fn a_second_writer_of_a_run_folder_is_refused_naming_the_holder() {
             "{what}: refused late"
         );
     };
-    refused(train_diamond(&dir, &config, "50"), "train --out");
+    refused(common::train_diamond(&dir, &config, "50"), "train --out");
     let resume = bin(&["train", "--resume", dir.to_str().unwrap(), "--steps", "50"]);
     refused(resume, "train --resume");
     stop(first);
@@ -206,7 +191,7 @@ fn checkpoint_folders(dir: &Path) -> Vec<String> {
 fn a_lost_latest_json_is_recovered_never_wiped() {
     let root = folder("lost-latest");
     let (dir, config) = (root.join("run"), config(&root));
-    let mut first = train_diamond(&dir, &config, "60");
+    let mut first = common::train_diamond(&dir, &config, "60");
     first.arg("--keep-checkpoints");
     let (code, _, err) = output(first);
     assert_eq!(code, 0, "{err}");
@@ -303,25 +288,17 @@ fn standard_output_never_panics() {
             "{err}"
         );
     }
-    let mut child = Command::new(BIN)
-        .args(["replay", "--help"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    // The reader goes away before the command writes.
+    let closed_pipe = |args: &[&str]| {
+        let mut child = bin(args).spawn().unwrap();
+        drop(child.stdout.take());
+        child.wait_with_output().unwrap()
+    };
+    let out = closed_pipe(&["replay", "--help"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     // A closed pipe under a longer output: the workloads table.
-    let mut child = Command::new(BIN)
-        .args(["workloads"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = closed_pipe(&["workloads"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -389,7 +366,7 @@ fn an_interrupt_mid_iteration_stops_within_moments() {
 fn a_damaged_best_game_says_how_to_go_on_and_replay_shows_the_search() {
     let root = folder("best-game");
     let (dir, config) = (root.join("run"), config(&root));
-    let (code, _, err) = output(train_diamond(&dir, &config, "20"));
+    let (code, _, err) = output(common::train_diamond(&dir, &config, "20"));
     assert_eq!(code, 0, "{err}");
     let best = dir.join("best/game.game");
     let (code, out, err) = output(bin(&[

@@ -3,12 +3,12 @@
 //! held-out program. Counted runs (`LocalSearchConfig::moves`): a deadline would make the
 //! number of moves, and so the result, depend on the machine's speed.
 
+mod common;
+
 use accel_sim::{Hardware, Program, Simulator};
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
 use malloc_game::GameOptions;
-use malloc_muzero::generalist::HELD_OUT_WORKLOADS;
 use malloc_muzero::{GuideKind, GuidedSearch};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,37 +86,13 @@ fn a_guided_run_on_two_threads_repeats_exactly_per_seed() {
     }
 }
 
-fn held_out_programs() -> Vec<Program> {
-    let mut programs: Vec<Program> = HELD_OUT_WORKLOADS
-        .iter()
-        .map(|w| bench_workloads::load(w).unwrap())
-        .collect();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-workloads/heldout");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 6,
-        "{} files in {}",
-        files.len(),
-        dir.display()
-    );
-    for f in files {
-        programs.push(bench_workloads::load(f.to_str().unwrap()).unwrap());
-    }
-    programs
-}
-
 /// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB.
 #[test]
 fn the_bundled_network_loads_and_guides_every_held_out_program() {
     let mut guided = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
     guided.search = counted(6);
     let hw = Hardware::tpu_v4i_like().with_capacity(1, 8 << 20).unwrap();
-    for program in held_out_programs() {
+    for program in common::held_out_programs() {
         let name = program.name().to_string();
         let (_, _, moves, calls) = run(&guided, &Arc::new(program), &hw, 0, 1);
         assert_eq!(moves, 6, "{name}");
