@@ -539,18 +539,24 @@ impl RunDir {
 
     /// How many iterations `metrics.jsonl` records (one past the largest it names).
     fn metrics_iterations(&self) -> Result<Option<u64>, TrainError> {
-        let path = self.metrics();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error(&path)(e)),
+        let Some(bytes) = self.read_metrics()? else {
+            return Ok(None);
         };
         Ok(String::from_utf8_lossy(&bytes)
             .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter_map(|v| v["iteration"].as_u64())
+            .filter_map(line_iteration)
             .max()
             .map(|i| i + 1))
+    }
+
+    /// `metrics.jsonl`'s bytes, if the run has one.
+    fn read_metrics(&self) -> Result<Option<Vec<u8>>, TrainError> {
+        let path = self.metrics();
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path)(e)),
+        }
     }
 
     /// Forgets every checkpoint and metrics line of the run (`--restart`): `latest.json`
@@ -590,11 +596,11 @@ impl RunDir {
         dirs.extend(subdirs(&self.checkpoints())?);
         dirs.extend(subdirs(&self.best())?);
         dirs.push(self.root.join(PROGRAMS));
-        let ours = |name: &str| name.starts_with('.') && name.contains(".tmp.");
         let mut found: Vec<PathBuf> = Vec::new();
         for d in dirs {
             let e = entries(&d)?;
-            found.extend(e.into_iter().filter(|(n, _)| ours(n)).map(|(_, p)| p));
+            let ours = e.into_iter().filter(|(n, _)| binio::is_temp_file_name(n));
+            found.extend(ours.map(|(_, p)| p));
         }
         let root_files = ["run.json", "program.json", "metrics.jsonl"];
         for (name, path) in entries(&self.root)? {
@@ -614,20 +620,14 @@ impl RunDir {
     /// Keeps the metrics lines of iterations `<= through`, once each, and drops a line a
     /// kill cut short; rewritten atomically.
     fn truncate_metrics(&self, through: Option<u64>) -> Result<(), TrainError> {
-        let path = self.metrics();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_error(&path)(e)),
+        let Some(bytes) = self.read_metrics()? else {
+            return Ok(());
         };
         let text = String::from_utf8_lossy(&bytes);
         let mut kept = String::new();
         let mut next = 0u64;
         for line in text.lines() {
-            let it = serde_json::from_str::<serde_json::Value>(line)
-                .ok()
-                .and_then(|v| v["iteration"].as_u64());
-            match it {
+            match line_iteration(line) {
                 Some(i) if i >= next && through.is_some_and(|t| i <= t) => {
                     kept.push_str(line);
                     kept.push('\n');
@@ -637,7 +637,7 @@ impl RunDir {
             }
         }
         if kept.as_bytes() != bytes.as_slice() {
-            binio::write_bytes_atomic(&path, kept.as_bytes())?;
+            binio::write_bytes_atomic(&self.metrics(), kept.as_bytes())?;
         }
         Ok(())
     }
@@ -723,6 +723,13 @@ impl RunDir {
             demos,
         })
     }
+}
+
+/// The iteration a metrics line records; none for a line a kill cut short.
+fn line_iteration(line: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v["iteration"].as_u64())
 }
 
 /// A checkpoint folder's name as a run writes it: `iter-` and digits, nothing that is a path.
