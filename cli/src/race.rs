@@ -26,9 +26,10 @@ pub struct RaceArgs {
     /// Wall-clock seconds each solver gets.
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
-    /// Solvers (repeat the flag; default all but the guided ones): xla, xla-repack,
-    /// greedy-size, beam, local-search, random, muzero, guided-uniform, guided-untrained,
-    /// guided-bundled, egrl, egrl-ea, egrl-pg, egrl-dp, exact.
+    /// Solvers (repeat the flag; default all but muzero-train and the guided ones): xla,
+    /// xla-repack, greedy-size, beam, local-search, random, muzero, muzero-train,
+    /// guided-uniform, guided-untrained, guided-bundled, egrl, egrl-ea, egrl-pg, egrl-dp,
+    /// exact.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -40,13 +41,14 @@ pub struct RaceArgs {
     /// `results.json` here.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A `train` run folder the muzero solver continues instead of starting from scratch.
+    /// A `train` run folder: its network guides the muzero solver (instead of the bundled
+    /// generalist), and muzero-train continues its training instead of starting afresh.
     #[arg(long)]
     pub checkpoint: Option<PathBuf>,
-    /// A JSON training config for the muzero solver (fields of `TrainConfig`).
+    /// A JSON training config for the muzero-train solver (fields of `TrainConfig`).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// What the muzero solver's searches step through: `game` (the default) or `learned`
+    /// What the muzero-train solver's searches step through: `game` (the default) or `learned`
     /// (over the config file's `search_model`).
     #[arg(long)]
     pub search_model: Option<malloc_muzero::SearchModel>,
@@ -122,15 +124,28 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     } else {
         vec![single_case(&args.case)?]
     };
-    if args.checkpoint.is_some() && cases.len() > 1 {
-        bail!("--checkpoint: continues one run, so it needs one case, not --suite");
+    let training = solvers.iter().any(|s| s == race::MUZERO_TRAIN);
+    if args.checkpoint.is_some() && training && cases.len() > 1 {
+        bail!("--checkpoint: muzero-train continues one run, so it needs one case, not --suite");
     }
-    for (flag, given, reader) in [
-        ("--checkpoint", args.checkpoint.is_some(), "muzero"),
-        ("--config", args.config.is_some(), "muzero"),
+    for (flag, given, readers) in [
+        (
+            "--checkpoint",
+            args.checkpoint.is_some(),
+            &["muzero", race::MUZERO_TRAIN][..],
+        ),
+        ("--config", args.config.is_some(), &[race::MUZERO_TRAIN][..]),
+        (
+            "--search-model",
+            args.search_model.is_some(),
+            &[race::MUZERO_TRAIN][..],
+        ),
     ] {
-        if given && !solvers.iter().any(|s| s == reader) {
-            bail!("{flag}: only the {reader} solver reads it, and it is not in this race");
+        if given && !solvers.iter().any(|s| readers.contains(&s.as_str())) {
+            bail!(
+                "{flag}: only the {} solver reads it, and it is not in this race",
+                readers.join(" or ")
+            );
         }
     }
     if args.egrl_config.is_some()
@@ -184,7 +199,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
                 continue;
             }
             let config = RaceConfig {
-                agent_dir: if name == "muzero" {
+                agent_dir: if name == race::MUZERO_TRAIN {
                     agent_dir(case_dir.as_deref())?
                 } else {
                     None

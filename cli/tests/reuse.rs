@@ -186,8 +186,9 @@ fn a_race_checks_every_setting_before_spending_a_budget() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `race --solver muzero --checkpoint RUN` of another program is refused before training,
-/// and the run folder is left as it was (the race continues a copy).
+/// `race --solver muzero-train --checkpoint RUN` of another program is refused before
+/// training, and the run folder is left as it was (the race continues a copy); the `muzero`
+/// solver takes any run's network as its guide.
 #[test]
 fn a_race_never_trains_someone_elses_run() {
     let dir = scratch("checkpoint");
@@ -212,7 +213,7 @@ fn a_race_never_trains_someone_elses_run() {
         "--seconds",
         "5",
         "--solver",
-        "muzero",
+        "muzero-train",
         "--checkpoint",
         &runc_s,
     ]);
@@ -232,7 +233,7 @@ fn a_race_never_trains_someone_elses_run() {
         "--threads",
         "1",
         "--solver",
-        "muzero",
+        "muzero-train",
         "--checkpoint",
         &runc_s,
         "--out",
@@ -244,6 +245,28 @@ fn a_race_never_trains_someone_elses_run() {
         std::fs::read_to_string(runc.join("metrics.jsonl")).unwrap(),
         metrics
     );
+    let (code, out, err) = run(&[
+        "race",
+        "--workload",
+        "diamond",
+        "--seconds",
+        "1",
+        "--threads",
+        "1",
+        "--solver",
+        "muzero",
+        "--checkpoint",
+        &runc_s,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let agent = &v["results"][0];
+    assert_eq!(agent["valid"], true, "{agent}");
+    assert!(agent["settings"]["guide"]
+        .as_str()
+        .unwrap()
+        .contains("chain-run"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,10 +3,12 @@
 //!
 //! Solvers: the baselines (`xla`, `xla-repack`, `greedy-size`: instant, one point each),
 //! the anytime game solvers (`beam`, `local-search`, `random`: see
-//! [`malloc_game::anytime`]) and `muzero` (a training run, from scratch or continuing a run
-//! folder, whose best counts only the agent's own games), the guided local searches
-//! (`guided-uniform`, `guided-untrained`, `guided-bundled`: the local search with its
-//! moves drawn by a network's policy, [`malloc_muzero::GuidedSearch`]), and EGRL's solvers (`egrl`,
+//! [`malloc_game::anytime`]), `muzero` (the agent: the local search with its moves drawn
+//! by its network's policy, [`malloc_muzero::GuidedSearch`], the network `--checkpoint`'s
+//! or the bundled generalist's), `muzero-train` (a training run for the budget, from
+//! scratch or continuing a run folder, whose best counts only the agent's own games), the
+//! guided searches of issue 43's ablation (`guided-uniform`, `guided-untrained`,
+//! `guided-bundled`), and EGRL's solvers (`egrl`,
 //! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
 //! crate), and `exact` (the MIP solver, which proves its optimum where it can; its proof
 //! gives every result of the case its gap to the optimum). Every result is the solver's
@@ -182,6 +184,16 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             }
         }
         "muzero" => {
+            // The guided search plays the rules its network reads (the race's, as a rule).
+            let played = GuidedSearch::new(agent_guide(config), config.seed)
+                .map(|g| g.rules_for(&config.options).0);
+            set(
+                "options",
+                serde_json::json!(played.unwrap_or(config.options.clone())),
+            );
+            set("guide", agent_guide_name(config).into());
+        }
+        MUZERO_TRAIN => {
             set("options", serde_json::json!(config.options));
             let mut train = serde_json::json!(config.train);
             // Whether a run keeps its older checkpoints does not decide its result, and
@@ -195,11 +207,12 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
         }
         _ if egrl::SOLVER_NAMES.contains(&name) => set("egrl", serde_json::json!(config.egrl)),
         _ if guide_of(name).is_some() => {
-            // The guided searches play under their network's rules, not the race's.
-            let options = malloc_muzero::generalist::info().map(|i| i.options);
+            // The guided searches play the rules the bundled network reads.
+            let played = GuidedSearch::new(GuideKind::Uniform, config.seed)
+                .map(|g| g.rules_for(&config.options).0);
             set(
                 "options",
-                serde_json::json!(options.unwrap_or(config.options.clone())),
+                serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
         }
@@ -231,7 +244,12 @@ pub fn check_config(case: &Case, names: &[String], config: &RaceConfig) -> Resul
             .check_for(egrl::decision_count(&case.program), case.hw.levels.len())
             .map_err(RaceError::EgrlConfig)?;
     }
-    if !names.iter().any(|n| n == "muzero") {
+    if names.iter().any(|n| n == "muzero") {
+        // The agent's network loads and reads this case before any budget is spent.
+        let search = GuidedSearch::new(agent_guide(config), config.seed)?;
+        search.setup(&case.program, &case.hw, &config.options)?;
+    }
+    if !names.iter().any(|n| n == MUZERO_TRAIN) {
         return Ok(());
     }
     config.train.check().map_err(Box::new)?;
@@ -347,7 +365,7 @@ pub fn race_case(
             let m = solver.solve(&case.program, &case.hw);
             (vec![], Some(m), None)
         }
-        "muzero" => {
+        MUZERO_TRAIN => {
             let (curve, mapping, dir) = race_agent(case, config, t0, on_best)?;
             (curve, mapping, Some(dir))
         }
@@ -381,10 +399,13 @@ pub fn race_case(
                 .collect();
             (curve, outcome.mapping, None)
         }
-        _ if guide_of(name).is_some() => {
-            let kind = guide_of(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+        _ if name == "muzero" || guide_of(name).is_some() => {
+            let kind = match name {
+                "muzero" => agent_guide(config),
+                _ => guide_of(name).ok_or(RaceError::UnknownSolver(name.into()))?,
+            };
             let search = GuidedSearch::new(kind, config.seed)?;
-            let setup = search.setup(&case.program, &case.hw)?;
+            let setup = search.setup(&case.program, &case.hw, &config.options)?;
             let incumbent = Incumbent::new(t0);
             let limit = Limit {
                 deadline: t0 + Duration::from_secs_f64(config.seconds),
@@ -450,6 +471,27 @@ pub fn race_case(
         result.mapping = Some(m);
     }
     Ok(result)
+}
+
+/// The agent trained by self-play for the race's budget (from scratch, or continuing
+/// `--checkpoint`'s run): the `muzero` solver before it guided the local search.
+pub const MUZERO_TRAIN: &str = "muzero-train";
+
+/// The `muzero` solver's guide: the network of `--checkpoint`'s run, else the bundled
+/// generalist (the agent never starts a race from random weights).
+fn agent_guide(config: &RaceConfig) -> GuideKind {
+    match &config.checkpoint {
+        Some(dir) => GuideKind::Run(dir.clone()),
+        None => GuideKind::Bundled,
+    }
+}
+
+/// How a result's settings name [`agent_guide`].
+fn agent_guide_name(config: &RaceConfig) -> String {
+    match &config.checkpoint {
+        Some(dir) => format!("run {}", dir.display()),
+        None => "bundled".into(),
+    }
 }
 
 /// What the guided solvers' names start with; the rest names the guide

@@ -62,7 +62,13 @@ pub const SOLVERS: &[Entry] = &[
         "muzero",
         true,
         true,
-        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; the race trains it",
+        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race it guides the local search's moves",
+    ),
+    entry(
+        "muzero-train",
+        false,
+        true,
+        "the agent trained by self-play for the race's budget, from scratch or continuing --checkpoint (not raced unless named)",
     ),
     entry(
         "guided-uniform",
@@ -116,12 +122,12 @@ pub fn race_names() -> Vec<&'static str> {
     SOLVERS.iter().filter(|e| e.race).map(|e| e.name).collect()
 }
 
-/// The solvers a race runs when none is named: [`race_names`] but the guided searches,
-/// issue 43's ablation, raced only when named.
+/// The solvers a race runs when none is named: [`race_names`] but the guided searches of
+/// issue 43's ablation and the agent's self-play training, raced only when named.
 pub fn race_default_names() -> Vec<&'static str> {
     race_names()
         .into_iter()
-        .filter(|n| !n.starts_with(crate::race::GUIDED_PREFIX))
+        .filter(|n| !n.starts_with(crate::race::GUIDED_PREFIX) && *n != crate::race::MUZERO_TRAIN)
         .collect()
 }
 

@@ -94,7 +94,7 @@ fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
         exact_objective: exact::Objective::default(),
     };
     let t0 = std::time::Instant::now();
-    let r = race_case(&case, "muzero", &config, &mut |_, _| {}).unwrap();
+    let r = race_case(&case, "muzero-train", &config, &mut |_, _| {}).unwrap();
     assert!(t0.elapsed().as_secs_f64() < 20.0 + 10.0);
     assert!(r.valid);
     let found = r.best_latency_s.unwrap();
@@ -126,8 +126,8 @@ fn keeping_checkpoints_is_not_a_setting_of_the_agents_result() {
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
     };
-    let kept = harness::race::settings_of(&case, "muzero", &config(true));
-    let not = harness::race::settings_of(&case, "muzero", &config(false));
+    let kept = harness::race::settings_of(&case, "muzero-train", &config(true));
+    let not = harness::race::settings_of(&case, "muzero-train", &config(false));
     assert!(harness::race::settings_differ(&kept, &not).is_empty());
     assert!(kept["train"].get("keep_checkpoints").is_none(), "{kept}");
     // What does decide it still counts.
@@ -138,7 +138,7 @@ fn keeping_checkpoints_is_not_a_setting_of_the_agents_result() {
         },
         ..config(false)
     };
-    let other = harness::race::settings_of(&case, "muzero", &other);
+    let other = harness::race::settings_of(&case, "muzero-train", &other);
     assert_eq!(
         harness::race::settings_differ(&not, &other),
         ["train.batch_size"]
@@ -171,4 +171,35 @@ fn the_guided_searches_race_and_count_their_moves() {
         assert_eq!(r.settings.unwrap()["guide"], guide, "{name}");
     }
     assert!(harness::race::check_solvers(&["guided-nope".to_string()]).is_err());
+}
+
+/// The agent's race is the local search guided by its network, the bundled generalist
+/// unless `--checkpoint` names a run: on two fast levels it plays the race's rules (the
+/// network reads one pass at a time), counts its moves and keeps no run folder.
+#[test]
+fn the_agents_race_is_the_search_guided_by_the_bundled_network() {
+    let case = Case::named(Some("alexnet"), Some("nnp-i-like"), None).unwrap();
+    let config = RaceConfig {
+        seconds: 2.0,
+        threads: 2,
+        seed: 0,
+        options: GameOptions {
+            fast_levels: 2,
+            ..GameOptions::default()
+        },
+        train: TrainConfig::default(),
+        checkpoint: None,
+        agent_dir: None,
+        egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::default(),
+    };
+    harness::race::check_config(&case, &["muzero".to_string()], &config).unwrap();
+    let r = race_case(&case, "muzero", &config, &mut |_, _| {}).unwrap();
+    assert!(r.valid && r.run_dir.is_none());
+    assert!(r.moves.unwrap() > 0);
+    let settings = r.settings.unwrap();
+    assert_eq!(settings["guide"], "bundled");
+    assert_eq!(settings["options"]["fast_levels"], 2);
+    let xla = race_case(&case, "xla", &config, &mut |_, _| {}).unwrap();
+    assert!(r.best_latency_s.unwrap() <= xla.best_latency_s.unwrap() * (1.0 + 1e-12));
 }

@@ -133,6 +133,37 @@ pub fn encode(game: &Game, out: &mut [f32]) {
     debug_assert_eq!(at, out.len());
 }
 
+/// The observation of `game` as a game of one fast level sees it: the level the pass under
+/// way fills stands for the only one (its peak and its occupancy grid; the pass feature
+/// reads 0, as it always does with one level). A network trained with `fast_levels: 1`
+/// can so guide a game over several fast levels, one pass at a time. `full` is scratch
+/// space; `out` has [`observation_len`] of the game's options with `fast_levels: 1`.
+pub fn encode_pass_view(game: &Game, full: &mut Vec<f32>, out: &mut [f32]) {
+    let options = game.setup().options();
+    let levels = options.fast_levels;
+    full.resize(observation_len(options), 0.0);
+    encode(game, full);
+    let one = GameOptions {
+        fast_levels: 1,
+        ..options.clone()
+    };
+    assert_eq!(out.len(), observation_len(&one), "observation buffer size");
+    // The pass under way; at the end of the game, the last one.
+    let pass = game.pass().min(levels - 1);
+    let cells = options.grid_time * options.grid_offset;
+    out[..3].copy_from_slice(&full[..3]);
+    out[3] = full[3 + pass];
+    let (from, to) = (3 + levels, 4);
+    let features = BUFFER_FEATURES + SEGMENT_FEATURES;
+    out[to..to + features].copy_from_slice(&full[from..from + features]);
+    out[to + BUFFER_FEATURES] = 0.0;
+    let (grids, grid) = (from + features, to + features);
+    out[grid..grid + cells]
+        .copy_from_slice(&full[grids + pass * cells..grids + (pass + 1) * cells]);
+    let (rest_from, rest_to) = (grids + levels * cells, grid + cells);
+    out[rest_to..].copy_from_slice(&full[rest_from..]);
+}
+
 /// What the simulator knows at the pending use (see the module's layout).
 fn sim_features(game: &Game, f: &mut [f32]) {
     let setup = game.setup();

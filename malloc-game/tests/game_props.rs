@@ -305,3 +305,44 @@ fn the_running_latency_is_a_whole_simulation_of_the_mapping_so_far() {
     }
     assert!(turns > 10_000, "{turns}");
 }
+
+#[test]
+fn the_pass_view_is_the_observation_with_one_fast_level() {
+    use malloc_game::observation::{encode, encode_pass_view, observation_len};
+    let random = player("random").unwrap();
+    for (name, setup) in suite_setups() {
+        let options = setup.options().clone();
+        let one = GameOptions {
+            fast_levels: 1,
+            ..options.clone()
+        };
+        let (levels, cells) = (options.fast_levels, options.grid_time * options.grid_offset);
+        let line = random.play(&setup, 3).actions();
+        let mut game = setup.start();
+        let (mut full, mut scratch) = (vec![0f32; observation_len(&options)], Vec::new());
+        let mut view = vec![0f32; observation_len(&one)];
+        for &a in &line {
+            encode(&game, &mut full);
+            encode_pass_view(&game, &mut scratch, &mut view);
+            if levels == 1 {
+                assert_eq!(view, full, "{name}: one level sees its own observation");
+            } else {
+                // The tails (actions, look-ahead, simulator) and the pass's grid agree.
+                let tail = view.len() - (4 + 19 + cells);
+                assert_eq!(
+                    view[view.len() - tail..],
+                    full[full.len() - tail..],
+                    "{name}"
+                );
+                let grid = 3 + levels + 19 + game.pass() * cells;
+                assert_eq!(
+                    view[4 + 19..4 + 19 + cells],
+                    full[grid..grid + cells],
+                    "{name}"
+                );
+                assert_eq!(view[3], full[3 + game.pass()], "{name}");
+            }
+            game.apply_action(a).unwrap();
+        }
+    }
+}

@@ -15,8 +15,14 @@
 //! [`GuideKind`] picks the guide, for the ablation of issue 43: `uniform` (the local
 //! search's own draws: no network), `untrained` (a network of the bundled generalist's
 //! shape with random weights), `bundled` (the bundled generalist), or a run folder's
-//! newest checkpoint. Every guide plays the game under its network's rules (the
-//! generalist's for `uniform` and `untrained`), so the four differ only in the guide.
+//! newest checkpoint.
+//!
+//! The rules: a guided search plays the case's own rules wherever its network can read
+//! them ([`GuidedSearch::rules_for`]): directly when they are the rules it learned, and one
+//! pass at a time ([`encode_pass_view`]) when they differ only in fast levels and it learned
+//! one. Elsewhere it plays its network's rules. `uniform` and `untrained` decide as the
+//! bundled network does, so the guides of the ablation play the same game and differ only
+//! in the guide; on the race's rules, `uniform` is the `local-search` solver, move for move.
 
 use crate::generalist;
 use crate::train::{self, TrainError};
@@ -25,9 +31,9 @@ use accel_sim::{Hardware, Program};
 use malloc_game::anytime::{
     uniform_span, Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, UniformGuide,
 };
-use malloc_game::observation::{encode, observation_len};
+use malloc_game::observation::{encode, encode_pass_view, observation_len};
 use malloc_game::{Game, GameOptions, GameSetup};
-use muzero::{device, Model, MuZeroNet};
+use muzero::{device, Model, MuZeroNet, NetworkConfig};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::path::PathBuf;
@@ -70,13 +76,24 @@ impl std::str::FromStr for GuideKind {
 /// The temperature of the guide's sampling unless told otherwise: the policy as it is.
 pub const DEFAULT_GUIDE_TEMPERATURE: f32 = 1.0;
 
+/// How a guide's network reads a game's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuideView {
+    /// The game's own observation: the rules are the ones the network learned.
+    Direct,
+    /// The observation of the pass under way as one fast level ([`encode_pass_view`]).
+    Pass,
+}
+
 /// The local search with its moves chosen by a [`GuideKind`].
 pub struct GuidedSearch {
     kind: GuideKind,
     /// The guide's network (`None` for the uniform guide).
     net: Option<MuZeroNet>,
-    /// The game's rules the network was trained under.
+    /// The game's rules the network (the bundled one's for `uniform`) was trained under.
     options: GameOptions,
+    /// Its observation length and action count (the bundled one's for `uniform`).
+    network: NetworkConfig,
     /// The local search it runs (its settings are the `local-search` solver's).
     pub search: LocalSearch,
     /// The temperature of the policy's sampling (> 0).
@@ -86,24 +103,22 @@ pub struct GuidedSearch {
 impl GuidedSearch {
     /// The guided search of `kind`; `seed` draws an untrained network's weights.
     pub fn new(kind: GuideKind, seed: u64) -> Result<GuidedSearch, AgentError> {
-        let (net, options) = match &kind {
-            GuideKind::Uniform => (None, generalist::info()?.options),
+        let (net, info) = match &kind {
+            GuideKind::Uniform => (None, generalist::info()?),
             GuideKind::Untrained => {
                 let info = generalist::info()?;
                 let net =
                     MuZeroNet::new(&info.network, seed, &device()).map_err(TrainError::from)?;
-                (Some(net), info.options)
+                (Some(net), info)
             }
-            GuideKind::Bundled => (Some(generalist::network()?), generalist::info()?.options),
-            GuideKind::Run(dir) => {
-                let info = train::read_run_info(dir)?;
-                (Some(train::load_network(dir)?), info.options)
-            }
+            GuideKind::Bundled => (Some(generalist::network()?), generalist::info()?),
+            GuideKind::Run(dir) => (Some(train::load_network(dir)?), train::read_run_info(dir)?),
         };
         Ok(GuidedSearch {
             kind,
             net,
-            options,
+            options: info.options,
+            network: info.network,
             search: LocalSearch::default(),
             temperature: DEFAULT_GUIDE_TEMPERATURE,
         })
@@ -114,17 +129,43 @@ impl GuidedSearch {
         &self.kind
     }
 
-    /// The game's rules it plays under (its network's).
+    /// The game's rules its network was trained under.
     pub fn options(&self) -> &GameOptions {
         &self.options
     }
 
-    /// The game of `program` on `hw` under the guide's rules, or why the guide cannot play
-    /// it (the network's observation and action sizes must fit the game's).
+    /// The rules it plays where a case's are `wanted`, and how its network reads them:
+    /// `wanted` itself where the network reads it (see the module's doc), else the
+    /// network's own rules.
+    pub fn rules_for(&self, wanted: &GameOptions) -> (GameOptions, GuideView) {
+        // The buffers' order changes whose turn comes next, not what an observation holds.
+        let layout = |o: &GameOptions| GameOptions {
+            fast_levels: 1,
+            order: malloc_game::Order::Xla,
+            ..o.clone()
+        };
+        let sizes_fit = |o: &GameOptions| {
+            observation_len(o) == self.network.observation_len
+                && o.action_count() == self.network.action_count
+        };
+        if layout(wanted) == layout(&self.options) {
+            if wanted.fast_levels == self.options.fast_levels && sizes_fit(wanted) {
+                return (wanted.clone(), GuideView::Direct);
+            }
+            if self.options.fast_levels == 1 && sizes_fit(&layout(wanted)) {
+                return (wanted.clone(), GuideView::Pass);
+            }
+        }
+        (self.options.clone(), GuideView::Direct)
+    }
+
+    /// The game of `program` on `hw` under the rules it plays where `wanted` are the
+    /// case's ([`GuidedSearch::rules_for`]), or why the guide cannot play it.
     pub fn setup(
         &self,
         program: &Arc<Program>,
         hw: &Hardware,
+        wanted: &GameOptions,
     ) -> Result<Arc<GameSetup>, AgentError> {
         let incompatible = |msg: String| AgentError::Incompatible {
             dir: match &self.kind {
@@ -135,17 +176,20 @@ impl GuidedSearch {
             hardware: hw.name.clone(),
             msg,
         };
-        let setup = GameSetup::new(Arc::clone(program), hw.clone(), self.options.clone())
+        let (options, _) = self.rules_for(wanted);
+        let setup = GameSetup::new(Arc::clone(program), hw.clone(), options)
             .map_err(|e| incompatible(e.to_string()))?;
         if let Some(net) = &self.net {
-            let obs = observation_len(setup.options());
             let c = net.config();
-            if obs != c.observation_len || setup.action_count() != c.action_count {
+            if (c.observation_len, c.action_count)
+                != (self.network.observation_len, self.network.action_count)
+            {
                 return Err(incompatible(format!(
-                    "its network takes observations of {} and {} actions; this game has {obs} and {}",
+                    "its network takes observations of {} and {} actions; its run.json says {} and {}",
                     c.observation_len,
                     c.action_count,
-                    setup.action_count()
+                    self.network.observation_len,
+                    self.network.action_count
                 )));
             }
         }
@@ -164,10 +208,11 @@ impl GuidedSearch {
     ) -> u64 {
         let temperature = self.temperature;
         let net = self.net.as_ref();
+        let (_, view) = self.rules_for(setup.options());
         let calls = AtomicU64::new(0);
         let guides = |_: usize| -> Box<dyn MoveGuide + '_> {
             match net {
-                Some(net) => Box::new(NetGuide::new(net, temperature).counting(&calls)),
+                Some(net) => Box::new(NetGuide::new(net, view, temperature).counting(&calls)),
                 None => Box::new(UniformGuide),
             }
         };
@@ -180,10 +225,13 @@ impl GuidedSearch {
 /// A chain's network guide: the policy at each re-decided turn, the line's turns cached.
 pub struct NetGuide<'n> {
     net: &'n MuZeroNet,
+    view: GuideView,
     temperature: f32,
     /// The policy logits of the line's turns computed so far, by turn.
     cache: Vec<Option<Box<[f32]>>>,
     obs: Vec<f32>,
+    /// The game's own observation, where the network reads a view of it.
+    full: Vec<f32>,
     mask: Vec<bool>,
     weights: Vec<f64>,
     inferences: u64,
@@ -192,13 +240,16 @@ pub struct NetGuide<'n> {
 }
 
 impl<'n> NetGuide<'n> {
-    pub fn new(net: &'n MuZeroNet, temperature: f32) -> NetGuide<'n> {
+    /// The guide of `net`, reading games through `view`.
+    pub fn new(net: &'n MuZeroNet, view: GuideView, temperature: f32) -> NetGuide<'n> {
         let c = net.config();
         NetGuide {
             net,
+            view,
             temperature: temperature.max(1e-6),
             cache: Vec::new(),
             obs: vec![0.0; c.observation_len],
+            full: Vec::new(),
             mask: vec![false; c.action_count],
             weights: vec![0.0; c.action_count],
             inferences: 0,
@@ -220,7 +271,10 @@ impl<'n> NetGuide<'n> {
     /// The policy logits of `game`'s state; `None` if the network failed (it cannot, on a
     /// game whose sizes [`GuidedSearch::setup`] checked).
     fn infer(&mut self, game: &Game) -> Option<Box<[f32]>> {
-        encode(game, &mut self.obs);
+        match self.view {
+            GuideView::Direct => encode(game, &mut self.obs),
+            GuideView::Pass => encode_pass_view(game, &mut self.full, &mut self.obs),
+        }
         self.inferences += 1;
         let out = self.net.initial_inference(&self.obs, 1).ok()?;
         Some(out.policy_logits.into_boxed_slice())

@@ -22,5 +22,5 @@ pub mod train;
 
 pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
 pub use env::MallocEnv;
-pub use guide::{GuideKind, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
+pub use guide::{GuideKind, GuideView, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
 pub use search_model::SearchModel;

@@ -43,7 +43,17 @@ fn run(
     seed: u64,
     threads: usize,
 ) -> (Vec<usize>, f64, u64, u64) {
-    let setup = search.setup(program, hw).unwrap();
+    // The race's rules: every fast level of the hardware.
+    let options = GameOptions {
+        fast_levels: hw.levels.len() - 1,
+        ..GameOptions::default()
+    };
+    let setup = search.setup(program, hw, &options).unwrap();
+    assert_eq!(
+        setup.options(),
+        &options,
+        "the guide plays the race's rules"
+    );
     let incumbent = Incumbent::new(Instant::now());
     let calls = search.run(&setup, seed, &limit(threads), &incumbent);
     let best = incumbent.best().unwrap();
@@ -71,6 +81,41 @@ fn the_uniform_guide_plays_the_local_searchs_moves() {
     assert_eq!(got.0, best.actions());
     assert_eq!(Some(got.1), best.final_latency());
     assert_eq!((got.2, got.3), (incumbent.moves(), 0));
+}
+
+/// On two fast levels the bundled network reads each pass as one level: the guided search
+/// plays the race's rules, and the uniform guide is the local search there too.
+#[test]
+fn on_two_fast_levels_the_guides_play_the_races_rules() {
+    let program = Arc::new(bench_workloads::load("alexnet").unwrap());
+    let hw = Hardware::nnp_i_like();
+    let options = GameOptions {
+        fast_levels: 2,
+        ..GameOptions::default()
+    };
+    let bundled = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    assert_eq!(
+        bundled.rules_for(&options),
+        (options.clone(), malloc_muzero::GuideView::Pass)
+    );
+    // Rules the network cannot read (another K): it plays its own.
+    let other = GameOptions {
+        slots: 8,
+        ..options.clone()
+    };
+    assert_eq!(bundled.rules_for(&other).0, *bundled.options());
+    let mut guided = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    guided.search = counted(24);
+    let first = run(&guided, &program, &hw, 2, 2);
+    assert!(first.3 >= 24, "{} network calls", first.3);
+    assert_eq!(first, run(&guided, &program, &hw, 2, 2));
+    let mut uniform = GuidedSearch::new(GuideKind::Uniform, 0).unwrap();
+    uniform.search = counted(24);
+    let got = run(&uniform, &program, &hw, 2, 2);
+    let setup = malloc_game::GameSetup::new(Arc::clone(&program), hw.clone(), options).unwrap();
+    let incumbent = Incumbent::new(Instant::now());
+    counted(24).run_from(&setup, &[], 2, &limit(2), &incumbent);
+    assert_eq!(got.0, incumbent.best().unwrap().actions());
 }
 
 #[test]
