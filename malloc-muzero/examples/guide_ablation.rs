@@ -1,0 +1,135 @@
+//! Issue 43's ablation at equal moves: each guide runs the same counted local search (the
+//! same number of moves, on the same threads, from the same seed) on every case of a set,
+//! so the result depends on the guide alone and not on how busy the machine was. Counted
+//! runs repeat exactly per seed and thread count; the CPU seconds each run took are
+//! printed beside it, so the network's cost per move (what equal moves leave out of an
+//! equal-time race) is measured in the same run.
+//!
+//! `cargo run --release -p malloc-muzero --example guide_ablation -- SET MOVES SEEDS
+//! [GUIDES...]`: SET is `suite` (every suite case on its hardware, every fast level, as
+//! the race plays it), `held-out` (the held-out programs on tpu-v4i-like at 8 and 16 MiB)
+//! or `validation` (the validation families, likewise); MOVES per run on 2 threads; seeds
+//! 0..SEEDS; guides default to uniform and bundled. One JSON line per run on stdout.
+
+mod common;
+
+use accel_sim::{Hardware, Program, Simulator};
+use common::cpu_seconds;
+use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
+use malloc_game::GameOptions;
+use malloc_muzero::generalist::{HELD_OUT_WORKLOADS, VALIDATION_WORKLOADS};
+use malloc_muzero::{GuideKind, GuidedSearch};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const THREADS: usize = 2;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let set = args.first().map_or("suite", String::as_str);
+    let moves: usize = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
+    let seeds: u64 = args.get(2).map_or(Ok(3), |s| s.parse())?;
+    let mut kinds: Vec<GuideKind> = Vec::new();
+    for g in args.iter().skip(3) {
+        kinds.push(g.parse()?);
+    }
+    if kinds.is_empty() {
+        kinds = vec![GuideKind::Uniform, GuideKind::Bundled];
+    }
+    let cases = cases(set)?;
+    let searches: Vec<(GuideKind, GuidedSearch)> = kinds
+        .iter()
+        .map(|k| {
+            let mut s = GuidedSearch::new(k.clone(), 0)?;
+            s.search = LocalSearch {
+                config: LocalSearchConfig {
+                    moves: Some(moves),
+                    ..LocalSearchConfig::default()
+                },
+            };
+            Ok((k.clone(), s))
+        })
+        .collect::<Result<_, malloc_muzero::AgentError>>()?;
+    for (name, program, hw) in &cases {
+        let options = GameOptions {
+            fast_levels: hw.levels.len() - 1,
+            ..GameOptions::default()
+        };
+        for seed in 0..seeds {
+            for (kind, search) in &searches {
+                let setup = search.setup(program, hw, &options)?;
+                let (t0, c0) = (Instant::now(), cpu_seconds());
+                let incumbent = Incumbent::new(t0);
+                let limit = Limit {
+                    deadline: t0 + Duration::from_secs(24 * 3600),
+                    threads: THREADS,
+                };
+                let calls = search.run(&setup, seed, &limit, &incumbent);
+                let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+                let best = incumbent.best().ok_or("no game found")?;
+                let mapping = best.mapping();
+                mapping.validate(program, hw)?;
+                let latency = Simulator::new(program, hw).run(&mapping, false).latency_s;
+                let line = serde_json::json!({
+                    "case": name,
+                    "guide": format!("{kind:?}").to_lowercase(),
+                    "seed": seed,
+                    "moves": incumbent.moves(),
+                    "latency_us": latency * 1e6,
+                    "cpu_s": cpu,
+                    "wall_s": wall,
+                    "network_calls": calls,
+                    "fast_levels": setup.options().fast_levels,
+                });
+                println!("{line}");
+            }
+        }
+    }
+    Ok(())
+}
+
+type Named = (String, Arc<Program>, Hardware);
+
+fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    match set {
+        "suite" => {
+            for c in bench_workloads::suite::cases() {
+                let name = format!("{} on {}", c.workload, c.hardware);
+                out.push((name, Arc::new(bench_workloads::load(c.workload)?), c.hardware()));
+            }
+        }
+        "held-out" | "validation" => {
+            let mut programs: Vec<Program> = Vec::new();
+            let names = if set == "held-out" {
+                HELD_OUT_WORKLOADS
+            } else {
+                VALIDATION_WORKLOADS
+            };
+            for w in names {
+                programs.push(bench_workloads::load(w)?);
+            }
+            if set == "held-out" {
+                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-workloads/heldout");
+                let mut files: Vec<_> = std::fs::read_dir(&dir)?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect();
+                files.sort();
+                for f in files {
+                    programs.push(bench_workloads::load(&f.display().to_string())?);
+                }
+            }
+            for p in programs {
+                let p = Arc::new(p);
+                for mib in [8u64, 16] {
+                    let hw = Hardware::tpu_v4i_like().with_capacity(1, mib << 20)?;
+                    out.push((format!("{} {mib}MiB", p.name()), Arc::clone(&p), hw));
+                }
+            }
+        }
+        other => return Err(format!("{other}: expected suite, held-out or validation").into()),
+    }
+    Ok(out)
+}
