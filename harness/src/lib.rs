@@ -5,6 +5,7 @@
 //! - [`evaluate`]: cases and suites, solve -> validate -> simulate -> [`Row`].
 //! - [`exact_run`]: the exact solver's MIP, then the local search for the budget left.
 //! - [`bounds`]: a case's best proven lower bound on the simulated latency.
+//! - [`reference`]: a result's yardsticks: the best instant heuristic and the bound.
 //! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
 //!   its pictures in [`curves`].
 
@@ -13,6 +14,7 @@ pub mod curves;
 pub mod evaluate;
 pub mod exact_run;
 pub mod race;
+pub mod reference;
 pub mod registry;
 
 pub use evaluate::{evaluate_case, Case, EvalError, EvalProgress, Row, Solver, SolverContext};

@@ -97,7 +97,11 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
         "suite" => {
             for c in bench_workloads::suite::cases() {
                 let name = format!("{} on {}", c.workload, c.hardware);
-                out.push((name, Arc::new(bench_workloads::load(c.workload)?), c.hardware()));
+                out.push((
+                    name,
+                    Arc::new(bench_workloads::load(c.workload)?),
+                    c.hardware(),
+                ));
             }
         }
         "held-out" | "validation" => {
