@@ -9,7 +9,8 @@
 //! [GUIDES...]`: SET is `suite` (every suite case on its hardware, every fast level, as
 //! the race plays it), `held-out` (the held-out programs on tpu-v4i-like at 8 and 16 MiB)
 //! or `validation` (the validation families, likewise); MOVES per run on 2 threads; seeds
-//! 0..SEEDS; guides default to uniform and bundled. One JSON line per run on stdout.
+//! 0..SEEDS; guides default to uniform and bundled. `SET:W1,W2` keeps the set's cases of
+//! those workloads. One JSON line per run on stdout.
 
 mod common;
 
@@ -37,7 +38,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if kinds.is_empty() {
         kinds = vec![GuideKind::Uniform, GuideKind::Bundled];
     }
-    let cases = cases(set)?;
+    let (set, only) = set.split_once(':').unwrap_or((set, ""));
+    let only: Vec<&str> = only.split(',').filter(|w| !w.is_empty()).collect();
+    let cases: Vec<Named> = cases(set)?
+        .into_iter()
+        .filter(|(_, p, _)| only.is_empty() || only.contains(&p.name()))
+        .collect();
     let searches: Vec<(GuideKind, GuidedSearch)> = kinds
         .iter()
         .map(|k| {
