@@ -9,7 +9,8 @@
 //! [GUIDES...]`: SET is `suite` (every suite case on its hardware, every fast level, as
 //! the race plays it), `held-out` (the held-out programs on tpu-v4i-like at 8 and 16 MiB)
 //! or `validation` (the validation families, likewise); MOVES per run on 2 threads; seeds
-//! 0..SEEDS; guides default to uniform and bundled. `SET:W1,W2` keeps the set's cases of
+//! 0..SEEDS; guides default to uniform and bundled (`bundled@0.5`: the bundled guide choosing
+//! the first turn of half its moves by disagreement, `GuidedSearch::focus`). `SET:W1,W2` keeps the set's cases of
 //! those workloads. One JSON line per run on stdout.
 
 mod common;
@@ -31,12 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let set = args.first().map_or("suite", String::as_str);
     let moves: usize = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
     let seeds: u64 = args.get(2).map_or(Ok(3), |s| s.parse())?;
-    let mut kinds: Vec<GuideKind> = Vec::new();
-    for g in args.iter().skip(3) {
-        kinds.push(g.parse()?);
-    }
-    if kinds.is_empty() {
-        kinds = vec![GuideKind::Uniform, GuideKind::Bundled];
+    let mut guides: Vec<&str> = args.iter().skip(3).map(String::as_str).collect();
+    if guides.is_empty() {
+        guides = vec!["uniform", "bundled"];
     }
     let (set, only) = set.split_once(':').unwrap_or((set, ""));
     let only: Vec<&str> = only.split(',').filter(|w| !w.is_empty()).collect();
@@ -44,19 +42,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .into_iter()
         .filter(|(_, p, _)| only.is_empty() || only.contains(&p.name()))
         .collect();
-    let searches: Vec<(GuideKind, GuidedSearch)> = kinds
-        .iter()
-        .map(|k| {
-            let mut s = GuidedSearch::new(k.clone(), 0)?;
-            s.search = LocalSearch {
-                config: LocalSearchConfig {
-                    moves: Some(moves),
-                    ..LocalSearchConfig::default()
-                },
-            };
-            Ok((k.clone(), s))
-        })
-        .collect::<Result<_, malloc_muzero::AgentError>>()?;
+    let mut searches: Vec<(&str, GuidedSearch)> = Vec::new();
+    for g in guides {
+        let (kind, focus) = g.split_once('@').unwrap_or((g, "0"));
+        let mut s = GuidedSearch::new(kind.parse::<GuideKind>()?, 0)?;
+        s.focus = focus.parse()?;
+        s.search = LocalSearch {
+            config: LocalSearchConfig {
+                moves: Some(moves),
+                ..LocalSearchConfig::default()
+            },
+        };
+        searches.push((g, s));
+    }
     for (name, program, hw) in &cases {
         let options = GameOptions {
             fast_levels: hw.levels.len() - 1,
@@ -79,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let latency = Simulator::new(program, hw).run(&mapping, false).latency_s;
                 let line = serde_json::json!({
                     "case": name,
-                    "guide": format!("{kind:?}").to_lowercase(),
+                    "guide": kind,
                     "seed": seed,
                     "moves": incumbent.moves(),
                     "latency_us": latency * 1e6,

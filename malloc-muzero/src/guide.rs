@@ -98,6 +98,9 @@ pub struct GuidedSearch {
     pub search: LocalSearch,
     /// The temperature of the policy's sampling (> 0).
     pub temperature: f32,
+    /// The share of moves whose first turn the network chooses ([`NetGuide::span`]); the
+    /// others' is uniform, as the local search's. 0 (the default): every move's.
+    pub focus: f64,
 }
 
 impl GuidedSearch {
@@ -121,6 +124,7 @@ impl GuidedSearch {
             network: info.network,
             search: LocalSearch::default(),
             temperature: DEFAULT_GUIDE_TEMPERATURE,
+            focus: 0.0,
         })
     }
 
@@ -206,13 +210,17 @@ impl GuidedSearch {
         limit: &Limit,
         incumbent: &Incumbent,
     ) -> u64 {
-        let temperature = self.temperature;
+        let (temperature, focus) = (self.temperature, self.focus);
         let net = self.net.as_ref();
         let (_, view) = self.rules_for(setup.options());
         let calls = AtomicU64::new(0);
         let guides = |_: usize| -> Box<dyn MoveGuide + '_> {
             match net {
-                Some(net) => Box::new(NetGuide::new(net, view, temperature).counting(&calls)),
+                Some(net) => Box::new(
+                    NetGuide::new(net, view, temperature)
+                        .focused(focus)
+                        .counting(&calls),
+                ),
                 None => Box::new(UniformGuide),
             }
         };
@@ -227,8 +235,11 @@ pub struct NetGuide<'n> {
     net: &'n MuZeroNet,
     view: GuideView,
     temperature: f32,
-    /// The policy logits of the line's turns computed so far, by turn.
-    cache: Vec<Option<Box<[f32]>>>,
+    /// The share of moves whose first turn it chooses by disagreement.
+    focus: f64,
+    /// The policy logits of the line's turns computed so far, by turn, each with the
+    /// probability the policy gives the actions other than the line's there.
+    cache: Vec<Option<(Box<[f32]>, f32)>>,
     obs: Vec<f32>,
     /// The game's own observation, where the network reads a view of it.
     full: Vec<f32>,
@@ -247,6 +258,7 @@ impl<'n> NetGuide<'n> {
             net,
             view,
             temperature: temperature.max(1e-6),
+            focus: 0.0,
             cache: Vec::new(),
             obs: vec![0.0; c.observation_len],
             full: Vec::new(),
@@ -255,6 +267,13 @@ impl<'n> NetGuide<'n> {
             inferences: 0,
             total: None,
         }
+    }
+
+    /// This guide choosing the first turn of a share `focus` of its moves by disagreement
+    /// ([`NetGuide::span`]).
+    pub fn focused(mut self, focus: f64) -> NetGuide<'n> {
+        self.focus = focus.clamp(0.0, 1.0);
+        self
     }
 
     /// This guide adding its network calls to `total` when it is dropped.
@@ -280,16 +299,17 @@ impl<'n> NetGuide<'n> {
         Some(out.policy_logits.into_boxed_slice())
     }
 
-    /// The policy at turn `t` of the line (`game` its state before `t`), from the cache.
-    fn line_policy(&mut self, t: usize, game: &Game) -> Option<Box<[f32]>> {
-        if let Some(Some(p)) = self.cache.get(t) {
+    /// The policy at turn `t` of the line (`game` its state before `t`, `own` the line's
+    /// action there), from the cache.
+    fn line_policy(&mut self, t: usize, game: &Game, own: Option<usize>) -> Option<Box<[f32]>> {
+        if let Some(Some((p, _))) = self.cache.get(t) {
             return Some(p.clone());
         }
         let p = self.infer(game)?;
         if self.cache.len() <= t {
             self.cache.resize(t + 1, None);
         }
-        self.cache[t] = Some(p.clone());
+        self.cache[t] = Some((p.clone(), disagreement(&p, own)));
         Some(p)
     }
 }
@@ -302,15 +322,51 @@ impl Drop for NetGuide<'_> {
     }
 }
 
+/// The probability `logits`' policy gives the actions other than `own`.
+fn disagreement(logits: &[f32], own: Option<usize>) -> f32 {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|&l| (l - top).exp()).sum();
+    match own.and_then(|a| logits.get(a)) {
+        Some(&l) if total > 0.0 => 1.0 - (l - top).exp() / total,
+        _ => 1.0,
+    }
+}
+
 impl MoveGuide for NetGuide<'_> {
+    /// The uniform span; with probability `focus`, its first turn instead drawn among the
+    /// line's turns whose policy is cached, in proportion to how much the policy prefers
+    /// other actions there than the line's (the turns the network would play otherwise).
     fn span(&mut self, line: &Line, mean_changed: f64, rng: &mut StdRng) -> Span {
-        uniform_span(line, mean_changed, rng)
+        let uniform = uniform_span(line, mean_changed, rng);
+        if self.focus <= 0.0 || !rng.random_bool(self.focus) {
+            return uniform;
+        }
+        let weight = |e: &Option<(Box<[f32]>, f32)>| e.as_ref().map_or(0.0, |(_, d)| *d as f64);
+        let total: f64 = self.cache.iter().take(line.len()).map(weight).sum();
+        if total <= 0.0 {
+            return uniform;
+        }
+        let mut x = rng.random::<f64>() * total;
+        for (t, e) in self.cache.iter().enumerate().take(line.len()) {
+            let w = weight(e);
+            if w > 0.0 && x < w {
+                return Span {
+                    first: t,
+                    ..uniform
+                };
+            }
+            x -= w;
+        }
+        uniform
     }
 
     fn action(&mut self, line: &Line, game: &Game, i: usize, rng: &mut StdRng) -> usize {
         let t = game.turn();
         let (logits, own) = if i == 0 {
-            (self.line_policy(t, game), line.action_at(t))
+            (
+                self.line_policy(t, game, line.action_at(t)),
+                line.action_at(t),
+            )
         } else {
             (self.infer(game), Some(line.repair(game)))
         };

@@ -129,6 +129,12 @@ fn a_guided_run_on_two_threads_repeats_exactly_per_seed() {
         assert!(first.3 >= 48, "{kind:?}: {} network calls", first.3);
         assert_eq!(first, run(&guided, &program, &hw, 11, 2), "{kind:?}");
     }
+    // Choosing turns by the policy's disagreement with the line repeats as well.
+    let mut focused = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    focused.search = counted(48);
+    focused.focus = 0.5;
+    let first = run(&focused, &program, &hw, 11, 2);
+    assert_eq!(first, run(&focused, &program, &hw, 11, 2));
 }
 
 /// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB.
