@@ -151,7 +151,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     if args.egrl_config.is_some()
         && !solvers
             .iter()
-            .any(|s| egrl::SOLVER_NAMES.contains(&s.as_str()))
+            .any(|s| harness::registry::run_of(s).is_some_and(|r| r.reads_egrl_config()))
     {
         bail!("--egrl-config: only the EGRL solvers read it, and none is in this race");
     }

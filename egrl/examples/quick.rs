@@ -25,7 +25,7 @@ fn main() {
         problem.decisions().len(),
         problem.all_slow_s() * 1e6
     );
-    for name in egrl::SOLVER_NAMES {
+    for name in ["egrl", "egrl-ea", "egrl-pg", "egrl-dp"] {
         let t0 = Instant::now();
         let config = EgrlConfig {
             threads: 2,

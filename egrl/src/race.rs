@@ -9,9 +9,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The solver names: the three searches and the knapsack mapper.
-pub const SOLVER_NAMES: &[&str] = &["egrl", "egrl-ea", "egrl-pg", "egrl-dp"];
-
 /// What a raced solver found.
 #[derive(Clone, Debug)]
 pub struct RaceOutcome {
@@ -22,7 +19,8 @@ pub struct RaceOutcome {
     pub generations: u64,
 }
 
-/// Runs solver `name` (see [`SOLVER_NAMES`]) on `problem` until `deadline` with `config`
+/// Runs solver `name` (`egrl-dp`, the knapsack mapper, or a [`Variant`]'s name: `egrl`,
+/// `egrl-ea`, `egrl-pg`) on `problem` until `deadline` with `config`
 /// (its variant is set from the name); `on_best(elapsed_s, latency_s)` hears of each
 /// improvement. `None` for an unknown name.
 pub fn race(

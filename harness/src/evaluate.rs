@@ -7,6 +7,7 @@
 
 use crate::bounds::{best_bound, BoundSource};
 use crate::exact_run::{run_exact, Polish};
+use crate::registry::Build;
 use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
@@ -169,40 +170,42 @@ pub enum Solver {
 }
 
 impl Solver {
-    /// The solver of a `--solver` name: a baseline, a game player (`xla-game` is the xla
-    /// player in the game), or `muzero` (needs `ctx.checkpoint`).
+    /// The solver of a `--solver` name, as its registry entry builds it
+    /// ([`crate::registry::Build`]): a baseline, a game player (`xla-game` is the xla player
+    /// in the game; `beam:W` a beam of width W), `muzero` (`ctx.checkpoint`'s run, else the
+    /// bundled generalist) or the exact solver.
     pub fn named(name: &str, ctx: &SolverContext) -> Result<Solver, EvalError> {
-        if name == "muzero" {
-            let agent = match &ctx.checkpoint {
-                Some(dir) => Agent::load(dir, ctx.simulations)?,
-                None => Agent::bundled(ctx.simulations)?,
-            };
-            let agent = match ctx.search_model {
-                Some(model) => agent.with_search_model(model),
-                None => agent,
-            };
-            let agent = match ctx.proposal_rounds {
-                Some(rounds) => agent.with_proposal_rounds(rounds)?,
-                None => agent,
-            };
-            return Ok(Solver::MuZero(Box::new(agent)));
+        let unknown = || EvalError::UnknownSolver(name.to_string());
+        let player = |spec: &str| {
+            malloc_game::players::player_on_threads(spec, ctx.threads.max(1))
+                .map(|p| Solver::Player(p, ctx.seed))
+                .ok_or_else(unknown)
+        };
+        match crate::registry::build_of(name) {
+            Some(Build::Agent) => {
+                let agent = match &ctx.checkpoint {
+                    Some(dir) => Agent::load(dir, ctx.simulations)?,
+                    None => Agent::bundled(ctx.simulations)?,
+                };
+                let agent = match ctx.search_model {
+                    Some(model) => agent.with_search_model(model),
+                    None => agent,
+                };
+                let agent = match ctx.proposal_rounds {
+                    Some(rounds) => agent.with_proposal_rounds(rounds)?,
+                    None => agent,
+                };
+                Ok(Solver::MuZero(Box::new(agent)))
+            }
+            Some(Build::Baseline) => baselines::solver(name)
+                .map(Solver::Baseline)
+                .ok_or_else(unknown),
+            Some(Build::Knapsack) => Ok(Solver::Baseline(Box::new(EgrlKnapsack))),
+            Some(Build::Exact) => Ok(Solver::Exact(ctx.exact.clone(), ctx.seed)),
+            Some(Build::Player(spec)) => player(spec),
+            // A player with a parameter (`beam:W`) is not an entry of its own.
+            None => player(name.strip_suffix("-game").unwrap_or(name)),
         }
-        if let Some(s) = baselines::solver(name) {
-            return Ok(Solver::Baseline(s));
-        }
-        if name == "egrl-dp" {
-            return Ok(Solver::Baseline(Box::new(EgrlKnapsack)));
-        }
-        if name == "exact" {
-            return Ok(Solver::Exact(ctx.exact.clone(), ctx.seed));
-        }
-        let player = malloc_game::players::player_on_threads(
-            name.strip_suffix("-game").unwrap_or(name),
-            ctx.threads.max(1),
-        );
-        player
-            .map(|p| Solver::Player(p, ctx.seed))
-            .ok_or_else(|| EvalError::UnknownSolver(name.to_string()))
     }
 
     /// The solvers of a list of names, or [`DEFAULT_SOLVERS`] when it is empty.

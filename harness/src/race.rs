@@ -17,6 +17,7 @@
 use crate::bounds::{best_bound, BoundSource};
 use crate::evaluate::{Case, EvalError, Proof};
 use crate::exact_run::{run_exact, Polish};
+use crate::registry::Run;
 use accel_sim::{Mapping, MappingFile, Simulator};
 use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
 use malloc_game::{GameOptions, GameSetup};
@@ -172,9 +173,9 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
     let mut set = |k: &str, x: serde_json::Value| {
         v[k] = x;
     };
-    match name {
-        "xla" | "xla-repack" | "greedy-size" | "egrl-dp" => {}
-        "exact" => {
+    match crate::registry::run_of(name) {
+        Some(Run::Baseline | Run::Knapsack) => {}
+        Some(Run::Exact) => {
             set("backend", exact::BACKEND.into());
             set("objective", config.exact_objective.as_str().into());
             // The local search after the MIP plays the game by these rules.
@@ -183,7 +184,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 set("mip_share", crate::exact_run::MIP_SHARE.into());
             }
         }
-        "muzero" => {
+        Some(Run::Agent) => {
             // The guided search plays the rules its network reads (the race's, as a rule).
             let played = GuidedSearch::new(agent_guide(config), config.seed)
                 .map(|g| g.rules_for(&config.options).0);
@@ -193,7 +194,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             );
             set("guide", agent_guide_name(config).into());
         }
-        MUZERO_TRAIN => {
+        Some(Run::Train) => {
             set("options", serde_json::json!(config.options));
             let mut train = serde_json::json!(config.train);
             // Whether a run keeps its older checkpoints does not decide its result, and
@@ -205,8 +206,8 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             let checkpoint = config.checkpoint.as_ref().map(|c| c.display().to_string());
             set("checkpoint", checkpoint.into());
         }
-        _ if egrl::SOLVER_NAMES.contains(&name) => set("egrl", serde_json::json!(config.egrl)),
-        _ if guide_of(name).is_some() => {
+        Some(Run::Egrl) => set("egrl", serde_json::json!(config.egrl)),
+        Some(Run::Guided) => {
             // The guided searches play the rules the bundled network reads.
             let played = GuidedSearch::new(GuideKind::Uniform, config.seed)
                 .map(|g| g.rules_for(&config.options).0);
@@ -216,7 +217,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             );
             set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
         }
-        _ => set("options", serde_json::json!(config.options)),
+        Some(Run::Anytime) | None => set("options", serde_json::json!(config.options)),
     }
     v
 }
@@ -235,21 +236,23 @@ pub fn settings_differ(saved: &serde_json::Value, now: &serde_json::Value) -> Ve
 /// this very case, and readable).
 pub fn check_config(case: &Case, names: &[String], config: &RaceConfig) -> Result<(), RaceError> {
     let bad = |m: String| RaceError::Config(m);
-    if names
-        .iter()
-        .any(|n| egrl::SOLVER_NAMES.contains(&n.as_str()))
-    {
+    let runs = |run: Run| {
+        names
+            .iter()
+            .any(|n| crate::registry::run_of(n) == Some(run))
+    };
+    if runs(Run::Egrl) || runs(Run::Knapsack) {
         config
             .egrl
             .check_for(egrl::decision_count(&case.program), case.hw.levels.len())
             .map_err(RaceError::EgrlConfig)?;
     }
-    if names.iter().any(|n| n == "muzero") {
+    if runs(Run::Agent) {
         // The agent's network loads and reads this case before any budget is spent.
         let search = GuidedSearch::new(agent_guide(config), config.seed)?;
         search.setup(&case.program, &case.hw, &config.options)?;
     }
-    if !names.iter().any(|n| n == MUZERO_TRAIN) {
+    if !runs(Run::Train) {
         return Ok(());
     }
     config.train.check().map_err(Box::new)?;
@@ -344,8 +347,9 @@ pub fn race_case(
     let mut evaluations_curve = Vec::new();
     let mut proof = None;
     let mut moves = None;
-    let (curve, mapping, run_dir) = match name {
-        "exact" => {
+    let run = crate::registry::run_of(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+    let (curve, mapping, run_dir) = match run {
+        Run::Exact => {
             let exact = exact::ExactConfig {
                 seconds: config.seconds,
                 relative_gap: 0.0,
@@ -360,16 +364,16 @@ pub fn race_case(
             proof = Some(run.proof);
             (run.curve, Some(run.solution.mapping), None)
         }
-        "xla" | "xla-repack" | "greedy-size" => {
+        Run::Baseline => {
             let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let m = solver.solve(&case.program, &case.hw);
             (vec![], Some(m), None)
         }
-        MUZERO_TRAIN => {
+        Run::Train => {
             let (curve, mapping, dir) = race_agent(case, config, t0, on_best)?;
             (curve, mapping, Some(dir))
         }
-        _ if egrl::SOLVER_NAMES.contains(&name) => {
+        Run::Egrl | Run::Knapsack => {
             let deadline = t0 + Duration::from_secs_f64(config.seconds);
             let problem = egrl::Problem::new(
                 Arc::clone(&case.program),
@@ -399,9 +403,9 @@ pub fn race_case(
                 .collect();
             (curve, outcome.mapping, None)
         }
-        _ if name == "muzero" || guide_of(name).is_some() => {
-            let kind = match name {
-                "muzero" => agent_guide(config),
+        Run::Agent | Run::Guided => {
+            let kind = match run {
+                Run::Agent => agent_guide(config),
                 _ => guide_of(name).ok_or(RaceError::UnknownSolver(name.into()))?,
             };
             let search = GuidedSearch::new(kind, config.seed)?;
@@ -418,7 +422,7 @@ pub fn race_case(
             let best = incumbent.best().map(|g| g.mapping());
             (incumbent.curve(), best, None)
         }
-        _ => {
+        Run::Anytime => {
             let solver = anytime_solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let setup = GameSetup::new(
                 Arc::clone(&case.program),
