@@ -3,17 +3,18 @@
 //!
 //! With `--out DIR`, `DIR/results.json` is rewritten (atomically) after each solver, and a
 //! race run again into the same folder with the same budget and seed keeps the results
-//! already there: a race killed at any moment resumes with every result found so far.
+//! already there: a race killed at any moment resumes with every result found so far (the
+//! folder's format and its reuse rules are [`harness::race_folder`]'s).
 
 use crate::case::{single_case, CaseArgs, GameArgs};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use harness::race::{self, RaceConfig, RaceResult};
+use harness::race_folder::RaceFolder;
 use harness::Case;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_muzero::train::TrainConfig;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Clone)]
@@ -64,25 +65,6 @@ pub struct RaceArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// What `results.json` holds now: 2 added each result's settings (its reuse key).
-const RESULTS_VERSION: u32 = 2;
-
-/// `results.json`: the race's settings and every result so far.
-#[derive(Serialize, Deserialize, Default)]
-struct Saved {
-    /// [`RESULTS_VERSION`] when written; absent (1) in files of older builds.
-    #[serde(default = "version_1")]
-    version: u32,
-    seconds: f64,
-    seed: u64,
-    threads: usize,
-    results: Vec<RaceResult>,
-}
-
-fn version_1() -> u32 {
-    1
 }
 
 pub fn run(args: &RaceArgs) -> Result<()> {
@@ -178,29 +160,38 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         })?;
     }
     // One race writes a folder at a time; what a killed race's writes left is swept.
-    let _lock = match &args.out {
-        Some(dir) => Some(lock_out(dir, &cases)?),
-        None => None,
-    };
-    let mut saved = read_saved(args, threads)?;
+    let mut folder = RaceFolder::open(
+        args.out.as_deref(),
+        &cases,
+        args.seconds,
+        args.seed,
+        threads,
+    )?;
     for case in &cases {
         for name in &solvers {
-            check_saved_settings(&saved, case, name, &config_of(case), args)?;
+            folder.check_settings(case, name, &config_of(case))?;
         }
     }
-    write_saved(args, &saved)?;
+    folder.save()?;
     let mut all = Vec::new();
     for case in &cases {
-        let case_dir = args.out.as_ref().map(|d| d.join(case_folder(case)));
         let mut results = Vec::new();
         for name in &solvers {
-            if let Some(r) = reuse_saved(&mut saved, case, name, case_dir.as_deref()) {
-                results.push(r);
-                continue;
+            match folder.reuse(case, name) {
+                Some(Ok(r)) => {
+                    results.push(r);
+                    continue;
+                }
+                Some(Err(why)) => eprintln!(
+                    "{} on {}: the saved {name} result does not check out ({why}): racing it again",
+                    case.program.name(),
+                    case.hw.name
+                ),
+                None => {}
             }
             let config = RaceConfig {
                 agent_dir: if name == race::MUZERO_TRAIN {
-                    agent_dir(case_dir.as_deref())?
+                    folder.agent_dir(case)?
                 } else {
                     None
                 },
@@ -209,34 +200,17 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             let r = match run_one(case, name, &config, args.json) {
                 Ok(r) => r,
                 Err(e) => {
-                    if let Some(p) = results_path(args) {
+                    if let Some(p) = folder.results_path() {
                         eprintln!("the results so far are kept in {}", p.display());
                     }
                     return Err(e);
                 }
             };
-            if let (Some(dir), Some(m)) = (&case_dir, &r.mapping) {
-                std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-                race::save_mapping(case, m, &dir.join(format!("{name}.mapping.json")))?;
-            }
-            saved.results.push(r.clone());
-            write_saved(args, &saved)?;
+            folder.record(case, &r)?;
             results.push(r);
         }
         race::fill_gaps(&mut results, case, args.seconds)?;
-        // results.json gets the gaps too, once the case's solvers are done.
-        for r in &results {
-            if let Some(s) = saved.results.iter_mut().find(|s| {
-                s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
-            }) {
-                (s.lower_bound_s, s.bound_source) = (r.lower_bound_s, r.bound_source);
-                (s.gap_to_bound, s.primal_integral) = (r.gap_to_bound, r.primal_integral);
-            }
-        }
-        write_saved(args, &saved)?;
-        if let Some(dir) = &case_dir {
-            write_svg(case, &results, args.seconds, dir)?;
-        }
+        folder.finish_case(case, &results)?;
         all.extend(results);
     }
     if args.json {
@@ -245,34 +219,6 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         print_table(&all);
     }
     Ok(())
-}
-
-/// Locks the race folder `dir` for this process and removes the temporary files of
-/// writes a killed race left in it and in its cases' folders.
-fn lock_out(dir: &Path, cases: &[Case]) -> Result<binio::FolderLock> {
-    let lock = binio::FolderLock::acquire(dir)?;
-    binio::remove_temp_files(dir)?;
-    for case in cases {
-        binio::remove_temp_files(&dir.join(case_folder(case)))?;
-    }
-    Ok(lock)
-}
-
-fn case_folder(case: &Case) -> String {
-    format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_")
-}
-
-/// The agent's run folder under the case's folder; one left by a race killed before its
-/// result was saved is removed (its budget was not spent to the end).
-fn agent_dir(case_dir: Option<&Path>) -> Result<Option<PathBuf>> {
-    let Some(dir) = case_dir else {
-        return Ok(None);
-    };
-    let run = dir.join("muzero-run");
-    if run.exists() {
-        std::fs::remove_dir_all(&run).with_context(|| format!("{}", run.display()))?;
-    }
-    Ok(Some(run))
 }
 
 fn run_one(case: &Case, name: &str, config: &RaceConfig, quiet: bool) -> Result<RaceResult> {
@@ -320,141 +266,6 @@ fn run_one(case: &Case, name: &str, config: &RaceConfig, quiet: bool) -> Result<
         );
     }
     Ok(r)
-}
-
-fn results_path(args: &RaceArgs) -> Option<PathBuf> {
-    args.out.as_ref().map(|d| d.join("results.json"))
-}
-
-/// The results of an earlier race into the same folder, if it had the same budget, seed
-/// and threads; one with other settings is an error rather than a mix.
-fn read_saved(args: &RaceArgs, threads: usize) -> Result<Saved> {
-    let fresh = Saved {
-        version: RESULTS_VERSION,
-        seconds: args.seconds,
-        seed: args.seed,
-        threads,
-        results: Vec::new(),
-    };
-    let Some(path) = results_path(args).filter(|p| p.exists()) else {
-        return Ok(fresh);
-    };
-    let text = accel_sim::read_text(&path)?;
-    let saved: Saved =
-        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
-    if saved.version != RESULTS_VERSION {
-        bail!(
-            "{}: field `version`: written by an older build (version {}; this build writes {RESULTS_VERSION}, whose results carry the settings they were found under); pick another --out",
-            path.display(),
-            saved.version
-        );
-    }
-    if saved.seconds != args.seconds || saved.seed != args.seed || saved.threads != threads {
-        bail!(
-            "{}: holds a race with --seconds {} --seed {} --threads {}; pick another --out",
-            path.display(),
-            saved.seconds,
-            saved.seed,
-            saved.threads
-        );
-    }
-    Ok(saved)
-}
-
-fn saved_index(saved: &Saved, case: &Case, solver: &str) -> Option<usize> {
-    saved.results.iter().position(|r| {
-        r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
-    })
-}
-
-/// A saved result of `solver` on `case` found under other settings (another capacity,
-/// other rules, another config) is not this race's: an error naming what differs.
-fn check_saved_settings(
-    saved: &Saved,
-    case: &Case,
-    solver: &str,
-    config: &RaceConfig,
-    args: &RaceArgs,
-) -> Result<()> {
-    let Some(i) = saved_index(saved, case, solver) else {
-        return Ok(());
-    };
-    let now = race::settings_of(case, solver, config);
-    let differ = match &saved.results[i].settings {
-        Some(s) => race::settings_differ(s, &now),
-        None => vec!["settings (not recorded)".to_string()],
-    };
-    if !differ.is_empty() {
-        bail!(
-            "{}: holds {solver} on {} on {} raced with other settings ({}); pick another --out",
-            results_path(args).unwrap_or_default().display(),
-            case.program.name(),
-            case.hw.name,
-            differ.join(", ")
-        );
-    }
-    Ok(())
-}
-
-/// The saved result of `solver` on `case`, re-validated and re-simulated from its mapping
-/// file; one that does not check out is dropped (with a warning) and raced again.
-fn reuse_saved(
-    saved: &mut Saved,
-    case: &Case,
-    solver: &str,
-    case_dir: Option<&Path>,
-) -> Option<RaceResult> {
-    let i = saved_index(saved, case, solver)?;
-    let mapping = case_dir.and_then(|dir| {
-        let path = dir.join(format!("{solver}.mapping.json"));
-        harness::evaluate::read_mapping(&path, &case.program).ok()
-    });
-    match race::recheck(case, &saved.results[i], mapping) {
-        Ok(r) => Some(r),
-        Err(why) => {
-            eprintln!(
-                "{} on {}: the saved {solver} result does not check out ({why}): racing it again",
-                case.program.name(),
-                case.hw.name
-            );
-            saved.results.remove(i);
-            None
-        }
-    }
-}
-
-fn write_saved(args: &RaceArgs, saved: &Saved) -> Result<()> {
-    let Some(path) = results_path(args) else {
-        return Ok(());
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(saved)?;
-    binio::write_bytes_atomic(&path, text.as_bytes())?;
-    Ok(())
-}
-
-fn write_svg(case: &Case, results: &[RaceResult], seconds: f64, dir: &Path) -> Result<()> {
-    let xla = harness::evaluate::xla_latency(&case.program, &case.hw)?;
-    let title = format!(
-        "{} on {}: best mapping against time",
-        case.program.name(),
-        case.hw.name
-    );
-    let svg = harness::curves::curves_svg(&title, results, seconds, xla);
-    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-    binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
-    if results.iter().any(|r| !r.evaluations_curve.is_empty()) {
-        let title = format!(
-            "{} on {}: best mapping against mappings evaluated",
-            case.program.name(),
-            case.hw.name
-        );
-        let svg = harness::curves::evaluations_svg(&title, results, xla);
-        binio::write_bytes_atomic(&dir.join("evaluations.svg"), svg.as_bytes())?;
-    }
-    Ok(())
 }
 
 fn print_table(results: &[RaceResult]) {

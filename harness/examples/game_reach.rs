@@ -134,8 +134,7 @@ fn reach(case: &Case, results: &[&RaceResult], dir: &Path) -> Result<Vec<Reached
         GameSetup::new(Arc::clone(&case.program), case.hw.clone(), options).map(Arc::new)
     };
     let (raced, all_slots) = (setup(options.slots)?, setup(MAX_SLOTS)?);
-    // The race's folder of the case (cli/src/race.rs names it so).
-    let folder = format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_");
+    let folder = harness::race_folder::case_folder(case);
     let mut sim = Simulator::new(&case.program, &case.hw);
     let mut out = Vec::new();
     for r in results

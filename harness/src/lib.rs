@@ -1,19 +1,21 @@
 //! The evaluation harness every front end (the command line, tests, scripts, the Python
 //! package) calls: the same cases, solvers and rows everywhere.
 //!
-//! - [`registry`]: the one name -> solver registry.
+//! - [`registry`]: the one solver registry: each solver's name, what it is, how it is built.
 //! - [`evaluate`]: cases and suites, solve -> validate -> simulate -> [`Row`].
 //! - [`exact_run`]: the exact solver's MIP, then the local search for the budget left.
 //! - [`bounds`]: a case's best proven lower bound on the simulated latency.
 //! - [`reference`]: a result's yardsticks: the best instant heuristic and the bound.
 //! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
-//!   its pictures in [`curves`].
+//!   its pictures in [`curves`] and its folder (results, mappings, reuse) in
+//!   [`race_folder`].
 
 pub mod bounds;
 pub mod curves;
 pub mod evaluate;
 pub mod exact_run;
 pub mod race;
+pub mod race_folder;
 pub mod reference;
 pub mod registry;
 

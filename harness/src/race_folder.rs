@@ -1,0 +1,307 @@
+//! A race's folder (`race --out DIR`), and the rules by which a race run again into it
+//! keeps what it finds there.
+//!
+//! `DIR/results.json` holds the race's budget, seed and threads and every result so far,
+//! rewritten atomically after each solver; `DIR/<workload>-<hardware>/` holds each
+//! solver's best mapping (`<solver>.mapping.json`), the curves (`curves.svg`, and
+//! `evaluations.svg` for EGRL's solvers) and `muzero-train`'s run folder (`muzero-run/`).
+//! A race run again into the same folder with the same budget, seed and threads keeps each
+//! saved result found under the same settings ([`crate::race::settings_of`]) whose mapping
+//! still checks out ([`crate::race::recheck`]), and races only the rest: a race killed at
+//! any moment resumes with every result found so far.
+
+use crate::evaluate::{Case, EvalError};
+use crate::race::{self, RaceConfig, RaceError, RaceResult};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What `results.json` holds now: 2 added each result's settings (its reuse key).
+pub const RESULTS_VERSION: u32 = 2;
+
+/// Why a race folder could not be opened, kept or written; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error(transparent)]
+    Lock(#[from] binio::LockError),
+    #[error(transparent)]
+    Bin(#[from] binio::BinError),
+    #[error(transparent)]
+    Text(#[from] accel_sim::TextFileError),
+    #[error(transparent)]
+    Race(Box<RaceError>),
+    #[error(transparent)]
+    Eval(Box<EvalError>),
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+    /// The folder holds another race (another budget, seed, threads or build), or a
+    /// result found under other settings: it is not this race's to continue.
+    #[error("{0}")]
+    NotThisRace(String),
+}
+
+impl From<RaceError> for FolderError {
+    fn from(e: RaceError) -> FolderError {
+        FolderError::Race(Box::new(e))
+    }
+}
+
+impl From<EvalError> for FolderError {
+    fn from(e: EvalError) -> FolderError {
+        FolderError::Eval(Box::new(e))
+    }
+}
+
+/// `results.json`: the race's settings and every result so far.
+#[derive(Serialize, Deserialize, Default)]
+struct Saved {
+    /// [`RESULTS_VERSION`] when written; absent (1) in files of older builds.
+    #[serde(default = "version_1")]
+    version: u32,
+    seconds: f64,
+    seed: u64,
+    threads: usize,
+    results: Vec<RaceResult>,
+}
+
+fn version_1() -> u32 {
+    1
+}
+
+/// A race's folder, locked for this process while it lives (or none: a race that keeps
+/// nothing, whose results live in memory only).
+pub struct RaceFolder {
+    dir: Option<PathBuf>,
+    saved: Saved,
+    _lock: Option<binio::FolderLock>,
+}
+
+impl RaceFolder {
+    /// The folder `dir` for a race of `cases` with this budget, seed and threads: locked
+    /// (one race writes a folder at a time), the temporary files of writes a killed race
+    /// left in it swept, and the results of an earlier race into it read back. An earlier
+    /// race with another budget, seed or threads, or of an older build, is an error
+    /// rather than a mix. Nothing is written until [`RaceFolder::save`].
+    pub fn open(
+        dir: Option<&Path>,
+        cases: &[Case],
+        seconds: f64,
+        seed: u64,
+        threads: usize,
+    ) -> Result<RaceFolder, FolderError> {
+        let lock = match dir {
+            Some(dir) => {
+                let lock = binio::FolderLock::acquire(dir)?;
+                binio::remove_temp_files(dir)?;
+                for case in cases {
+                    binio::remove_temp_files(&dir.join(case_folder(case)))?;
+                }
+                Some(lock)
+            }
+            None => None,
+        };
+        let mut folder = RaceFolder {
+            dir: dir.map(Path::to_path_buf),
+            saved: Saved {
+                version: RESULTS_VERSION,
+                seconds,
+                seed,
+                threads,
+                results: Vec::new(),
+            },
+            _lock: lock,
+        };
+        if let Some(path) = folder.results_path().filter(|p| p.exists()) {
+            folder.saved = read_saved(&path, seconds, seed, threads)?;
+        }
+        Ok(folder)
+    }
+
+    /// `DIR/results.json`.
+    pub fn results_path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join("results.json"))
+    }
+
+    /// The folder of `case`'s mappings, curves and agent run.
+    pub fn case_dir(&self, case: &Case) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join(case_folder(case)))
+    }
+
+    /// A saved result of `solver` on `case` found under other settings than `config`'s
+    /// (another capacity, other rules, another config) is not this race's: an error
+    /// naming what differs. Checked for every solver before the first budget starts.
+    pub fn check_settings(
+        &self,
+        case: &Case,
+        solver: &str,
+        config: &RaceConfig,
+    ) -> Result<(), FolderError> {
+        let Some(i) = self.saved_index(case, solver) else {
+            return Ok(());
+        };
+        let now = race::settings_of(case, solver, config);
+        let differ = match &self.saved.results[i].settings {
+            Some(s) => race::settings_differ(s, &now),
+            None => vec!["settings (not recorded)".to_string()],
+        };
+        if differ.is_empty() {
+            return Ok(());
+        }
+        Err(FolderError::NotThisRace(format!(
+            "{}: holds {solver} on {} on {} raced with other settings ({}); pick another --out",
+            self.results_path().unwrap_or_default().display(),
+            case.program.name(),
+            case.hw.name,
+            differ.join(", ")
+        )))
+    }
+
+    /// The saved result of `solver` on `case`, re-validated and re-simulated from its
+    /// mapping file: `None` when there is none, `Some(Err(why))` when it does not check
+    /// out (it is dropped, to be raced again).
+    pub fn reuse(&mut self, case: &Case, solver: &str) -> Option<Result<RaceResult, String>> {
+        let i = self.saved_index(case, solver)?;
+        let mapping = self.case_dir(case).and_then(|dir| {
+            let path = dir.join(format!("{solver}.mapping.json"));
+            crate::evaluate::read_mapping(&path, &case.program).ok()
+        });
+        let checked = race::recheck(case, &self.saved.results[i], mapping);
+        if checked.is_err() {
+            self.saved.results.remove(i);
+        }
+        Some(checked)
+    }
+
+    /// Where `muzero-train`'s run goes on `case`; one left by a race killed before
+    /// its result was saved is removed (its budget was not spent to the end).
+    pub fn agent_dir(&self, case: &Case) -> Result<Option<PathBuf>, FolderError> {
+        let Some(dir) = self.case_dir(case) else {
+            return Ok(None);
+        };
+        let run = dir.join("muzero-run");
+        if run.exists() {
+            std::fs::remove_dir_all(&run).map_err(|e| io(&run, e))?;
+        }
+        Ok(Some(run))
+    }
+
+    /// Keeps a fresh result of `case`: its mapping in the case's folder, the result in
+    /// `results.json`.
+    pub fn record(&mut self, case: &Case, result: &RaceResult) -> Result<(), FolderError> {
+        if let (Some(dir), Some(m)) = (self.case_dir(case), &result.mapping) {
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            let path = dir.join(format!("{}.mapping.json", result.solver));
+            race::save_mapping(case, m, &path)?;
+        }
+        self.saved.results.push(result.clone());
+        self.save()
+    }
+
+    /// Ends `case` with its `results` (with their gaps, [`race::fill_gaps`]):
+    /// `results.json` gets the gaps too, and the case's folder its curves over the race's
+    /// budget.
+    pub fn finish_case(&mut self, case: &Case, results: &[RaceResult]) -> Result<(), FolderError> {
+        for r in results {
+            if let Some(s) = self.saved.results.iter_mut().find(|s| {
+                s.workload == r.workload && s.hardware == r.hardware && s.solver == r.solver
+            }) {
+                (s.lower_bound_s, s.bound_source) = (r.lower_bound_s, r.bound_source);
+                (s.gap_to_bound, s.primal_integral) = (r.gap_to_bound, r.primal_integral);
+            }
+        }
+        self.save()?;
+        match self.case_dir(case) {
+            Some(dir) => write_svg(case, results, self.saved.seconds, &dir),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `results.json` (atomically).
+    pub fn save(&self) -> Result<(), FolderError> {
+        let Some(path) = self.results_path() else {
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        }
+        let text = serde_json::to_string_pretty(&self.saved).map_err(|e| FolderError::Io {
+            path: path.display().to_string(),
+            msg: e.to_string(),
+        })?;
+        binio::write_bytes_atomic(&path, text.as_bytes())?;
+        Ok(())
+    }
+
+    fn saved_index(&self, case: &Case, solver: &str) -> Option<usize> {
+        self.saved.results.iter().position(|r| {
+            r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
+        })
+    }
+}
+
+/// The folder of `case` in a race's folder: `<workload>-<hardware>`, path separators and
+/// spaces made `_`.
+pub fn case_folder(case: &Case) -> String {
+    format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_")
+}
+
+fn io(path: &Path, e: std::io::Error) -> FolderError {
+    FolderError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    }
+}
+
+/// The results of an earlier race at `path`, if it had the same budget, seed and threads.
+fn read_saved(path: &Path, seconds: f64, seed: u64, threads: usize) -> Result<Saved, FolderError> {
+    let text = accel_sim::read_text(path)?;
+    let saved: Saved = serde_json::from_str(&text).map_err(|e| FolderError::Io {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    if saved.version != RESULTS_VERSION {
+        return Err(FolderError::NotThisRace(format!(
+            "{}: field `version`: written by an older build (version {}; this build writes {RESULTS_VERSION}, whose results carry the settings they were found under); pick another --out",
+            path.display(),
+            saved.version
+        )));
+    }
+    if saved.seconds != seconds || saved.seed != seed || saved.threads != threads {
+        return Err(FolderError::NotThisRace(format!(
+            "{}: holds a race with --seconds {} --seed {} --threads {}; pick another --out",
+            path.display(),
+            saved.seconds,
+            saved.seed,
+            saved.threads
+        )));
+    }
+    Ok(saved)
+}
+
+/// The case's curves: best latency against time (`curves.svg`) and, for solvers that
+/// count their evaluations, against mappings evaluated (`evaluations.svg`).
+fn write_svg(
+    case: &Case,
+    results: &[RaceResult],
+    seconds: f64,
+    dir: &Path,
+) -> Result<(), FolderError> {
+    let xla = crate::evaluate::xla_latency(&case.program, &case.hw)?;
+    let title = format!(
+        "{} on {}: best mapping against time",
+        case.program.name(),
+        case.hw.name
+    );
+    let svg = crate::curves::curves_svg(&title, results, seconds, xla);
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
+    if results.iter().any(|r| !r.evaluations_curve.is_empty()) {
+        let title = format!(
+            "{} on {}: best mapping against mappings evaluated",
+            case.program.name(),
+            case.hw.name
+        );
+        let svg = crate::curves::evaluations_svg(&title, results, xla);
+        binio::write_bytes_atomic(&dir.join("evaluations.svg"), svg.as_bytes())?;
+    }
+    Ok(())
+}
