@@ -280,12 +280,13 @@ fn print_table(results: &[RaceResult]) {
         "primal",
         "improvements"
     );
-    let mut xla = None;
     for r in results {
         let l = r.best_latency_s;
-        if r.solver == "xla" {
-            xla = l;
-        }
+        // This case's xla, wherever xla stands in the solver list (or `-` if not raced).
+        let xla = results
+            .iter()
+            .find(|x| x.solver == "xla" && x.workload == r.workload && x.hardware == r.hardware)
+            .and_then(|x| x.best_latency_s);
         outln!(
             "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
             r.workload,

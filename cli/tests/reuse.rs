@@ -483,3 +483,28 @@ fn config_files_are_objects_and_a_race_names_what_it_overrides() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The table's "vs xla" is each case's own xla, wherever xla stands among the solvers.
+#[test]
+fn the_race_table_compares_each_row_with_its_own_cases_xla() {
+    let (code, out, err) = run(&[
+        "race",
+        "--workload",
+        "diamond",
+        "--seconds",
+        "0.5",
+        "--threads",
+        "1",
+        "--solver",
+        "greedy-size",
+        "--solver",
+        "xla",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("greedy-size"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let vs_xla = row.split_whitespace().nth(4).unwrap();
+    assert!(vs_xla.ends_with('x'), "{row}");
+}
