@@ -68,4 +68,13 @@ mod tests {
         assert!(r.heuristic_latency_s <= xla);
         assert!(r.bound.lower_bound_s > 0.0 && r.bound.lower_bound_s <= r.heuristic_latency_s);
     }
+
+    /// The selection is of the registry's solvers, each one `evaluate` builds.
+    #[test]
+    fn every_instant_heuristic_is_an_evaluate_entry() {
+        for name in INSTANT_HEURISTICS {
+            let entry = crate::registry::find(name).unwrap();
+            assert!(entry.evaluate.is_some(), "{name}");
+        }
+    }
 }
