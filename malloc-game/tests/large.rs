@@ -7,7 +7,7 @@ use bench_workloads::synthetic::{large_random, random_dag};
 use malloc_game::players::{greedy_action, BeamPlayer, GreedyPlayer, Player};
 use malloc_game::{Game, GameOptions, GameSetup};
 use std::sync::Arc;
-use xla_msa::heap::{ChunkHeap, TopGap};
+use xla_msa::{Chunk, ChunkHeap, TopGap};
 
 const MIB: u64 = 1 << 20;
 
@@ -123,7 +123,7 @@ fn heap_best_fit_matches_brute_force_over_long_intervals() {
         }
         assert_eq!(got, best.map(|b| b.1), "chunk {i}: {s}..={e}, {size} bytes");
         if let Some(o) = got {
-            heap.commit(xla_msa::heap::Chunk {
+            heap.commit(Chunk {
                 start: s,
                 end: e,
                 offset: o,

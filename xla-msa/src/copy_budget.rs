@@ -33,7 +33,7 @@ enum Undo {
 
 /// One FIFO budget over a program's ops.
 #[derive(Clone, Debug)]
-pub struct CopyBudget {
+pub(crate) struct CopyBudget {
     /// `cum[t]` = the budget of ops `0..t`; never changes, so clones share it.
     cum: Arc<[f64]>,
     /// An ordered map, not a vector: copies arrive in any time order, and inserting into
@@ -49,7 +49,7 @@ pub struct CopyBudget {
 
 impl CopyBudget {
     /// A budget of `per_op[t]` seconds at op `t`.
-    pub fn new(per_op: &[f64]) -> CopyBudget {
+    pub(crate) fn new(per_op: &[f64]) -> CopyBudget {
         let mut cum = Vec::with_capacity(per_op.len() + 1);
         let mut acc = 0.0;
         cum.push(0.0);
@@ -111,7 +111,7 @@ impl CopyBudget {
     }
 
     /// Whether a copy of `amount` seconds beside ops `lo..hi` would fit, changing nothing.
-    pub fn fits(&self, lo: usize, hi: usize, amount: f64) -> bool {
+    pub(crate) fn fits(&self, lo: usize, hi: usize, amount: f64) -> bool {
         let hi = hi.min(self.cum.len() - 1);
         amount <= 0.0
             || self
@@ -122,7 +122,7 @@ impl CopyBudget {
     /// Adds a copy of `amount` seconds beside ops `lo..hi` if it and every copy queued
     /// behind it still finish within their windows; otherwise changes nothing and returns
     /// false. A copy of zero seconds always fits and is not queued.
-    pub fn try_add(&mut self, lo: usize, hi: usize, amount: f64) -> bool {
+    pub(crate) fn try_add(&mut self, lo: usize, hi: usize, amount: f64) -> bool {
         if amount <= 0.0 {
             return true;
         }
@@ -156,7 +156,7 @@ impl CopyBudget {
     /// Queues a copy behind all others (callers add in FIFO order: by issue op, then
     /// deadline), charging it only what its window still has: for replaying copies
     /// accepted under another budget, which may not all fit this one.
-    pub fn push_clipped(&mut self, lo: usize, hi: usize, amount: f64) {
+    pub(crate) fn push_clipped(&mut self, lo: usize, hi: usize, amount: f64) {
         let hi = hi.min(self.cum.len() - 1);
         if lo >= hi || amount <= 0.0 {
             return;
@@ -174,18 +174,18 @@ impl CopyBudget {
 
     /// Starts recording changes, so that [`CopyBudget::rollback`] can undo them (a
     /// transaction already open is committed first).
-    pub fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         self.journal = Some(Vec::new());
     }
 
     /// Keeps the changes since [`CopyBudget::begin`] and stops recording.
-    pub fn commit(&mut self) {
+    pub(crate) fn commit(&mut self) {
         self.journal = None;
     }
 
     /// Undoes every change since [`CopyBudget::begin`] and stops recording; `O(log n)` per
     /// change, where restoring a snapshot costs the whole queue.
-    pub fn rollback(&mut self) {
+    pub(crate) fn rollback(&mut self) {
         for undo in self.journal.take().unwrap_or_default().into_iter().rev() {
             match undo {
                 Undo::Queued(k) => {
@@ -201,15 +201,17 @@ impl CopyBudget {
         }
     }
 
+    #[cfg(test)]
     /// The queue, for a later [`CopyBudget::restore`].
-    pub fn snapshot(&self) -> Vec<(usize, usize, f64, f64)> {
+    pub(crate) fn snapshot(&self) -> Vec<(usize, usize, f64, f64)> {
         self.queue
             .iter()
             .map(|(k, c)| (k.0, k.1, c.amount, c.finish))
             .collect()
     }
 
-    pub fn restore(&mut self, snap: &[(usize, usize, f64, f64)]) {
+    #[cfg(test)]
+    pub(crate) fn restore(&mut self, snap: &[(usize, usize, f64, f64)]) {
         self.queue.clear();
         self.arrivals = 0;
         self.journal = None;
@@ -219,12 +221,10 @@ impl CopyBudget {
         }
     }
 
+    #[cfg(test)]
     /// Number of queued copies.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.queue.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
     }
 }
 

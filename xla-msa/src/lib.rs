@@ -1,37 +1,52 @@
 //! xla-msa: XLA's memory space assignment machinery, apart from the game that walks it,
 //! and the baseline solvers of the mapping problem built on it.
 //!
-//! The machinery (docs/xla-msa.md): the prefetch interval [`picker`], the best-fit chunk
-//! [`heap`] over canonical offsets (`occupancy`), the [`copy_budget`], and the passes and
-//! cursor of [`xla`] that the baseline runs straight through and the mallocGame
-//! (`malloc-game`) walks one decision at a time. EGRL's packer and the exact solver's warm
-//! starts use what they need of it without depending on the game.
+//! The machinery (docs/xla-msa.md): the prefetch interval picker, the best-fit chunk
+//! heap over canonical offsets ([`ChunkHeap`]), the copy budgets, and XLA's passes, each
+//! buffer's cursor through its uses and the choices at each use. All of it is private but
+//! for the [`walk`](Walk): the baseline runs XLA's passes straight through, taking XLA's
+//! [`Choice`] at every use; the mallocGame (`malloc-game`) walks the same passes one use
+//! at a time and lets a player choose among the [`Choices`]. XLA's rules are written once,
+//! in the walk. EGRL's packer and the exact solver's warm starts use the heap and the
+//! baselines without depending on the game.
 //!
 //! The baselines:
 //! - `all-slow`: everything in level 0 ([`Mapping::all_slow`]).
-//! - `xla`: XLA's memory space assignment ([`xla`], docs/xla-msa.md).
+//! - `xla`: XLA's memory space assignment ([`Xla`], docs/xla-msa.md).
 //! - `xla-repack`: the same with XLA's re-packing of offsets when a buffer runs out of
 //!   memory ([`XlaOptions::max_repacks`]).
 //! - `greedy-size`: TFLite-style whole-live-range placement, largest first
-//!   ([`greedy_size`]).
+//!   ([`GreedySize`]).
 //! - [`bound_latency`]: the latency with unbounded fast memory and free copies.
 
-pub mod bound;
-pub mod copy_budget;
-pub mod greedy_size;
-pub mod heap;
+mod bound;
+mod budgets;
+mod copy_budget;
+mod cursor;
+mod greedy_size;
+mod heap;
 mod occupancy;
-pub mod picker;
-pub mod xla;
+mod options;
+mod order;
+mod pass;
+mod picker;
+mod prefetch;
+mod repack;
+mod timing;
+mod walk;
+mod xla;
 
 pub use bound::bound_latency;
 pub use greedy_size::GreedySize;
-pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, TopGap};
-pub use picker::{PickerConfig, PrefetchWindow};
-pub use xla::{
-    xla_order, CascadeTiming, EvictionOverBudget, Xla, XlaOptions, XlaPassStats, XlaSolution,
-    DEFAULT_MAX_REPACKS,
+pub use heap::{
+    pack_decreasing_size, Candidate, Chunk, ChunkHeap, ChunkId, HeapError, Packing, TopGap,
 };
+pub use options::{CascadeTiming, EvictionOverBudget, XlaOptions, DEFAULT_MAX_REPACKS};
+pub use order::xla_order;
+pub use pass::XlaPassStats;
+pub use picker::{PickerConfig, PrefetchWindow};
+pub use walk::{Choice, Choices, Rules, Walk};
+pub use xla::{Xla, XlaSolution};
 
 use accel_sim::{Hardware, Mapping, MappingError, Program};
 
@@ -51,7 +66,7 @@ pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
         "all-slow" => Some(Box::new(AllSlow)),
         "xla" => Some(Box::new(Xla::default())),
         "xla-repack" => Some(Box::new(Xla::new(XlaOptions {
-            max_repacks: xla::DEFAULT_MAX_REPACKS,
+            max_repacks: DEFAULT_MAX_REPACKS,
             ..XlaOptions::default()
         }))),
         "greedy-size" => Some(Box::new(GreedySize)),

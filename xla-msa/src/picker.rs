@@ -61,7 +61,7 @@ impl PickerConfig {
     /// `span` must not grow with `s` (a difference of prefix sums of times >= 0 does not,
     /// even in floating point): each bound and the preferred start are then binary
     /// searches, `O(log (u - lo))`, with the results of a scan over every start.
-    pub fn window_with(
+    pub(crate) fn window_with(
         &self,
         lo: OpId,
         u: OpId,
@@ -139,7 +139,7 @@ impl PickerConfig {
 
 /// The first `s` in `lo..hi` where `pred` holds, or `hi` if none does; `pred` must be
 /// false up to some point and true from there on. `O(log (hi - lo))` calls.
-pub fn first_true(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+pub(crate) fn first_true(lo: usize, hi: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (lo, hi);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;

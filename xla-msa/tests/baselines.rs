@@ -5,12 +5,12 @@ use accel_sim::{Buffer, BufferKind, Hardware, Mapping, Op, Program, Simulator};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
-use xla_msa::heap::{pack_decreasing_size, TopGap};
 use xla_msa::PickerConfig;
 use xla_msa::{
     bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
     SOLVER_NAMES,
 };
+use xla_msa::{pack_decreasing_size, TopGap};
 
 /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");

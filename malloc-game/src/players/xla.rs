@@ -11,7 +11,7 @@ use super::{play_legal, Player};
 use crate::game::{Game, GameSetup, Inexpressible};
 use accel_sim::Mapping;
 use std::sync::Arc;
-use xla_msa::xla::Xla;
+use xla_msa::Xla;
 
 /// The XLA-style player.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

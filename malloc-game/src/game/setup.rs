@@ -1,0 +1,204 @@
+//! What every episode of a game shares: the program and hardware, the rules' options,
+//! XLA's passes the game walks ([`Rules`]), each pass's buffer order, and the all-level-0
+//! starting point.
+
+use super::state::Game;
+use super::tally::Tally;
+use super::GameError;
+use crate::options::{GameOptions, Mode, Order, Reward};
+use accel_sim::{BufferId, CostModel, Hardware, LiveSim, Program, Simulator};
+use std::sync::Arc;
+use xla_msa::{xla_order, Rules, Walk, XlaOptions};
+
+/// Everything about a game that does not change while it is played: shared by every
+/// episode and clone through an `Arc`.
+#[derive(Debug)]
+pub struct GameSetup {
+    options: GameOptions,
+    /// The XLA passes the game walks: XLA's defaults over the game's fast levels, with
+    /// the program, the hardware and the cost model.
+    pub(super) rules: Rules,
+    /// The buffers of each pass in the order they take their turns.
+    pub(super) orders: Vec<Vec<BufferId>>,
+    /// Simulated latency of the all-level-0 mapping.
+    pub(super) s0: f64,
+    /// The simulation of the all-level-0 mapping, which every game starts from.
+    live0: LiveSim,
+    /// The whole-run simulator of a finished game (cloned: it keeps scratch space).
+    simulator: Simulator,
+    /// Memory-boundedness of each buffer in the fastest level (observation feature).
+    boundedness: Vec<f64>,
+    /// The most turns a game can take.
+    pub(super) max_turns: usize,
+}
+
+impl GameSetup {
+    pub fn new(
+        program: Arc<Program>,
+        hw: Hardware,
+        options: GameOptions,
+    ) -> Result<Arc<GameSetup>, GameError> {
+        options
+            .check(hw.levels.len() - 1)
+            .map_err(GameError::Options)?;
+        let xla = XlaOptions {
+            max_levels: Some(options.fast_levels),
+            ..XlaOptions::default()
+        };
+        // The same arithmetic as a whole run of the all-level-0 mapping.
+        let simulator = Simulator::new(&program, &hw);
+        let rules = Rules::new(Arc::clone(&program), hw, xla);
+        let (cost, hw) = (rules.cost_model(), rules.hardware());
+        let fastest = hw.fastest();
+        let n = program.buffers().len();
+        let boundedness: Vec<f64> = (0..n)
+            .map(|b| cost.memory_boundedness(b, fastest))
+            .collect();
+        let orders: Vec<Vec<BufferId>> = rules
+            .levels()
+            .iter()
+            .map(|&level| match options.order {
+                Order::Xla => xla_order(&program, cost, level),
+                Order::ByStart => {
+                    let mut ids: Vec<BufferId> = (0..n).collect();
+                    ids.sort_by_key(|&b| (program.live_range(b).0, b));
+                    ids
+                }
+                Order::BySize => {
+                    let mut ids: Vec<BufferId> = (0..n).collect();
+                    ids.sort_by_key(|&b| (std::cmp::Reverse(program.buffer(b).size), b));
+                    ids
+                }
+            })
+            .collect();
+        let max_turns = rules
+            .levels()
+            .iter()
+            .map(|&level| {
+                let cap = hw.levels[level].capacity;
+                (0..n)
+                    .filter(|&b| program.buffer(b).size <= cap)
+                    .map(|b| program.uses(b).len())
+                    .sum::<usize>()
+            })
+            .sum();
+        let live0 = simulator.live();
+        let s0 = live0.latency_s();
+        Ok(Arc::new(GameSetup {
+            options,
+            rules,
+            orders,
+            s0,
+            live0,
+            simulator,
+            boundedness,
+            max_turns,
+        }))
+    }
+
+    pub fn program(&self) -> &Program {
+        self.rules.program()
+    }
+    pub fn program_arc(&self) -> &Arc<Program> {
+        self.rules.program()
+    }
+    pub fn hardware(&self) -> &Hardware {
+        self.rules.hardware()
+    }
+    pub fn options(&self) -> &GameOptions {
+        &self.options
+    }
+    pub fn cost_model(&self) -> &CostModel {
+        self.rules.cost_model()
+    }
+    /// The buffers of pass `pass` (0 = fastest level) in the order they take their turns.
+    pub fn order(&self, pass: usize) -> &[BufferId] {
+        self.orders.get(pass).map_or(&[], |o| o)
+    }
+    /// Number of passes (fast levels filled).
+    pub fn passes(&self) -> usize {
+        self.rules.levels().len()
+    }
+    /// The hardware level of pass `li` (0 = fastest).
+    pub fn level(&self, li: usize) -> usize {
+        self.rules.levels()[li]
+    }
+    /// Simulated latency with everything in level 0 (`S0`).
+    pub fn all_slow_latency(&self) -> f64 {
+        self.s0
+    }
+    /// Memory-boundedness of buffer `b` in the fastest level.
+    pub fn boundedness(&self, b: BufferId) -> f64 {
+        self.boundedness[b]
+    }
+    pub fn action_count(&self) -> usize {
+        self.options.action_count()
+    }
+    /// The rules of the XLA passes the game walks: XLA's defaults over its fast levels.
+    pub fn xla_options(&self) -> &XlaOptions {
+        self.rules.options()
+    }
+    /// The most turns a game can take: every use of every buffer that fits, per pass.
+    pub fn max_turns(&self) -> usize {
+        self.max_turns
+    }
+
+    /// A new episode, at its first turn (or finished, if the game has no choice to make).
+    pub fn start(self: &Arc<Self>) -> Game {
+        let mut g = Game {
+            setup: Arc::clone(self),
+            turn: 0,
+            allocs: {
+                let none = Arc::new(Vec::new());
+                (0..self.program().buffers().len())
+                    .map(|_| Arc::clone(&none))
+                    .collect()
+            },
+            walk: Walk::new(&self.rules),
+            pos: 0,
+            shown: Vec::new(),
+            menu: Vec::new(),
+            closed: None,
+            tally: Tally::new(self.cost_model(), self.program().buffers().len()),
+            sim: self.live0.clone(),
+            rewards: imbl::Vector::new(),
+            actions: imbl::Vector::new(),
+            final_latency: None,
+        };
+        g.start_pass(false);
+        let before = g.latency();
+        g.settle();
+        // Nothing before the first choice can change the mapping: no chunk is open.
+        debug_assert_eq!(before, g.latency());
+        g
+    }
+
+    /// The simulated latency `S` of a finished game's mapping, by a whole run (the figure
+    /// every other tool gives the mapping), and what the last turn's reward adds to the
+    /// change in the game's running latency: under [`Reward::Proxy`], the correction from
+    /// the cost model's `P(end)` to `S`; under [`Reward::Simulated`], the rounding between
+    /// the incremental `S(end)` and the whole run.
+    pub(super) fn finish(&self, game: &Game) -> (f64, f64) {
+        let s = self.simulator.clone().run(&game.mapping(), false).latency_s;
+        let extra = match self.options.reward {
+            Reward::Simulated => (game.sim.latency_s() - s) / self.s0,
+            Reward::Proxy => {
+                let p0 = self.cost_model().all_slow_latency();
+                (game.tally.latency() - s) / self.s0 - (p0 - self.s0) / self.s0
+            }
+        };
+        (s, extra)
+    }
+
+    /// A short human name of an action: `prefetch slot 0`, `keep`; `level 0` for action 0.
+    pub fn action_name(&self, action: usize) -> String {
+        match self.options.decode(action) {
+            None if action == 0 => "level 0".into(),
+            None => format!("invalid action {action}"),
+            Some((mi, k)) => match self.options.modes[mi] {
+                Mode::Keep => "keep".into(),
+                m => format!("{} slot {k}", m.as_str()),
+            },
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The game's walk through XLA's passes between turns: a move becomes the walk's
+//! [`Choice`], and what needs no choice (items of a buffer, uses where only action 0 is on
+//! offer, the next buffer of the pass's order, the next pass) the game does before the
+//! next turn, keeping the cost tally and the simulation up to date.
+
+use super::menu::Move;
+use super::state::{finished_mapping, Game};
+use crate::options::Mode;
+use std::sync::Arc;
+use xla_msa::Choice;
+
+impl Game {
+    /// Makes the move (`None`: action 0) at the pending use.
+    pub(super) fn play(&mut self, mv: Option<Move>) {
+        let choice = match mv {
+            None => Choice::Level0,
+            Some(m) => match m.mode {
+                Mode::Keep => Choice::Keep,
+                Mode::Define => Choice::Define {
+                    offset: m.allocation.offset,
+                },
+                Mode::Prefetch | Mode::PrefetchLate | Mode::PrefetchEarly => Choice::Prefetch {
+                    start: m.allocation.start,
+                    offset: m.allocation.offset,
+                    // Only `prefetch-early` may go beyond the copy budget.
+                    within_budget: m.mode != Mode::PrefetchEarly,
+                },
+            },
+        };
+        if self.walk.pending().is_some() {
+            // Every move was checked when the menu was made: none can fail (evictions
+            // are made even over budget, as XLA does on its last try).
+            let done = self.walk.apply(&self.setup.rules, choice);
+            debug_assert!(done, "a move from the menu failed: {mv:?}");
+        }
+        self.sync_latencies();
+    }
+
+    /// Brings the cost tally and the simulation up to the current buffer's allocations.
+    fn sync_latencies(&mut self) {
+        let Some(b) = self.walk.buffer() else {
+            return;
+        };
+        let mut now = self.allocs[b].to_vec();
+        now.extend(self.walk.pass_allocations());
+        now.sort_by_key(|a| a.start);
+        if now != self.shown {
+            let cost = self.setup.cost_model();
+            self.tally.apply(cost, b, &self.shown, &now);
+            self.sim.change(b, &self.shown, &now);
+            self.shown = now;
+        }
+    }
+
+    /// Starts the walk's pass (`next`: the one after the pass under way), skipping levels
+    /// the heap cannot model; a later pass plans with the op times of the mapping so far.
+    pub(super) fn start_pass(&mut self, next: bool) {
+        let setup = Arc::clone(&self.setup);
+        // No buffer's turn is under way between passes: the finished turns are the
+        // mapping so far.
+        let allocs = &self.allocs;
+        let mapping = || finished_mapping(&setup, allocs);
+        let started = if next {
+            self.walk.next_pass(&setup.rules, mapping)
+        } else {
+            self.walk.start_pass(&setup.rules, mapping)
+        };
+        if started {
+            self.pos = 0;
+        }
+    }
+
+    /// Goes on from the last move to the next use with a choice: the items that need
+    /// none, uses where only action 0 is on offer, buffers, passes. Returns the last
+    /// turn's extra reward if the game ends here.
+    pub(super) fn settle(&mut self) -> Option<f64> {
+        let setup = Arc::clone(&self.setup);
+        loop {
+            if self.walk.buffer().is_some() {
+                // Only an item passed over can have changed the buffer's allocations.
+                if self.walk.advance(&setup.rules) {
+                    self.sync_latencies();
+                }
+                if self.walk.pending().is_some() {
+                    self.make_menu();
+                    if !self.menu.is_empty() {
+                        return None;
+                    }
+                    self.play(None);
+                    continue;
+                }
+                // The buffer is done in this pass.
+                if let Some((b, out)) = self.walk.finish_buffer(&setup.rules) {
+                    if let Some(mine) = self.allocs.get_mut(b).map(Arc::make_mut) {
+                        mine.extend(out);
+                        mine.sort_by_key(|a| a.start);
+                    }
+                    debug_assert_eq!(*self.allocs[b], self.shown);
+                }
+                self.shown.clear();
+                continue;
+            }
+            if self.walk.in_pass() {
+                if let Some(&b) = setup.orders[self.walk.pass()].get(self.pos) {
+                    self.pos += 1;
+                    let prior = Arc::clone(&self.allocs[b]);
+                    if self.walk.begin_buffer(&setup.rules, b, &prior) {
+                        self.shown = prior.to_vec();
+                    }
+                    continue;
+                }
+                self.start_pass(true);
+                continue;
+            }
+            // Every pass is done.
+            self.menu.clear();
+            let (s, last) = setup.finish(self);
+            self.final_latency = Some(s);
+            return Some(last);
+        }
+    }
+}

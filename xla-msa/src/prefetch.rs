@@ -1,0 +1,116 @@
+//! XLA's prefetch: the picker's window of start times for a copy, and the search from
+//! the preferred start, alternately later and earlier, for the first with a best-fit
+//! chunk and room in the copy budget. Also the best-fit chunk for a use, stretched over
+//! the later uses it could serve without a copy.
+
+use crate::budgets::Budgets;
+use crate::cursor::Item;
+use crate::pass::Pass;
+use crate::picker::{first_true, PrefetchWindow};
+use accel_sim::{BufferId, OpId};
+
+impl Pass<'_> {
+    /// XLA's `FindBestChunkCandidate` without a preferred offset: the best-fit offset for
+    /// `[start, ends[k]]` with the largest `k` that fits (fitting is monotone in `k`, so a
+    /// binary search finds it).
+    pub(crate) fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
+        let fit = |k: usize| {
+            self.st
+                .heap
+                .best_fit(start, ends[k].0, size, None, self.opts.top_gap)
+        };
+        let mut best = fit(0)?;
+        let (mut lo, mut hi) = (0, ends.len());
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            match fit(mid) {
+                Some(o) => {
+                    lo = mid;
+                    best = o;
+                }
+                None => hi = mid,
+            }
+        }
+        Some(best)
+    }
+
+    /// The picker's window for a prefetch of `b` for use `u` with level 0 holding the
+    /// data from op `lo`, under this pass's op times; `None` when XLA would make none.
+    pub(crate) fn window(&self, b: BufferId, lo: OpId, u: OpId) -> Option<PrefetchWindow> {
+        if lo > u {
+            return None;
+        }
+        let cost = self.cost;
+        let copy = cost.copy_s(b, self.st.level);
+        // The use's own saving from reading the fast level (XLA's `inst_elapsed_reduction`,
+        // everything else in level 0).
+        let timing = &self.st.timing;
+        let red = timing.elapsed[u]
+            - cost
+                .compute_s(u)
+                .max(timing.mem[u] + cost.mem_shift(b, false, 0, self.st.level));
+        let span = |s: OpId| timing.span(s, u);
+        self.opts
+            .picker
+            .window_with(lo, u, copy, red, self.st.max_copy, span)
+    }
+
+    /// The earliest start in `lo..=u` whose overlap with the ops before `u` stays under
+    /// `max_copy` (`u` if none does): where a copy starts when the picker has no window.
+    pub(crate) fn earliest_start(&self, lo: OpId, u: OpId) -> OpId {
+        let timing = &self.st.timing;
+        first_true(lo, u, |s| timing.span(s, u) <= self.st.max_copy)
+    }
+
+    /// XLA's prefetch with the cost-analysis interval picker: for the use `ends[0]`, with
+    /// level 0 holding the data from op `lo`, the first start, from the preferred one
+    /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
+    /// Returns the start and offset; changes nothing.
+    pub(crate) fn prefetch_search(
+        &self,
+        b: BufferId,
+        lo: OpId,
+        ends: &[(OpId, Item)],
+        budgets: &Budgets,
+    ) -> Option<(OpId, u64)> {
+        let u = ends[0].0;
+        let window = self.window(b, lo, u)?;
+        let size = self.program.buffer(b).size;
+        let copy = self.cost.copy_s(b, self.st.level);
+        let (earliest, latest, preferred) = (window.earliest, window.latest, window.preferred);
+        // If no chunk fits from `s`, none fits from an earlier start (a longer interval).
+        let mut oom: Option<OpId> = None;
+        let (mut up, mut down) = (preferred + 1, preferred.checked_sub(1));
+        let mut next = Some(preferred);
+        let mut take_up = true;
+        while let Some(s) = next {
+            if oom.is_none_or(|m| s > m) {
+                match self.best_chunk(s, ends, size) {
+                    None => oom = Some(oom.map_or(s, |m| m.max(s))),
+                    Some(off) => {
+                        if budgets.prefetch_fits(s, u, copy) {
+                            return Some((s, off));
+                        }
+                    }
+                }
+            }
+            // Alternate later and earlier candidates; when one side runs out, go on with
+            // the other.
+            next = None;
+            for _ in 0..2 {
+                if take_up && up <= latest {
+                    next = Some(up);
+                    up += 1;
+                } else if !take_up && down.is_some_and(|d| d >= earliest) {
+                    next = down;
+                    down = down.and_then(|d| d.checked_sub(1));
+                }
+                take_up = !take_up;
+                if next.is_some() {
+                    break;
+                }
+            }
+        }
+        None
+    }
+}
