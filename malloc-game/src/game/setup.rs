@@ -116,11 +116,11 @@ impl GameSetup {
         self.orders.get(pass).map_or(&[], |o| o)
     }
     /// Number of passes (fast levels filled).
-    pub fn passes(&self) -> usize {
+    pub(crate) fn passes(&self) -> usize {
         self.rules.levels().len()
     }
     /// The hardware level of pass `li` (0 = fastest).
-    pub fn level(&self, li: usize) -> usize {
+    pub(crate) fn level(&self, li: usize) -> usize {
         self.rules.levels()[li]
     }
     /// Simulated latency with everything in level 0 (`S0`).
@@ -128,7 +128,7 @@ impl GameSetup {
         self.s0
     }
     /// Memory-boundedness of buffer `b` in the fastest level.
-    pub fn boundedness(&self, b: BufferId) -> f64 {
+    pub(crate) fn boundedness(&self, b: BufferId) -> f64 {
         self.boundedness[b]
     }
     pub fn action_count(&self) -> usize {

@@ -85,7 +85,7 @@ impl Game {
         self.walk.pending()
     }
     /// The pass under way (0 = the fastest level); [`GameSetup::passes`] once over.
-    pub fn pass(&self) -> usize {
+    pub(crate) fn pass(&self) -> usize {
         self.walk.pass()
     }
     /// The rewards of the turns played so far.
@@ -122,16 +122,12 @@ impl Game {
         }
     }
     /// The simulation of the mapping so far, for what it knows op by op (the observation).
-    pub fn simulation(&self) -> &LiveSim {
+    pub(crate) fn simulation(&self) -> &LiveSim {
         &self.sim
     }
     /// The simulated latency `S`, once the game is over.
     pub fn final_latency(&self) -> Option<f64> {
         self.final_latency
-    }
-    /// The allocations of buffer `b` from its finished turns.
-    pub fn allocations(&self, b: BufferId) -> &[Allocation] {
-        &self.allocs[b]
     }
     /// The chunks placed so far in the level of pass `li` (`None` before it starts): XLA's
     /// bookkeeping, for the observation; not the game's surface.
@@ -145,15 +141,15 @@ impl Game {
         Some((a, a.arrival == Arrival::Defined))
     }
     /// The current buffer's uses decided so far in this pass, and in all.
-    pub fn uses_decided(&self) -> (usize, usize) {
+    pub(crate) fn uses_decided(&self) -> (usize, usize) {
         self.walk.uses_decided()
     }
     /// The position in the pass's order of the buffer after the current one.
-    pub fn next_in_order(&self) -> usize {
+    pub(crate) fn next_in_order(&self) -> usize {
         self.pos
     }
     /// The op that starts the current segment: the previous use (or the definition).
-    pub fn segment_start(&self) -> Option<OpId> {
+    pub(crate) fn segment_start(&self) -> Option<OpId> {
         self.walk.segment_start()
     }
 
@@ -263,7 +259,7 @@ impl Game {
     /// Buffer `b`'s allocations in the mapping so far ([`Game::mapping`]'s, without
     /// building the whole mapping): for the buffer whose turn it is, the chunks decided so
     /// far too.
-    pub fn allocations_so_far(&self, b: BufferId) -> &[Allocation] {
+    pub(crate) fn allocations_so_far(&self, b: BufferId) -> &[Allocation] {
         match self.walk.buffer() {
             Some(c) if c == b => &self.shown,
             _ => self.allocs.get(b).map_or(&[], |a| a.as_slice()),
