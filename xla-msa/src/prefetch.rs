@@ -84,14 +84,14 @@ impl Pass<'_> {
         let mut next = Some(preferred);
         let mut take_up = true;
         while let Some(s) = next {
-            if oom.is_none_or(|m| s > m) {
+            // The budget is asked first: it is cheaper than a chunk search, and a start it
+            // refuses is no answer whatever the heap says. (That start then tells nothing
+            // about the heap; the chunk searches of earlier starts it would have spared
+            // find nothing either, so the answer is the same.)
+            if oom.is_none_or(|m| s > m) && budgets.prefetch_fits(s, u, copy) {
                 match self.best_chunk(s, ends, size) {
                     None => oom = Some(oom.map_or(s, |m| m.max(s))),
-                    Some(off) => {
-                        if budgets.prefetch_fits(s, u, copy) {
-                            return Some((s, off));
-                        }
-                    }
+                    Some(off) => return Some((s, off)),
                 }
             }
             // Alternate later and earlier candidates; when one side runs out, go on with

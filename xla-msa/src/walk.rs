@@ -56,6 +56,7 @@ pub struct Choices<'w> {
     /// Where evictions share the prefetches' budget and ending the chunk evicts it: the
     /// budgets after that eviction, which a prefetch then meets.
     after_close: OnceCell<Option<Budgets>>,
+    window: OnceCell<Option<PrefetchWindow>>,
 }
 
 impl<'w> Pass<'w> {
@@ -71,6 +72,7 @@ impl<'w> Pass<'w> {
             size: self.program.buffer(c.b).size,
             closing: OnceCell::new(),
             after_close: OnceCell::new(),
+            window: OnceCell::new(),
         })
     }
 }
@@ -190,7 +192,9 @@ impl Choices<'_> {
     /// The picker's window of prefetch starts for the use (`None` where XLA would make
     /// no prefetch).
     pub fn window(&self) -> Option<PrefetchWindow> {
-        self.pass.window(self.c.b, self.prefetch_from()?, self.u)
+        *self
+            .window
+            .get_or_init(|| self.pass.window(self.c.b, self.prefetch_from()?, self.u))
     }
 
     /// The earliest start of a copy for the use: the window's, or where the picker has no
@@ -222,6 +226,16 @@ impl Choices<'_> {
             .st
             .heap
             .best_fit(start, self.u, self.size, None, top)
+    }
+
+    /// The free gaps a chunk from `start` through the use fits in (into `out`), and
+    /// [`Choices::best_fit`] from the same walk.
+    pub fn gaps_and_best_fit(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
+        let top = self.pass.opts.top_gap;
+        self.pass
+            .st
+            .heap
+            .candidates_and_best_fit(start, self.u, self.size, top, out)
     }
 
     /// The free gaps a chunk from `start` through the use fits in (into `out`).

@@ -54,13 +54,14 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
     });
     let mut cands = Vec::new();
     for (mi, &mode) in options.modes.iter().enumerate() {
+        // The moves of `mode` from op `start`: slot 0 at `first`, then the other gaps
+        // among `cands` (the fitting gaps over the chunk's interval).
         let slots = |start: OpId,
                      first: Option<u64>,
-                     cands: &mut Vec<Candidate>,
+                     cands: &[Candidate],
                      menu: &mut Vec<Move>,
                      arrival| {
             let Some(first) = first else { return };
-            ch.gaps(start, cands);
             let others = cands
                 .iter()
                 .filter(|c| c.offset != first)
@@ -73,6 +74,13 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                     allocation: ch.chunk(start, offset, arrival),
                     gap,
                 });
+            }
+        };
+        // The same, where slot 0 comes first and the gaps only if it is on offer.
+        let mut gaps_slots = |start: OpId, first: Option<u64>, menu: &mut Vec<Move>, arrival| {
+            if first.is_some() {
+                ch.gaps(start, &mut cands);
+                slots(start, first, &cands, menu, arrival);
             }
         };
         match mode {
@@ -91,17 +99,17 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
             }
             Mode::Define => {
                 if let Some(a) = ch.define() {
-                    slots(a.start, Some(a.offset), &mut cands, menu, Arrival::Defined);
+                    gaps_slots(a.start, Some(a.offset), menu, Arrival::Defined);
                 }
             }
             Mode::Prefetch => {
                 if let Some((s, off)) = search {
-                    slots(s, Some(off), &mut cands, menu, Arrival::Prefetch);
+                    gaps_slots(s, Some(off), menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchLate => {
                 if let Some(s) = late {
-                    slots(s, ch.best_chunk(s), &mut cands, menu, Arrival::Prefetch);
+                    gaps_slots(s, ch.best_chunk(s), menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchEarly => {
@@ -111,8 +119,9 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                 let twin = |m: Mode, x: Option<OpId>| options.modes.contains(&m) && x == Some(s);
                 if !twin(Mode::Prefetch, search.map(|x| x.0)) && !twin(Mode::PrefetchLate, late) {
                     // A move XLA does not make: slot 0 is the plain best fit over the
-                    // chunk (no search over later ends).
-                    slots(s, ch.best_fit(s), &mut cands, menu, Arrival::Prefetch);
+                    // chunk (no search over later ends), from the same walk of the gaps.
+                    let first = ch.gaps_and_best_fit(s, &mut cands);
+                    slots(s, first, &cands, menu, Arrival::Prefetch);
                 }
             }
         }
