@@ -5,6 +5,7 @@
 
 use crate::budgets::Budgets;
 use crate::cursor::Item;
+use crate::heap::Candidate;
 use crate::pass::Pass;
 use crate::picker::{first_true, PrefetchWindow};
 use accel_sim::{BufferId, OpId};
@@ -14,16 +15,39 @@ impl Pass<'_> {
     /// `[start, ends[k]]` with the largest `k` that fits (fitting is monotone in `k`, so a
     /// binary search finds it).
     pub(crate) fn best_chunk(&self, start: OpId, ends: &[(OpId, Item)], size: u64) -> Option<u64> {
-        let fit = |k: usize| {
-            self.st
-                .heap
-                .best_fit(start, ends[k].0, size, None, self.opts.top_gap)
-        };
-        let mut best = fit(0)?;
+        let first = self.fit(start, ends[0].0, size)?;
+        Some(self.stretched(start, ends, size, first))
+    }
+
+    /// [`Pass::best_chunk`], with the free gaps over `[start, ends[0]]` written into `out`
+    /// from the walk that gives the first fit.
+    pub(crate) fn best_chunk_and_gaps(
+        &self,
+        start: OpId,
+        ends: &[(OpId, Item)],
+        size: u64,
+        out: &mut Vec<Candidate>,
+    ) -> Option<u64> {
+        let top = self.opts.top_gap;
+        let heap = &self.st.heap;
+        let first = heap.candidates_and_best_fit(start, ends[0].0, size, top, out)?;
+        Some(self.stretched(start, ends, size, first))
+    }
+
+    fn fit(&self, start: OpId, end: OpId, size: u64) -> Option<u64> {
+        self.st
+            .heap
+            .best_fit(start, end, size, None, self.opts.top_gap)
+    }
+
+    /// The best fit over the longest `[start, ends[k]]` that has one, given `first`, the
+    /// best fit over `[start, ends[0]]`.
+    fn stretched(&self, start: OpId, ends: &[(OpId, Item)], size: u64, first: u64) -> u64 {
+        let mut best = first;
         let (mut lo, mut hi) = (0, ends.len());
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            match fit(mid) {
+            match self.fit(start, ends[mid].0, size) {
                 Some(o) => {
                     lo = mid;
                     best = o;
@@ -31,7 +55,7 @@ impl Pass<'_> {
                 None => hi = mid,
             }
         }
-        Some(best)
+        best
     }
 
     /// The picker's window for a prefetch of `b` for use `u` with level 0 holding the

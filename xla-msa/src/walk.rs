@@ -128,12 +128,16 @@ impl Choices<'_> {
     /// holds it), the chunk from the definition through the use at XLA's best-fit offset,
     /// if one fits.
     pub fn define(&self) -> Option<Allocation> {
-        if self.c.open.is_some() || !self.c.can_define {
-            return None;
-        }
+        self.define_start()?;
         let start = self.c.p;
         let offset = self.pass.best_chunk(start, self.ends, self.size)?;
         Some(self.chunk(start, offset, Arrival::Defined))
+    }
+
+    /// Where a define would start (the definition), on the buffer's first segment only;
+    /// its offset is [`Choices::best_chunk`] from there.
+    pub fn define_start(&self) -> Option<OpId> {
+        (self.c.open.is_none() && self.c.can_define).then_some(self.c.p)
     }
 
     fn closing(&self) -> &(Option<Allocation>, Option<OpId>) {
@@ -217,6 +221,13 @@ impl Choices<'_> {
     /// over the later uses as the level allows (XLA's `FindBestChunkCandidate`).
     pub fn best_chunk(&self, start: OpId) -> Option<u64> {
         self.pass.best_chunk(start, self.ends, self.size)
+    }
+
+    /// [`Choices::best_chunk`], with the free gaps a chunk from `start` through the use
+    /// fits in written into `out` from the same walk.
+    pub fn best_chunk_and_gaps(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
+        self.pass
+            .best_chunk_and_gaps(start, self.ends, self.size, out)
     }
 
     /// The plain best-fit offset for a chunk from `start` through the use.

@@ -76,13 +76,6 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                 });
             }
         };
-        // The same, where slot 0 comes first and the gaps only if it is on offer.
-        let mut gaps_slots = |start: OpId, first: Option<u64>, menu: &mut Vec<Move>, arrival| {
-            if first.is_some() {
-                ch.gaps(start, &mut cands);
-                slots(start, first, &cands, menu, arrival);
-            }
-        };
         match mode {
             Mode::Keep => {
                 if let (Some(held), Some(kept)) = (ch.held(), ch.keep()) {
@@ -98,18 +91,21 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                 }
             }
             Mode::Define => {
-                if let Some(a) = ch.define() {
-                    gaps_slots(a.start, Some(a.offset), menu, Arrival::Defined);
+                if let Some(d) = ch.define_start() {
+                    let first = ch.best_chunk_and_gaps(d, &mut cands);
+                    slots(d, first, &cands, menu, Arrival::Defined);
                 }
             }
             Mode::Prefetch => {
                 if let Some((s, off)) = search {
-                    gaps_slots(s, Some(off), menu, Arrival::Prefetch);
+                    ch.gaps(s, &mut cands);
+                    slots(s, Some(off), &cands, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchLate => {
                 if let Some(s) = late {
-                    gaps_slots(s, ch.best_chunk(s), menu, Arrival::Prefetch);
+                    let first = ch.best_chunk_and_gaps(s, &mut cands);
+                    slots(s, first, &cands, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchEarly => {
