@@ -85,7 +85,7 @@ impl Game {
         self.walk.pending()
     }
     /// The pass under way (0 = the fastest level); [`GameSetup::passes`] once over.
-    pub(crate) fn pass(&self) -> usize {
+    pub fn pass(&self) -> usize {
         self.walk.pass()
     }
     /// The rewards of the turns played so far.
