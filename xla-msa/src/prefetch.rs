@@ -90,12 +90,15 @@ impl Pass<'_> {
     /// level 0 holding the data from op `lo`, the first start, from the preferred one
     /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
     /// Returns the start and offset; changes nothing.
+    /// With `gaps`, the free gaps over the chunk of the start found are written there, from
+    /// the walk that found its offset.
     pub(crate) fn prefetch_search(
         &self,
         b: BufferId,
         lo: OpId,
         ends: &[(OpId, Item)],
         budgets: &Budgets,
+        mut gaps: Option<&mut Vec<Candidate>>,
     ) -> Option<(OpId, u64)> {
         let u = ends[0].0;
         let window = self.window(b, lo, u)?;
@@ -113,7 +116,11 @@ impl Pass<'_> {
             // about the heap; the chunk searches of earlier starts it would have spared
             // find nothing either, so the answer is the same.)
             if oom.is_none_or(|m| s > m) && budgets.prefetch_fits(s, u, copy) {
-                match self.best_chunk(s, ends, size) {
+                let found = match gaps.as_deref_mut() {
+                    Some(out) => self.best_chunk_and_gaps(s, ends, size, out),
+                    None => self.best_chunk(s, ends, size),
+                };
+                match found {
                     None => oom = Some(oom.map_or(s, |m| m.max(s))),
                     Some(off) => return Some((s, off)),
                 }

@@ -186,10 +186,21 @@ impl Choices<'_> {
     /// XLA's prefetch for the use: the picker's first start, from the preferred one
     /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
     pub fn prefetch(&self) -> Option<Allocation> {
+        self.prefetch_with(None)
+    }
+
+    /// [`Choices::prefetch`], with the free gaps a chunk from its start through the use
+    /// fits in written into `out` from the walk that found its offset.
+    pub fn prefetch_and_gaps(&self, out: &mut Vec<Candidate>) -> Option<Allocation> {
+        self.prefetch_with(Some(out))
+    }
+
+    fn prefetch_with(&self, gaps: Option<&mut Vec<Candidate>>) -> Option<Allocation> {
         let lo = self.prefetch_from()?;
-        let (s, offset) =
-            self.pass
-                .prefetch_search(self.c.b, lo, self.ends, self.prefetch_budgets())?;
+        let budgets = self.prefetch_budgets();
+        let (s, offset) = self
+            .pass
+            .prefetch_search(self.c.b, lo, self.ends, budgets, gaps)?;
         Some(self.chunk(s, offset, Arrival::Prefetch))
     }
 

@@ -46,7 +46,11 @@ fn gap_at(cands: &[Candidate], offset: u64, size: u64) -> u64 {
 /// far as it would end before that use.
 fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Option<Allocation> {
     let size = ch.size();
-    let search = ch.prefetch().map(|a| (a.start, a.offset));
+    // The prefetch's slots come from the walk of the gaps that found its offset.
+    let mut search_gaps = Vec::new();
+    let search = ch
+        .prefetch_and_gaps(&mut search_gaps)
+        .map(|a| (a.start, a.offset));
     let late = ch.window().map(|w| w.latest).filter(|&s| {
         // The search's start is `prefetch`'s: the same start here is its twin.
         let twin = options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
@@ -98,8 +102,7 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
             }
             Mode::Prefetch => {
                 if let Some((s, off)) = search {
-                    ch.gaps(s, &mut cands);
-                    slots(s, Some(off), &cands, menu, Arrival::Prefetch);
+                    slots(s, Some(off), &search_gaps, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchLate => {
