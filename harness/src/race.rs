@@ -186,8 +186,13 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
         }
         Some(Run::Agent) => {
             // The guided search plays the rules its network reads (the race's, as a rule).
-            let played = GuidedSearch::new(agent_guide(config), config.seed)
-                .map(|g| g.rules_for(&config.options).0);
+            // The uniform guide decides as the bundled network does without loading it.
+            let rules_of = match agent_guide(config) {
+                GuideKind::Bundled => GuideKind::Uniform,
+                kind => kind,
+            };
+            let played =
+                GuidedSearch::new(rules_of, config.seed).map(|g| g.rules_for(&config.options).0);
             set(
                 "options",
                 serde_json::json!(played.unwrap_or(config.options.clone())),
