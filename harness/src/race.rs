@@ -8,7 +8,7 @@
 //! or the bundled generalist's), `muzero-train` (a training run for the budget, from
 //! scratch or continuing a run folder, whose best counts only the agent's own games), the
 //! guided searches of issue 43's ablation (`guided-uniform`, `guided-untrained`,
-//! `guided-bundled`), and EGRL's solvers (`egrl`,
+//! `guided-bundled`, `guided-bundled+online`), and EGRL's solvers (`egrl`,
 //! `egrl-ea`, `egrl-pg`: searches; `egrl-dp`: the knapsack mapper, instant; see the `egrl`
 //! crate), and `exact` (the MIP solver, which proves its optimum where it can; its proof
 //! gives every result of the case its gap to the optimum). Every result is the solver's
@@ -221,6 +221,12 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
+            if let Some(GuideKind::Online(_)) = guide_of(name) {
+                set(
+                    "online",
+                    serde_json::json!(malloc_muzero::OnlineConfig::default()),
+                );
+            }
         }
         Some(Run::Anytime) | None => set("options", serde_json::json!(config.options)),
     }

@@ -165,6 +165,12 @@ pub const SOLVERS: &[Entry] = &[
         Some(Run::Guided),
         "the local search with each re-decided turn drawn from the bundled generalist's policy (not raced unless named)",
     )),
+    named_only(entry(
+        "guided-bundled+online",
+        None,
+        Some(Run::Guided),
+        "guided-bundled with each chain's copy of the network learning from its moves' outcomes (not raced unless named)",
+    )),
     entry(
         "egrl",
         None,

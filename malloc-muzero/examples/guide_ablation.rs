@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     deadline: t0 + Duration::from_secs(24 * 3600),
                     threads: THREADS,
                 };
-                let calls = search.run(&setup, seed, &limit, &incumbent);
+                let stats = search.run(&setup, seed, &limit, &incumbent);
                 let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
                 let best = incumbent.best().ok_or("no game found")?;
                 let mapping = best.mapping();
@@ -83,7 +83,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "latency_us": latency * 1e6,
                     "cpu_s": cpu,
                     "wall_s": wall,
-                    "network_calls": calls,
+                    "network_calls": stats.network_calls,
+                    "learning_steps": stats.learning_steps,
                     "fast_levels": setup.options().fast_levels,
                 });
                 println!("{line}");

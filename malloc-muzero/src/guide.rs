@@ -15,7 +15,8 @@
 //! [`GuideKind`] picks the guide, for the ablation of issue 43: `uniform` (the local
 //! search's own draws: no network), `untrained` (a network of the bundled generalist's
 //! shape with random weights), `bundled` (the bundled generalist), or a run folder's
-//! newest checkpoint.
+//! newest checkpoint; `bundled+online` is the bundled generalist learning, each chain on
+//! its own copy, from the outcomes of its chain's moves ([`crate::online`]).
 //!
 //! The rules: a guided search plays the case's own rules wherever its network can read
 //! them ([`GuidedSearch::rules_for`]): directly when they are the rules it learned, and one
@@ -25,6 +26,7 @@
 //! in the guide; on the race's rules, `uniform` is the `local-search` solver, move for move.
 
 use crate::generalist;
+use crate::online::{OnlineConfig, OnlineLearner};
 use crate::train::{self, TrainError};
 use crate::AgentError;
 use accel_sim::{Hardware, Program};
@@ -51,24 +53,40 @@ pub enum GuideKind {
     Bundled,
     /// The newest checkpoint of a run folder.
     Run(PathBuf),
+    /// A network guide (not uniform, not itself learning) learning during the search
+    /// from its chain's moves, with the default [`OnlineConfig`].
+    Online(Box<GuideKind>),
 }
 
 impl GuideKind {
     /// The names of the guides that need no folder, as solver suffixes take them.
-    pub const NAMES: &'static [&'static str] = &["uniform", "untrained", "bundled"];
+    pub const NAMES: &'static [&'static str] =
+        &["uniform", "untrained", "bundled", "bundled+online"];
+
+    /// What a guide's name adds to a network guide's to make it learn online.
+    pub const ONLINE_SUFFIX: &'static str = "+online";
 }
 
 impl std::str::FromStr for GuideKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let unknown = || {
+            format!(
+                "`{s}`: expected a guide, one of {}",
+                GuideKind::NAMES.join(", ")
+            )
+        };
+        if let Some(net) = s.strip_suffix(GuideKind::ONLINE_SUFFIX) {
+            return match net {
+                "untrained" | "bundled" => Ok(GuideKind::Online(Box::new(net.parse()?))),
+                _ => Err(unknown()),
+            };
+        }
         match s {
             "uniform" => Ok(GuideKind::Uniform),
             "untrained" => Ok(GuideKind::Untrained),
             "bundled" => Ok(GuideKind::Bundled),
-            _ => Err(format!(
-                "`{s}`: expected a guide, one of {}",
-                GuideKind::NAMES.join(", ")
-            )),
+            _ => Err(unknown()),
         }
     }
 }
@@ -83,6 +101,15 @@ pub enum GuideView {
     Direct,
     /// The observation of the pass under way as one fast level ([`encode_pass_view`]).
     Pass,
+}
+
+/// What a guided run's guides did, over all its chains.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuideStats {
+    /// Network calls (one row each; 0 for the uniform guide).
+    pub network_calls: u64,
+    /// Learning steps of the chains' networks ([`GuidedSearch::online`]).
+    pub learning_steps: u64,
 }
 
 /// The local search with its moves chosen by a [`GuideKind`].
@@ -101,11 +128,26 @@ pub struct GuidedSearch {
     /// The share of moves whose first turn the network chooses ([`NetGuide::span`]); the
     /// others' is uniform, as the local search's. 0 (the default): every move's.
     pub focus: f64,
+    /// How each chain's network learns from its moves; `None`: it does not (set by
+    /// [`GuideKind::Online`]; ignored by the uniform guide).
+    pub online: Option<OnlineConfig>,
 }
 
 impl GuidedSearch {
     /// The guided search of `kind`; `seed` draws an untrained network's weights.
     pub fn new(kind: GuideKind, seed: u64) -> Result<GuidedSearch, AgentError> {
+        if let GuideKind::Online(net) = &kind {
+            if matches!(**net, GuideKind::Uniform | GuideKind::Online(_)) {
+                return Err(TrainError::Config(format!(
+                    "guide {kind:?}: only a network guide learns online"
+                ))
+                .into());
+            }
+            let mut search = GuidedSearch::new((**net).clone(), seed)?;
+            search.kind = kind;
+            search.online = Some(OnlineConfig::default());
+            return Ok(search);
+        }
         let (net, info) = match &kind {
             GuideKind::Uniform => (None, generalist::info()?),
             GuideKind::Untrained => {
@@ -116,6 +158,7 @@ impl GuidedSearch {
             }
             GuideKind::Bundled => (Some(generalist::network()?), generalist::info()?),
             GuideKind::Run(dir) => (Some(train::load_network(dir)?), train::read_run_info(dir)?),
+            GuideKind::Online(_) => unreachable!("handled above"),
         };
         Ok(GuidedSearch {
             kind,
@@ -125,6 +168,7 @@ impl GuidedSearch {
             search: LocalSearch::default(),
             temperature: DEFAULT_GUIDE_TEMPERATURE,
             focus: 0.0,
+            online: None,
         })
     }
 
@@ -174,6 +218,9 @@ impl GuidedSearch {
         let incompatible = |msg: String| AgentError::Incompatible {
             dir: match &self.kind {
                 GuideKind::Run(dir) => dir.display().to_string(),
+                GuideKind::Online(net) if matches!(**net, GuideKind::Run(_)) => {
+                    format!("{net:?}")
+                }
                 _ => generalist::ORIGIN.to_string(),
             },
             program: program.name().to_string(),
@@ -201,38 +248,61 @@ impl GuidedSearch {
     }
 
     /// Searches `setup` (made by [`GuidedSearch::setup`]) until `limit`, as
-    /// [`LocalSearch::run_from`] does, each chain with its own guide. Returns the network
-    /// calls the guides made (one row each; 0 for the uniform guide).
+    /// [`LocalSearch::run_from`] does, each chain with its own guide (learning, with
+    /// [`GuidedSearch::online`], on its own copy of the network). Returns what the
+    /// guides did.
     pub fn run(
         &self,
         setup: &Arc<GameSetup>,
         seed: u64,
         limit: &Limit,
         incumbent: &Incumbent,
-    ) -> u64 {
+    ) -> GuideStats {
         let (temperature, focus) = (self.temperature, self.focus);
         let net = self.net.as_ref();
         let (_, view) = self.rules_for(setup.options());
-        let calls = AtomicU64::new(0);
+        let (calls, steps) = (AtomicU64::new(0), AtomicU64::new(0));
         let guides = |_: usize| -> Box<dyn MoveGuide + '_> {
-            match net {
-                Some(net) => Box::new(
-                    NetGuide::new(net, view, temperature)
-                        .focused(focus)
-                        .counting(&calls),
-                ),
-                None => Box::new(UniformGuide),
-            }
+            let Some(net) = net else {
+                return Box::new(UniformGuide);
+            };
+            let guide = match &self.online {
+                // A chain that cannot copy the network guides without learning.
+                Some(config) => NetGuide::learning(net, view, temperature, config.clone())
+                    .unwrap_or_else(|_| NetGuide::new(net, view, temperature)),
+                None => NetGuide::new(net, view, temperature),
+            };
+            Box::new(guide.focused(focus).counting(&calls, &steps))
         };
         self.search
             .run_guided(setup, &[], seed, limit, incumbent, &guides);
-        calls.load(Ordering::Relaxed)
+        GuideStats {
+            network_calls: calls.load(Ordering::Relaxed),
+            learning_steps: steps.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A guide's network: shared by the chains, or the chain's own copy that it trains.
+enum NetRef<'n> {
+    Shared(&'n MuZeroNet),
+    Own(Box<MuZeroNet>),
+}
+
+impl NetRef<'_> {
+    fn get(&self) -> &MuZeroNet {
+        match self {
+            NetRef::Shared(net) => net,
+            NetRef::Own(net) => net,
+        }
     }
 }
 
 /// A chain's network guide: the policy at each re-decided turn, the line's turns cached.
 pub struct NetGuide<'n> {
-    net: &'n MuZeroNet,
+    net: NetRef<'n>,
+    /// Where the chain's copy learns from its moves ([`NetGuide::learning`]).
+    learner: Option<OnlineLearner>,
     view: GuideView,
     temperature: f32,
     /// The share of moves whose first turn it chooses by disagreement.
@@ -246,8 +316,8 @@ pub struct NetGuide<'n> {
     mask: Vec<bool>,
     weights: Vec<f64>,
     inferences: u64,
-    /// Where its network calls are added when it is dropped.
-    total: Option<&'n AtomicU64>,
+    /// Where its network calls and learning steps are added when it is dropped.
+    totals: Option<(&'n AtomicU64, &'n AtomicU64)>,
 }
 
 impl<'n> NetGuide<'n> {
@@ -255,7 +325,8 @@ impl<'n> NetGuide<'n> {
     pub fn new(net: &'n MuZeroNet, view: GuideView, temperature: f32) -> NetGuide<'n> {
         let c = net.config();
         NetGuide {
-            net,
+            net: NetRef::Shared(net),
+            learner: None,
             view,
             temperature: temperature.max(1e-6),
             focus: 0.0,
@@ -265,8 +336,29 @@ impl<'n> NetGuide<'n> {
             mask: vec![false; c.action_count],
             weights: vec![0.0; c.action_count],
             inferences: 0,
-            total: None,
+            totals: None,
         }
+    }
+
+    /// The guide of a copy of `net` that learns from the outcomes of the chain's moves
+    /// (`crate::online`); fails if the copy cannot be made.
+    pub fn learning(
+        net: &'n MuZeroNet,
+        view: GuideView,
+        temperature: f32,
+        config: OnlineConfig,
+    ) -> Result<NetGuide<'n>, AgentError> {
+        let own = net.snapshot().map_err(TrainError::from)?;
+        let learner = OnlineLearner::new(&own, config).map_err(TrainError::from)?;
+        let mut guide = NetGuide::new(net, view, temperature);
+        guide.net = NetRef::Own(Box::new(own));
+        guide.learner = Some(learner);
+        Ok(guide)
+    }
+
+    /// Learning steps taken ([`NetGuide::learning`]; 0 for a guide that does not learn).
+    pub fn learning_steps(&self) -> u64 {
+        self.learner.as_ref().map_or(0, OnlineLearner::steps)
     }
 
     /// This guide choosing the first turn of a share `focus` of its moves by disagreement
@@ -276,9 +368,10 @@ impl<'n> NetGuide<'n> {
         self
     }
 
-    /// This guide adding its network calls to `total` when it is dropped.
-    pub fn counting(mut self, total: &'n AtomicU64) -> NetGuide<'n> {
-        self.total = Some(total);
+    /// This guide adding its network calls to `calls` and its learning steps to `steps`
+    /// when it is dropped.
+    pub fn counting(mut self, calls: &'n AtomicU64, steps: &'n AtomicU64) -> NetGuide<'n> {
+        self.totals = Some((calls, steps));
         self
     }
 
@@ -290,13 +383,18 @@ impl<'n> NetGuide<'n> {
     /// The policy logits of `game`'s state; `None` if the network failed (it cannot, on a
     /// game whose sizes [`GuidedSearch::setup`] checked).
     fn infer(&mut self, game: &Game) -> Option<Box<[f32]>> {
+        self.observe(game);
+        self.inferences += 1;
+        let out = self.net.get().initial_inference(&self.obs, 1).ok()?;
+        Some(out.policy_logits.into_boxed_slice())
+    }
+
+    /// `game`'s state as the network reads it, into `self.obs`.
+    fn observe(&mut self, game: &Game) {
         match self.view {
             GuideView::Direct => encode(game, &mut self.obs),
             GuideView::Pass => encode_pass_view(game, &mut self.full, &mut self.obs),
         }
-        self.inferences += 1;
-        let out = self.net.initial_inference(&self.obs, 1).ok()?;
-        Some(out.policy_logits.into_boxed_slice())
     }
 
     /// The policy at turn `t` of the line (`game` its state before `t`, `own` the line's
@@ -316,8 +414,9 @@ impl<'n> NetGuide<'n> {
 
 impl Drop for NetGuide<'_> {
     fn drop(&mut self) {
-        if let Some(total) = self.total {
-            total.fetch_add(self.inferences, Ordering::Relaxed);
+        if let Some((calls, steps)) = self.totals {
+            calls.fetch_add(self.inferences, Ordering::Relaxed);
+            steps.fetch_add(self.learning_steps(), Ordering::Relaxed);
         }
     }
 }
@@ -361,6 +460,34 @@ impl MoveGuide for NetGuide<'_> {
     }
 
     fn action(&mut self, line: &Line, game: &Game, i: usize, rng: &mut StdRng) -> usize {
+        let a = self.policy_action(line, game, i, rng);
+        if i == 0 && self.learner.is_some() {
+            self.observe(game);
+            if let Some(learner) = &mut self.learner {
+                learner.played(&self.obs, a);
+            }
+        }
+        a
+    }
+
+    fn line_changed(&mut self, from: usize) {
+        self.cache.truncate(from);
+    }
+
+    fn judged(&mut self, change: f64, _accepted: bool) {
+        if let Some(learner) = &mut self.learner {
+            if learner.judged(self.net.get(), change) {
+                // The policies cached were the network's before it learned.
+                self.cache.clear();
+            }
+        }
+    }
+}
+
+impl NetGuide<'_> {
+    /// The action of the `i`-th re-decided turn drawn from the policy (see
+    /// [`MoveGuide::action`]).
+    fn policy_action(&mut self, line: &Line, game: &Game, i: usize, rng: &mut StdRng) -> usize {
         let t = game.turn();
         let (logits, own) = if i == 0 {
             (
@@ -411,9 +538,5 @@ impl MoveGuide for NetGuide<'_> {
             }
         }
         last
-    }
-
-    fn line_changed(&mut self, from: usize) {
-        self.cache.truncate(from);
     }
 }

@@ -6,7 +6,8 @@
 //!   against xla, checkpoints, resume, interrupts).
 //! - [`Agent`]: a trained agent loaded from a run folder, or the bundled [`generalist`].
 //! - [`GuidedSearch`]: the local search with its moves drawn from a network's policy
-//!   ([`NetGuide`]), or uniformly: the guides of issue 43's ablation ([`GuideKind`]).
+//!   ([`NetGuide`]), or uniformly: the guides of issue 43's ablation ([`GuideKind`]),
+//!   a network guide optionally learning from the search's moves ([`OnlineConfig`]).
 //!
 //! Evaluating it beside the other solvers (cases, the solver registry, the race) is the
 //! `harness` crate's.
@@ -17,10 +18,14 @@ mod env;
 pub mod fixtures;
 pub mod generalist;
 mod guide;
+mod online;
 mod search_model;
 pub mod train;
 
 pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
 pub use env::MallocEnv;
-pub use guide::{GuideKind, GuideView, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
+pub use guide::{
+    GuideKind, GuideStats, GuideView, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE,
+};
+pub use online::OnlineConfig;
 pub use search_model::SearchModel;

@@ -8,7 +8,7 @@ mod common;
 use accel_sim::{Hardware, Program, Simulator};
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
 use malloc_game::GameOptions;
-use malloc_muzero::{GuideKind, GuidedSearch};
+use malloc_muzero::{GuideKind, GuidedSearch, OnlineConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,7 +55,9 @@ fn run(
         "the guide plays the race's rules"
     );
     let incumbent = Incumbent::new(Instant::now());
-    let calls = search.run(&setup, seed, &limit(threads), &incumbent);
+    let calls = search
+        .run(&setup, seed, &limit(threads), &incumbent)
+        .network_calls;
     let best = incumbent.best().unwrap();
     let mapping = best.mapping();
     mapping.validate(program, hw).unwrap();
@@ -137,6 +139,36 @@ fn a_guided_run_on_two_threads_repeats_exactly_per_seed() {
     assert_eq!(first, run(&focused, &program, &hw, 11, 2));
 }
 
+#[test]
+fn a_guide_learning_online_learns_and_repeats_exactly_per_seed() {
+    let (program, hw) = alexnet();
+    let mut online = GuidedSearch::new("bundled+online".parse().unwrap(), 0).unwrap();
+    online.search = counted(48);
+    online.online = Some(OnlineConfig {
+        learn_every: 8,
+        batch: 16,
+        ..OnlineConfig::default()
+    });
+    let first = run(&online, &program, &hw, 5, 2);
+    assert_eq!(first, run(&online, &program, &hw, 5, 2));
+    let setup = online
+        .setup(&program, &hw, &GameOptions::default())
+        .unwrap();
+    let incumbent = Incumbent::new(Instant::now());
+    let stats = online.run(&setup, 5, &limit(2), &incumbent);
+    // 48 moves a chain, a step every 8 unless none of the last 16 changed latency.
+    assert!(
+        (1..=12).contains(&stats.learning_steps),
+        "{} learning steps",
+        stats.learning_steps
+    );
+    // The network it learns on is each chain's own: the bundled guide's is untouched.
+    let mut bundled = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    bundled.search = counted(48);
+    let plain = bundled.run(&setup, 5, &limit(2), &Incumbent::new(Instant::now()));
+    assert_eq!(plain.learning_steps, 0);
+}
+
 /// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB.
 #[test]
 fn the_bundled_network_loads_and_guides_every_held_out_program() {
@@ -156,6 +188,11 @@ fn guides_parse_by_name() {
     assert_eq!("bundled".parse(), Ok(GuideKind::Bundled));
     assert_eq!("untrained".parse(), Ok(GuideKind::Untrained));
     assert_eq!("uniform".parse(), Ok(GuideKind::Uniform));
+    assert_eq!(
+        "bundled+online".parse(),
+        Ok(GuideKind::Online(Box::new(GuideKind::Bundled)))
+    );
+    assert!("uniform+online".parse::<GuideKind>().is_err());
     let err = "learned".parse::<GuideKind>().unwrap_err();
     assert!(err.contains("uniform, untrained, bundled"), "{err}");
 }

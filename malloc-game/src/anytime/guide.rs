@@ -41,6 +41,12 @@ pub trait MoveGuide {
     /// (`from = 0`) the chain took another line. What a guide cached about the line's
     /// turns before `from` still holds.
     fn line_changed(&mut self, _from: usize) {}
+
+    /// The move just made changed the line's latency by `change` (relative: -0.01 is 1%
+    /// faster) and the chain `accepted` it. Called after each move, before
+    /// [`MoveGuide::line_changed`]; a guide that learns from the search's outcomes
+    /// listens here.
+    fn judged(&mut self, _change: f64, _accepted: bool) {}
 }
 
 /// The local search's own choices: a turn uniformly, a geometric number of turns with

@@ -380,7 +380,9 @@ impl LocalSearch {
             };
             let temp = c.t_start * (c.t_end / c.t_start).powf(frac);
             let d = (next.latency - cur.latency) / cur.latency;
-            if d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0)) {
+            let accepted = d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0));
+            guide.judged(d, accepted);
+            if accepted {
                 match &mut best {
                     Some(mine) if next.latency < mine.final_latency().unwrap_or(f64::INFINITY) => {
                         *mine = next.game.clone();
