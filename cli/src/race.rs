@@ -29,8 +29,8 @@ pub struct RaceArgs {
     pub seconds: f64,
     /// Solvers (repeat the flag; default all but muzero-train and the guided ones): xla,
     /// xla-repack, greedy-size, beam, local-search, random, muzero, muzero-train,
-    /// guided-uniform, guided-untrained, guided-bundled, egrl, egrl-ea, egrl-pg, egrl-dp,
-    /// exact.
+    /// guided-uniform, guided-untrained, guided-bundled, guided-bundled+online, egrl,
+    /// egrl-ea, egrl-pg, egrl-dp, exact.
     #[arg(long = "solver")]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
