@@ -8,9 +8,12 @@
 //! `cargo run --release -p malloc-muzero --example guide_ablation -- SET MOVES SEEDS
 //! [GUIDES...]`: SET is `suite` (every suite case on its hardware, every fast level, as
 //! the race plays it), `held-out` (the held-out programs on tpu-v4i-like at 8 and 16 MiB)
-//! or `validation` (the validation families, likewise); MOVES per run on 2 threads; seeds
+//! or `validation` (the validation families, likewise; `validation-small`: at 2 and
+//! 4 MiB); MOVES per run on 2 threads; seeds
 //! 0..SEEDS; guides default to uniform and bundled (`bundled@0.5`: the bundled guide choosing
-//! the first turn of half its moves by disagreement, `GuidedSearch::focus`). `SET:W1,W2` keeps the set's cases of
+//! the first turn of half its moves by disagreement, `GuidedSearch::focus`;
+//! `bundled+online{"learning_rate":1e-3}`: the online guide with those `OnlineConfig`
+//! fields changed). `SET:W1,W2` keeps the set's cases of
 //! those workloads. One JSON line per run on stdout.
 
 mod common;
@@ -20,7 +23,7 @@ use common::cpu_seconds;
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
 use malloc_game::GameOptions;
 use malloc_muzero::generalist::{HELD_OUT_WORKLOADS, VALIDATION_WORKLOADS};
-use malloc_muzero::{GuideKind, GuidedSearch};
+use malloc_muzero::{GuideKind, GuidedSearch, OnlineConfig};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,9 +47,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let mut searches: Vec<(&str, GuidedSearch)> = Vec::new();
     for g in guides {
-        let (kind, focus) = g.split_once('@').unwrap_or((g, "0"));
+        let (g_and_focus, online) = g.split_once('{').map_or((g, None), |(a, b)| (a, Some(b)));
+        let (kind, focus) = g_and_focus.split_once('@').unwrap_or((g_and_focus, "0"));
         let mut s = GuidedSearch::new(kind.parse::<GuideKind>()?, 0)?;
         s.focus = focus.parse()?;
+        if let Some(fields) = online {
+            let config: OnlineConfig = serde_json::from_str(&format!("{{{fields}"))?;
+            config.check()?;
+            s.online = Some(config);
+        }
         s.search = LocalSearch {
             config: LocalSearchConfig {
                 moves: Some(moves),
@@ -109,7 +118,7 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
                 ));
             }
         }
-        "held-out" | "validation" => {
+        "held-out" | "validation" | "validation-small" => {
             let mut programs: Vec<Program> = Vec::new();
             let names = if set == "held-out" {
                 HELD_OUT_WORKLOADS
@@ -132,13 +141,23 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
             }
             for p in programs {
                 let p = Arc::new(p);
-                for mib in [8u64, 16] {
+                let sizes: &[u64] = if set == "validation-small" {
+                    &[2, 4]
+                } else {
+                    &[8, 16]
+                };
+                for &mib in sizes {
                     let hw = Hardware::tpu_v4i_like().with_capacity(1, mib << 20)?;
                     out.push((format!("{} {mib}MiB", p.name()), Arc::clone(&p), hw));
                 }
             }
         }
-        other => return Err(format!("{other}: expected suite, held-out or validation").into()),
+        other => {
+            return Err(format!(
+                "{other}: expected suite, held-out, validation or validation-small"
+            )
+            .into())
+        }
     }
     Ok(out)
 }
