@@ -8,7 +8,8 @@
 //! A race run again into the same folder with the same budget, seed and threads keeps each
 //! saved result found under the same settings ([`crate::race::settings_of`]) whose mapping
 //! still checks out ([`crate::race::recheck`]), and races only the rest: a race killed at
-//! any moment resumes with every result found so far.
+//! any moment resumes with every result found so far. [`race_into`] is that whole run,
+//! the one the command line and the Python package both call.
 
 use crate::evaluate::{Case, EvalError};
 use crate::race::{self, RaceConfig, RaceError, RaceResult};
@@ -236,6 +237,83 @@ impl RaceFolder {
             r.workload == case.program.name() && r.hardware == case.hw.name && r.solver == solver
         })
     }
+}
+
+/// One result of [`race_into`]: raced now, or kept from the folder.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub result: RaceResult,
+    /// Kept from an earlier race into the folder (re-validated and re-simulated), not
+    /// raced again.
+    pub reused: bool,
+}
+
+/// Races `solvers` on each of `cases` into the folder `out` (none: nothing kept), as
+/// `race --out` does: the names and every solver's config are checked, the folder opened
+/// and each saved result's settings checked before the first budget starts; a saved
+/// result that still checks out is kept, and the rest are raced by `run` (given the case,
+/// the name and its config; [`race::race_case`], or the same with progress shown), each
+/// kept as soon as it is found (a [`RaceError`] comes back as [`FolderError::Race`]).
+/// `dropped` hears of each saved result that no longer checks out (case, solver, why),
+/// which is raced again. `config_of` gives each case's config; the budget, seed and
+/// threads of the first case's are the folder's.
+pub fn race_into(
+    out: Option<&Path>,
+    cases: &[Case],
+    solvers: &[String],
+    config_of: &dyn Fn(&Case) -> RaceConfig,
+    run: &mut dyn FnMut(&Case, &str, &RaceConfig) -> Result<RaceResult, FolderError>,
+    dropped: &mut dyn FnMut(&Case, &str, &str),
+) -> Result<Vec<Finished>, FolderError> {
+    race::check_solvers(solvers)?;
+    for case in cases {
+        race::check_config(case, solvers, &config_of(case))?;
+    }
+    let Some(first) = cases.first() else {
+        return Ok(Vec::new());
+    };
+    let c = config_of(first);
+    // One race writes a folder at a time; what a killed race's writes left is swept.
+    let mut folder = RaceFolder::open(out, cases, c.seconds, c.seed, c.threads)?;
+    for case in cases {
+        for name in solvers {
+            folder.check_settings(case, name, &config_of(case))?;
+        }
+    }
+    folder.save()?;
+    let mut all = Vec::new();
+    for case in cases {
+        let mut results = Vec::new();
+        let mut reused = Vec::new();
+        for name in solvers {
+            match folder.reuse(case, name) {
+                Some(Ok(r)) => {
+                    results.push(r);
+                    reused.push(true);
+                    continue;
+                }
+                Some(Err(why)) => dropped(case, name, &why),
+                None => {}
+            }
+            let mut config = config_of(case);
+            if name == race::MUZERO_TRAIN {
+                config.agent_dir = folder.agent_dir(case)?;
+            }
+            let r = run(case, name, &config)?;
+            folder.record(case, &r)?;
+            results.push(r);
+            reused.push(false);
+        }
+        race::fill_gaps(&mut results, case, c.seconds)?;
+        folder.finish_case(case, &results)?;
+        all.extend(
+            results
+                .into_iter()
+                .zip(reused)
+                .map(|(result, reused)| Finished { result, reused }),
+        );
+    }
+    Ok(all)
 }
 
 /// The folder of `case` in a race's folder: `<workload>-<hardware>`, path separators and

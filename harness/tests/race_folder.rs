@@ -1,11 +1,11 @@
-//! A race resumed through the library ([`harness::race_folder::RaceFolder`]), as the
-//! command line does it: a result saved under the same budget, seed, threads and settings
+//! A race resumed through the library ([`harness::race_folder::race_into`]), the run the
+//! command line and Python both make: a result saved under the same budget, seed, threads and settings
 //! is kept, one whose mapping no longer checks out is raced again, and a folder of another
 //! race, or one another process holds, is refused.
 
 use accel_sim::Hardware;
-use harness::race::{fill_gaps, race_case, RaceConfig};
-use harness::race_folder::{case_folder, FolderError, RaceFolder};
+use harness::race::{race_case, RaceConfig};
+use harness::race_folder::{case_folder, race_into, FolderError, RaceFolder};
 use harness::Case;
 use malloc_game::GameOptions;
 
@@ -29,46 +29,45 @@ fn config() -> RaceConfig {
     }
 }
 
-/// Races `names` into `dir` the way `race --out` does, reusing what checks out; the
-/// names raced afresh come back beside the results.
-fn race_into(
+/// Races `names` into `dir` the way `race --out` does ([`race_into`]), reusing what
+/// checks out; the names raced afresh come back beside the results.
+fn race_into_dir(
     dir: &std::path::Path,
     names: &[&str],
 ) -> (Vec<harness::race::RaceResult>, Vec<String>) {
-    let (case, config) = (case(), config());
-    let cases = [case];
-    let mut folder = RaceFolder::open(Some(dir), &cases, config.seconds, config.seed, 1).unwrap();
-    for n in names {
-        folder.check_settings(&cases[0], n, &config).unwrap();
-    }
-    folder.save().unwrap();
-    let (mut results, mut raced) = (Vec::new(), Vec::new());
-    for n in names {
-        if let Some(Ok(r)) = folder.reuse(&cases[0], n) {
-            results.push(r);
-            continue;
-        }
-        let r = race_case(&cases[0], n, &config, &mut |_, _| {}).unwrap();
-        folder.record(&cases[0], &r).unwrap();
-        raced.push(n.to_string());
-        results.push(r);
-    }
-    fill_gaps(&mut results, &cases[0], config.seconds).unwrap();
-    folder.finish_case(&cases[0], &results).unwrap();
-    (results, raced)
+    let cases = [case()];
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut dropped = Vec::new();
+    let finished = race_into(
+        Some(dir),
+        &cases,
+        &names,
+        &|_| config(),
+        &mut |c, n, cfg| Ok(race_case(c, n, cfg, &mut |_, _| {})?),
+        &mut |_, n, _| dropped.push(n.to_string()),
+    )
+    .unwrap();
+    let raced: Vec<String> = finished
+        .iter()
+        .filter(|f| !f.reused)
+        .map(|f| f.result.solver.clone())
+        .collect();
+    // A result dropped is one raced again.
+    assert!(dropped.iter().all(|d| raced.contains(d)));
+    (finished.into_iter().map(|f| f.result).collect(), raced)
 }
 
 #[test]
 fn a_race_resumes_through_the_library() {
     let dir = malloc_muzero::fixtures::temp("race-folder");
-    let (first, raced) = race_into(&dir, &["xla", "greedy-size"]);
+    let (first, raced) = race_into_dir(&dir, &["xla", "greedy-size"]);
     assert_eq!(raced, ["xla", "greedy-size"]);
     let case_dir = dir.join(case_folder(&case()));
     assert!(case_dir.join("xla.mapping.json").exists());
     assert!(case_dir.join("curves.svg").exists());
 
     // Run again: both are kept, with the same latencies; a solver added is raced.
-    let (again, raced) = race_into(&dir, &["xla", "greedy-size", "beam"]);
+    let (again, raced) = race_into_dir(&dir, &["xla", "greedy-size", "beam"]);
     assert_eq!(raced, ["beam"]);
     for (a, b) in first.iter().zip(&again) {
         assert_eq!(a.best_latency_s, b.best_latency_s);
@@ -76,7 +75,7 @@ fn a_race_resumes_through_the_library() {
 
     // A mapping file gone: that result is raced again, the others kept.
     std::fs::remove_file(case_dir.join("greedy-size.mapping.json")).unwrap();
-    let (_, raced) = race_into(&dir, &["xla", "greedy-size", "beam"]);
+    let (_, raced) = race_into_dir(&dir, &["xla", "greedy-size", "beam"]);
     assert_eq!(raced, ["greedy-size"]);
 
     // Another budget: not this race's folder.
