@@ -81,7 +81,8 @@ impl RaceFolder {
     /// (one race writes a folder at a time), the temporary files of writes a killed race
     /// left in it swept, and the results of an earlier race into it read back. An earlier
     /// race with another budget, seed or threads, or of an older build, is an error
-    /// rather than a mix. Nothing is written until [`RaceFolder::save`].
+    /// rather than a mix. Nothing is written until [`RaceFolder::save`], but for the
+    /// renaming of an older build's training result ([`RaceFolder::migrate`]).
     pub fn open(
         dir: Option<&Path>,
         cases: &[Case],
@@ -113,8 +114,46 @@ impl RaceFolder {
         };
         if let Some(path) = folder.results_path().filter(|p| p.exists()) {
             folder.saved = read_saved(&path, seconds, seed, threads)?;
+            folder.migrate()?;
         }
         Ok(folder)
+    }
+
+    /// Builds before the guided agent (`muzero` as the local search guided by the
+    /// network) raced the agent's self-play training under the name `muzero`, the solver
+    /// now named [`race::MUZERO_TRAIN`], into the same `muzero-run/`. Such a result is
+    /// known by its settings: the training race records its `train` config, the guided
+    /// search its `guide`. It is renamed, in memory and its mapping file on disk, so that
+    /// `muzero-train` reuses it and `muzero` races afresh. The mapping file is renamed
+    /// first: a race killed before `results.json` is saved finds the result under its old
+    /// name and the file under its new one, and migrates it again.
+    fn migrate(&mut self) -> Result<(), FolderError> {
+        let old = "muzero";
+        for i in 0..self.saved.results.len() {
+            let r = &self.saved.results[i];
+            let trained = r
+                .settings
+                .as_ref()
+                .is_some_and(|s| s.get("train").is_some() && s.get("guide").is_none());
+            let taken = self.saved.results.iter().any(|s| {
+                s.solver == race::MUZERO_TRAIN
+                    && s.workload == r.workload
+                    && s.hardware == r.hardware
+            });
+            if r.solver != old || !trained || taken {
+                continue;
+            }
+            if let Some(dir) = &self.dir {
+                let case_dir = dir.join(folder_name(&r.workload, &r.hardware));
+                let from = case_dir.join(format!("{old}.mapping.json"));
+                let to = case_dir.join(format!("{}.mapping.json", race::MUZERO_TRAIN));
+                if from.exists() && !to.exists() {
+                    std::fs::rename(&from, &to).map_err(|e| io(&from, e))?;
+                }
+            }
+            self.saved.results[i].solver = race::MUZERO_TRAIN.to_string();
+        }
+        Ok(())
     }
 
     /// `DIR/results.json`.
@@ -319,7 +358,11 @@ pub fn race_into(
 /// The folder of `case` in a race's folder: `<workload>-<hardware>`, path separators and
 /// spaces made `_`.
 pub fn case_folder(case: &Case) -> String {
-    format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_")
+    folder_name(case.program.name(), &case.hw.name)
+}
+
+fn folder_name(workload: &str, hardware: &str) -> String {
+    format!("{workload}-{hardware}").replace(['/', '\\', ' '], "_")
 }
 
 fn io(path: &Path, e: std::io::Error) -> FolderError {

@@ -89,3 +89,47 @@ fn a_race_resumes_through_the_library() {
     drop(held);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A folder of a build before the guided agent holds its training race under the name
+/// `muzero` (with its `train` settings): it is `muzero-train`'s result now, mapping file
+/// and all, and `muzero` (the guided search, whose settings name its `guide`) races afresh.
+#[test]
+fn an_older_builds_training_result_is_muzero_trains() {
+    let dir = malloc_muzero::fixtures::temp("race-folder-migrate");
+    race_into_dir(&dir, &["xla"]);
+    // Write the folder as such a build would have: xla's result, as the training race's.
+    let path = dir.join("results.json");
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut trained = saved["results"][0].clone();
+    trained["solver"] = "muzero".into();
+    trained["settings"]["train"] = serde_json::json!({"batch_size": 128});
+    let mut guided = trained.clone();
+    guided["settings"]["guide"] = "bundled".into();
+    saved["results"].as_array_mut().unwrap().push(trained);
+    std::fs::write(&path, serde_json::to_string(&saved).unwrap()).unwrap();
+    let case_dir = dir.join(case_folder(&case()));
+    std::fs::copy(
+        case_dir.join("xla.mapping.json"),
+        case_dir.join("muzero.mapping.json"),
+    )
+    .unwrap();
+
+    let mut folder = RaceFolder::open(Some(&dir), &[case()], 0.5, 3, 1).unwrap();
+    assert!(folder.reuse(&case(), "muzero").is_none());
+    let kept = folder.reuse(&case(), "muzero-train").unwrap().unwrap();
+    assert_eq!(kept.solver, "muzero-train");
+    assert!(case_dir.join("muzero-train.mapping.json").exists());
+    assert!(!case_dir.join("muzero.mapping.json").exists());
+    folder.save().unwrap();
+    drop(folder);
+
+    // Today's `muzero` result (its settings name a guide) keeps its name.
+    saved["results"][1] = guided;
+    std::fs::write(&path, serde_json::to_string(&saved).unwrap()).unwrap();
+    let mut folder = RaceFolder::open(Some(&dir), &[case()], 0.5, 3, 1).unwrap();
+    assert!(folder.reuse(&case(), "muzero-train").is_none());
+    assert!(folder.reuse(&case(), "muzero").is_some());
+    drop(folder);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
