@@ -201,6 +201,14 @@ pub const SOLVERS: &[Entry] = &[
     ),
 ];
 
+/// The solvers `evaluate` runs when none is named, in the order of its rows (the game
+/// players after the baselines; `beam` is `beam:8`).
+pub const EVALUATE_DEFAULTS: [&str; 5] = ["all-slow", "xla", "greedy-size", "greedy", "beam"];
+
+/// The heuristics a result is read against ([`crate::reference`]): each maps a program
+/// of thousands of buffers in well under a second.
+pub const INSTANT_HEURISTICS: &[&str] = &["xla", "xla-repack", "greedy-size", "egrl-dp", "greedy"];
+
 /// The entry of `name`, if it is registered.
 pub fn find(name: &str) -> Option<&'static Entry> {
     SOLVERS.iter().find(|e| e.name == name)
@@ -302,6 +310,10 @@ mod tests {
                 Some(Run::Agent | Run::Train | Run::Exact) | None => true,
             };
             assert!(known, "the race cannot run {}", e.name);
+        }
+        // The selections are of entries `evaluate` builds.
+        for name in EVALUATE_DEFAULTS.iter().chain(INSTANT_HEURISTICS) {
+            assert!(build_of(name).is_some(), "{name} is no evaluate entry");
         }
         for p in player_names() {
             let player = malloc_game::players::player(p);
