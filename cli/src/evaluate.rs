@@ -14,11 +14,7 @@ pub struct EvaluateArgs {
     /// Every case of the benchmark suite (each with its own hardware and capacity).
     #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity", "mapping"])]
     pub suite: bool,
-    /// Solvers to run (repeat the flag): baselines (all-slow, xla, xla-repack,
-    /// greedy-size, egrl-dp), exact (the cost model's proven optimum; gives every row its
-    /// gap to it), game players (random, greedy, beam, beam:W, xla-game), and muzero (a
-    /// trained agent: --checkpoint, else the bundled generalist). Default: all-slow, xla, greedy-size, greedy, beam.
-    #[arg(long = "solver")]
+    #[arg(long = "solver", help = solver_help())]
     pub solvers: Vec<String>,
     /// Seed of the game players.
     #[arg(long, default_value_t = 0)]
@@ -331,4 +327,13 @@ pub fn proof_line(p: &harness::evaluate::Proof) -> String {
     } else {
         proof
     }
+}
+
+/// `--solver`'s help, from the registry: the names it takes and the defaults.
+fn solver_help() -> String {
+    format!(
+        "Solvers to run (repeat the flag): {}, or beam:W (a beam of width W); muzero plays --checkpoint's run, else the bundled generalist; exact gives every row its gap to its proven optimum. Default: {}.",
+        harness::registry::evaluate_names().join(", "),
+        harness::evaluate::DEFAULT_SOLVERS.join(", ")
+    )
 }

@@ -18,8 +18,7 @@ use std::time::Instant;
 pub struct PlayArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// random, xla, greedy, beam or beam:W.
-    #[arg(long, default_value = "greedy")]
+    #[arg(long, default_value = "greedy", help = player_help())]
     pub player: String,
     #[arg(long, default_value_t = 1)]
     pub episodes: u64,
@@ -40,11 +39,19 @@ pub struct PlayArgs {
     pub json: bool,
 }
 
+/// `--player`'s help, from the registry.
+fn player_help() -> String {
+    format!(
+        "The game player: {}, or beam:W (a beam of width W).",
+        harness::registry::player_names().join(", ")
+    )
+}
+
 pub fn player_or_error(spec: &str, threads: usize) -> Result<Box<dyn Player>> {
     players::player_on_threads(spec, threads).with_context(|| {
         format!(
             "unknown player `{spec}` (available: {}, beam:W with W in 1..={})",
-            players::PLAYER_NAMES.join(", "),
+            harness::registry::player_names().join(", "),
             players::MAX_BEAM_WIDTH
         )
     })

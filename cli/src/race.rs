@@ -10,7 +10,7 @@ use crate::case::{single_case, CaseArgs, GameArgs};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use harness::race::{self, RaceConfig, RaceResult};
-use harness::race_folder::RaceFolder;
+use harness::race_folder::{race_into, FolderError};
 use harness::Case;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_muzero::train::TrainConfig;
@@ -27,11 +27,7 @@ pub struct RaceArgs {
     /// Wall-clock seconds each solver gets.
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
-    /// Solvers (repeat the flag; default all but muzero-train and the guided ones): xla,
-    /// xla-repack, greedy-size, beam, local-search, random, muzero, muzero-train,
-    /// guided-uniform, guided-untrained, guided-bundled, guided-bundled+online, egrl,
-    /// egrl-ea, egrl-pg, egrl-dp, exact.
-    #[arg(long = "solver")]
+    #[arg(long = "solver", help = solver_help())]
     pub solvers: Vec<String>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -65,6 +61,19 @@ pub struct RaceArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--solver`'s help, from the registry: the names a race takes and its defaults.
+fn solver_help() -> String {
+    let named_only: Vec<&str> = harness::registry::race_names()
+        .into_iter()
+        .filter(|n| !harness::registry::race_default_names().contains(n))
+        .collect();
+    format!(
+        "Solvers (repeat the flag): {}. Default: all but {}.",
+        harness::registry::race_names().join(", "),
+        named_only.join(", ")
+    )
 }
 
 pub fn run(args: &RaceArgs) -> Result<()> {
@@ -150,69 +159,36 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     };
     // Every setting and every saved result's key is checked before the first budget
     // starts, and the folder is written once: a mistake costs nothing already spent.
-    for case in &cases {
-        race::check_config(case, &solvers, &config_of(case)).map_err(|e| {
-            // A config's error names the file it came from.
-            match (e, &args.egrl_config) {
-                (race::RaceError::EgrlConfig(m), Some(p)) => anyhow!("{}: {m}", p.display()),
-                (e, _) => e.into(),
-            }
-        })?;
-    }
-    // One race writes a folder at a time; what a killed race's writes left is swept.
-    let mut folder = RaceFolder::open(
+    let kept = args.out.as_ref().map(|d| d.join("results.json"));
+    let finished = race_into(
         args.out.as_deref(),
         &cases,
-        args.seconds,
-        args.seed,
-        threads,
-    )?;
-    for case in &cases {
-        for name in &solvers {
-            folder.check_settings(case, name, &config_of(case))?;
-        }
-    }
-    folder.save()?;
-    let mut all = Vec::new();
-    for case in &cases {
-        let mut results = Vec::new();
-        for name in &solvers {
-            match folder.reuse(case, name) {
-                Some(Ok(r)) => {
-                    results.push(r);
-                    continue;
+        &solvers,
+        &config_of,
+        &mut |case, name, config| {
+            run_one(case, name, config, args.json).inspect_err(|_| {
+                if let Some(p) = &kept {
+                    eprintln!("the results so far are kept in {}", p.display());
                 }
-                Some(Err(why)) => eprintln!(
-                    "{} on {}: the saved {name} result does not check out ({why}): racing it again",
-                    case.program.name(),
-                    case.hw.name
-                ),
-                None => {}
-            }
-            let config = RaceConfig {
-                agent_dir: if name == race::MUZERO_TRAIN {
-                    folder.agent_dir(case)?
-                } else {
-                    None
-                },
-                ..config_of(case)
-            };
-            let r = match run_one(case, name, &config, args.json) {
-                Ok(r) => r,
-                Err(e) => {
-                    if let Some(p) = folder.results_path() {
-                        eprintln!("the results so far are kept in {}", p.display());
-                    }
-                    return Err(e);
-                }
-            };
-            folder.record(case, &r)?;
-            results.push(r);
-        }
-        race::fill_gaps(&mut results, case, args.seconds)?;
-        folder.finish_case(case, &results)?;
-        all.extend(results);
-    }
+            })
+        },
+        &mut |case, name, why| {
+            eprintln!(
+                "{} on {}: the saved {name} result does not check out ({why}): racing it again",
+                case.program.name(),
+                case.hw.name
+            )
+        },
+    )
+    .map_err(|e| match (e, &args.egrl_config) {
+        // A config's error names the file it came from.
+        (FolderError::Race(e), Some(p)) => match *e {
+            race::RaceError::EgrlConfig(m) => anyhow!("{}: {m}", p.display()),
+            e => e.into(),
+        },
+        (e, _) => e.into(),
+    })?;
+    let all: Vec<RaceResult> = finished.into_iter().map(|f| f.result).collect();
     if args.json {
         outln!("{}", serde_json::json!({ "results": all }));
     } else {
@@ -221,7 +197,12 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     Ok(())
 }
 
-fn run_one(case: &Case, name: &str, config: &RaceConfig, quiet: bool) -> Result<RaceResult> {
+fn run_one(
+    case: &Case,
+    name: &str,
+    config: &RaceConfig,
+    quiet: bool,
+) -> Result<RaceResult, FolderError> {
     let bar = if quiet {
         ProgressBar::hidden()
     } else {

@@ -14,14 +14,19 @@ use xla_msa as baselines;
 /// Every other solver's mappings of the case: the baselines, game players (several
 /// random games among them) and a short local search.
 fn others(program: &Program, hw: &Hardware) -> Vec<(String, Mapping)> {
-    let mut out: Vec<(String, Mapping)> = baselines::SOLVER_NAMES
+    let repack = baselines::XlaOptions {
+        max_repacks: baselines::DEFAULT_MAX_REPACKS,
+        ..Default::default()
+    };
+    let all: [Box<dyn baselines::Solver>; 4] = [
+        Box::new(baselines::AllSlow),
+        Box::new(baselines::Xla::default()),
+        Box::new(baselines::Xla::new(repack)),
+        Box::new(baselines::GreedySize),
+    ];
+    let mut out: Vec<(String, Mapping)> = all
         .iter()
-        .map(|n| {
-            (
-                n.to_string(),
-                baselines::solver(n).unwrap().solve(program, hw),
-            )
-        })
+        .map(|s| (s.name().to_string(), s.solve(program, hw)))
         .collect();
     let setup = GameSetup::new(
         Arc::new(program.clone()),

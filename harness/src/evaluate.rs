@@ -24,8 +24,8 @@ use xla_msa as baselines;
 pub const DEFAULT_WORKLOAD: &str = "resnet50";
 pub const DEFAULT_HARDWARE: &str = "tpu-v4i-like";
 
-/// The solvers `evaluate` runs when none is named.
-pub const DEFAULT_SOLVERS: [&str; 5] = ["all-slow", "xla", "greedy-size", "greedy", "beam"];
+/// The solvers `evaluate` runs when none is named (the registry's selection).
+pub use crate::registry::EVALUATE_DEFAULTS as DEFAULT_SOLVERS;
 
 /// Why a case or a solver could not be evaluated; each names what the user gave.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,8 @@
 //! A race run again into the same folder with the same budget, seed and threads keeps each
 //! saved result found under the same settings ([`crate::race::settings_of`]) whose mapping
 //! still checks out ([`crate::race::recheck`]), and races only the rest: a race killed at
-//! any moment resumes with every result found so far.
+//! any moment resumes with every result found so far. [`race_into`] is that whole run,
+//! the one the command line and the Python package both call.
 
 use crate::evaluate::{Case, EvalError};
 use crate::race::{self, RaceConfig, RaceError, RaceResult};
@@ -80,7 +81,8 @@ impl RaceFolder {
     /// (one race writes a folder at a time), the temporary files of writes a killed race
     /// left in it swept, and the results of an earlier race into it read back. An earlier
     /// race with another budget, seed or threads, or of an older build, is an error
-    /// rather than a mix. Nothing is written until [`RaceFolder::save`].
+    /// rather than a mix. Nothing is written until [`RaceFolder::save`], but for the
+    /// renaming of an older build's training result ([`RaceFolder::migrate`]).
     pub fn open(
         dir: Option<&Path>,
         cases: &[Case],
@@ -112,8 +114,46 @@ impl RaceFolder {
         };
         if let Some(path) = folder.results_path().filter(|p| p.exists()) {
             folder.saved = read_saved(&path, seconds, seed, threads)?;
+            folder.migrate()?;
         }
         Ok(folder)
+    }
+
+    /// Builds before the guided agent (`muzero` as the local search guided by the
+    /// network) raced the agent's self-play training under the name `muzero`, the solver
+    /// now named [`race::MUZERO_TRAIN`], into the same `muzero-run/`. Such a result is
+    /// known by its settings: the training race records its `train` config, the guided
+    /// search its `guide`. It is renamed, in memory and its mapping file on disk, so that
+    /// `muzero-train` reuses it and `muzero` races afresh. The mapping file is renamed
+    /// first: a race killed before `results.json` is saved finds the result under its old
+    /// name and the file under its new one, and migrates it again.
+    fn migrate(&mut self) -> Result<(), FolderError> {
+        let old = "muzero";
+        for i in 0..self.saved.results.len() {
+            let r = &self.saved.results[i];
+            let trained = r
+                .settings
+                .as_ref()
+                .is_some_and(|s| s.get("train").is_some() && s.get("guide").is_none());
+            let taken = self.saved.results.iter().any(|s| {
+                s.solver == race::MUZERO_TRAIN
+                    && s.workload == r.workload
+                    && s.hardware == r.hardware
+            });
+            if r.solver != old || !trained || taken {
+                continue;
+            }
+            if let Some(dir) = &self.dir {
+                let case_dir = dir.join(folder_name(&r.workload, &r.hardware));
+                let from = case_dir.join(format!("{old}.mapping.json"));
+                let to = case_dir.join(format!("{}.mapping.json", race::MUZERO_TRAIN));
+                if from.exists() && !to.exists() {
+                    std::fs::rename(&from, &to).map_err(|e| io(&from, e))?;
+                }
+            }
+            self.saved.results[i].solver = race::MUZERO_TRAIN.to_string();
+        }
+        Ok(())
     }
 
     /// `DIR/results.json`.
@@ -238,10 +278,91 @@ impl RaceFolder {
     }
 }
 
+/// One result of [`race_into`]: raced now, or kept from the folder.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub result: RaceResult,
+    /// Kept from an earlier race into the folder (re-validated and re-simulated), not
+    /// raced again.
+    pub reused: bool,
+}
+
+/// Races `solvers` on each of `cases` into the folder `out` (none: nothing kept), as
+/// `race --out` does: the names and every solver's config are checked, the folder opened
+/// and each saved result's settings checked before the first budget starts; a saved
+/// result that still checks out is kept, and the rest are raced by `run` (given the case,
+/// the name and its config; [`race::race_case`], or the same with progress shown), each
+/// kept as soon as it is found (a [`RaceError`] comes back as [`FolderError::Race`]).
+/// `dropped` hears of each saved result that no longer checks out (case, solver, why),
+/// which is raced again. `config_of` gives each case's config; the budget, seed and
+/// threads of the first case's are the folder's.
+pub fn race_into(
+    out: Option<&Path>,
+    cases: &[Case],
+    solvers: &[String],
+    config_of: &dyn Fn(&Case) -> RaceConfig,
+    run: &mut dyn FnMut(&Case, &str, &RaceConfig) -> Result<RaceResult, FolderError>,
+    dropped: &mut dyn FnMut(&Case, &str, &str),
+) -> Result<Vec<Finished>, FolderError> {
+    race::check_solvers(solvers)?;
+    for case in cases {
+        race::check_config(case, solvers, &config_of(case))?;
+    }
+    let Some(first) = cases.first() else {
+        return Ok(Vec::new());
+    };
+    let c = config_of(first);
+    // One race writes a folder at a time; what a killed race's writes left is swept.
+    let mut folder = RaceFolder::open(out, cases, c.seconds, c.seed, c.threads)?;
+    for case in cases {
+        for name in solvers {
+            folder.check_settings(case, name, &config_of(case))?;
+        }
+    }
+    folder.save()?;
+    let mut all = Vec::new();
+    for case in cases {
+        let mut results = Vec::new();
+        let mut reused = Vec::new();
+        for name in solvers {
+            match folder.reuse(case, name) {
+                Some(Ok(r)) => {
+                    results.push(r);
+                    reused.push(true);
+                    continue;
+                }
+                Some(Err(why)) => dropped(case, name, &why),
+                None => {}
+            }
+            let mut config = config_of(case);
+            if name == race::MUZERO_TRAIN {
+                config.agent_dir = folder.agent_dir(case)?;
+            }
+            let r = run(case, name, &config)?;
+            folder.record(case, &r)?;
+            results.push(r);
+            reused.push(false);
+        }
+        race::fill_gaps(&mut results, case, c.seconds)?;
+        folder.finish_case(case, &results)?;
+        all.extend(
+            results
+                .into_iter()
+                .zip(reused)
+                .map(|(result, reused)| Finished { result, reused }),
+        );
+    }
+    Ok(all)
+}
+
 /// The folder of `case` in a race's folder: `<workload>-<hardware>`, path separators and
 /// spaces made `_`.
 pub fn case_folder(case: &Case) -> String {
-    format!("{}-{}", case.program.name(), case.hw.name).replace(['/', '\\', ' '], "_")
+    folder_name(case.program.name(), &case.hw.name)
+}
+
+fn folder_name(workload: &str, hardware: &str) -> String {
+    format!("{workload}-{hardware}").replace(['/', '\\', ' '], "_")
 }
 
 fn io(path: &Path, e: std::io::Error) -> FolderError {

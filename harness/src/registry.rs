@@ -1,10 +1,12 @@
 //! The one solver registry: every solver the command line, the race and the Python
 //! package know, with what it is and how it is built. `evaluate` builds a solver from its
 //! entry's [`Build`] ([`crate::Solver::named`]) and the race runs one from its entry's
-//! [`Run`] ([`crate::race::race_case`]); where a crate has its own dispatcher by name
+//! [`Run`] ([`crate::race::race_case`]). The names are listed here only: the crates below
+//! build their solvers by type, and where one has a dispatcher by name
 //! (`xla_msa::solver`, `malloc_game::players::player_on_threads`,
-//! `malloc_game::anytime::anytime_solver`, `egrl::race`), the entry's name is what they
-//! are called with, and a test checks that each of them builds every name given to it.
+//! `malloc_game::anytime::anytime_solver`, `egrl::race`), the entry's name is what it is
+//! called with, and a test checks that each of them builds every name given to it.
+//! Messages that list names list them in this registry's order.
 
 /// How `evaluate` builds a solver: one mapping per case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +207,14 @@ pub const SOLVERS: &[Entry] = &[
     ),
 ];
 
+/// The solvers `evaluate` runs when none is named, in the order of its rows (the game
+/// players after the baselines; `beam` is `beam:8`).
+pub const EVALUATE_DEFAULTS: [&str; 5] = ["all-slow", "xla", "greedy-size", "greedy", "beam"];
+
+/// The heuristics a result is read against ([`crate::reference`]): each maps a program
+/// of thousands of buffers in well under a second.
+pub const INSTANT_HEURISTICS: &[&str] = &["xla", "xla-repack", "greedy-size", "egrl-dp", "greedy"];
+
 /// The entry of `name`, if it is registered.
 pub fn find(name: &str) -> Option<&'static Entry> {
     SOLVERS.iter().find(|e| e.name == name)
@@ -228,6 +238,20 @@ pub fn evaluate_names() -> Vec<&'static str> {
         .filter(|e| e.evaluate.is_some())
         .map(|e| e.name)
         .collect()
+}
+
+/// The game players `play --player` takes without a width (besides `beam:W`): those
+/// `evaluate` plays as [`Build::Player`], in the registry's order.
+pub fn player_names() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for e in SOLVERS {
+        if let Some(Build::Player(p)) = e.evaluate {
+            if !names.contains(&p) {
+                names.push(p);
+            }
+        }
+    }
+    names
 }
 
 /// The names a race takes, in the order it runs them when none is named.
@@ -292,6 +316,14 @@ mod tests {
                 Some(Run::Agent | Run::Train | Run::Exact) | None => true,
             };
             assert!(known, "the race cannot run {}", e.name);
+        }
+        // The selections are of entries `evaluate` builds.
+        for name in EVALUATE_DEFAULTS.iter().chain(INSTANT_HEURISTICS) {
+            assert!(build_of(name).is_some(), "{name} is no evaluate entry");
+        }
+        for p in player_names() {
+            let player = malloc_game::players::player(p);
+            assert!(player.is_some(), "no game player {p}");
         }
         let race: Vec<String> = race_names().iter().map(|s| s.to_string()).collect();
         assert!(crate::race::check_solvers(&race).is_ok());

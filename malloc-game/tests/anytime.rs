@@ -3,7 +3,9 @@
 //! heuristics it starts from.
 
 use accel_sim::Simulator;
-use malloc_game::anytime::{anytime_solver, Incumbent, Limit, ANYTIME_NAMES};
+use malloc_game::anytime::{
+    anytime_solver, AnytimeSolver, BeamWidening, Incumbent, Limit, LocalSearch, RandomRestarts,
+};
 use malloc_game::players::{GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
@@ -24,8 +26,15 @@ fn setup(workload: &str) -> Arc<GameSetup> {
 #[test]
 fn every_anytime_solver_respects_its_budget_and_reports_valid_games() {
     let s = setup("resnet50");
-    for &name in ANYTIME_NAMES {
-        let solver = anytime_solver(name).unwrap();
+    let all: [Box<dyn AnytimeSolver>; 3] = [
+        Box::new(RandomRestarts),
+        Box::new(BeamWidening),
+        Box::new(LocalSearch::default()),
+    ];
+    for solver in all {
+        let name = solver.name();
+        // The name builds the same solver.
+        assert_eq!(anytime_solver(&name).unwrap().name(), name);
         let t0 = Instant::now();
         let incumbent = Incumbent::new(t0);
         let limit = Limit::from_now(0.5, 2);

@@ -2,7 +2,7 @@
 //! ends in a valid mapping scored by the simulator, and they rank as they should.
 
 use accel_sim::{Hardware, Program, Simulator};
-use malloc_game::players::{player, Player, PLAYER_NAMES};
+use malloc_game::players::{player, BeamPlayer, GreedyPlayer, Player, RandomPlayer, XlaPlayer};
 use malloc_game::{Game, GameOptions, GameSetup};
 use std::sync::Arc;
 use xla_msa::solver;
@@ -52,8 +52,14 @@ fn suite_like() -> Vec<(&'static str, Arc<GameSetup>)> {
     ]
 }
 
+/// Every player, built by type (the names are `harness::registry`'s).
 fn players() -> Vec<Box<dyn Player>> {
-    PLAYER_NAMES.iter().map(|n| player(n).unwrap()).collect()
+    vec![
+        Box::new(RandomPlayer),
+        Box::new(XlaPlayer),
+        Box::new(GreedyPlayer),
+        Box::new(BeamPlayer::new(malloc_game::players::beam::DEFAULT_WIDTH)),
+    ]
 }
 
 /// The game is over, its mapping is valid, and its return is the simulated saving.

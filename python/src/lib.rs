@@ -8,6 +8,7 @@ mod case;
 mod errors;
 mod game;
 mod program;
+mod race;
 mod records;
 mod remote;
 mod solvers;
@@ -32,6 +33,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(program::hardware_presets, m)?)?;
     m.add_function(wrap_pyfunction!(solvers::evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(solvers::solver_names, m)?)?;
+    m.add_function(wrap_pyfunction!(race::race, m)?)?;
+    m.add_function(wrap_pyfunction!(race::race_solver_names, m)?)?;
     m.add("RULES_VERSION", malloc_game::RULES_VERSION)?;
     Ok(())
 }

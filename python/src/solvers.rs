@@ -127,7 +127,7 @@ pub fn evaluate(
 
 /// The solver names of `evaluate(solvers=...)`: a list or tuple of strs, never empty
 /// (`None` is the way to the defaults; the libraries read an empty list as them).
-fn solver_list(ob: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+pub(crate) fn solver_list(ob: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     if ob.is_instance_of::<PyString>() {
         // A str is a sequence of one-letter names: say how to pass one solver.
         return Err(PyTypeError::new_err(format!(

@@ -49,6 +49,33 @@ def test_evaluate_returns_the_command_lines_rows(cli):
     assert a[0]["latency_s"] == b[0]["latency_s"]
 
 
+def test_a_race_runs_into_a_folder_and_resumes(cli, tmp_path):
+    out = tmp_path / "race"
+    first = mmz.race("alexnet", ["xla", "greedy-size"], seconds=0.5, out=str(out))
+    assert [(r["solver"], r["reused"]) for r in first] == [("xla", False), ("greedy-size", False)]
+    assert (out / "results.json").exists()
+    # Run again with a solver added: the saved results are kept, the new one raced.
+    again = mmz.race("alexnet", ["xla", "greedy-size", "random"], seconds=0.5, out=str(out))
+    assert [r["reused"] for r in again] == [True, True, False]
+    for a, b in zip(first, again):
+        assert a["best_latency_s"] == b["best_latency_s"] and a["curve"] == b["curve"]
+    assert again[2]["valid"] and again[2]["best_latency_s"] > 0
+    # The command line resumes Python's folder: nothing is raced again, the same results.
+    args = ["--workload", "alexnet", "--seconds", "0.5", "--threads", "1"]
+    solvers = ["--solver", "xla", "--solver", "greedy-size", "--solver", "random"]
+    theirs = json.loads(cli("race", *args, *solvers, "--out", out, "--json").stdout)["results"]
+    assert [r["solver"] for r in theirs] == [r["solver"] for r in again]
+    for mine, t in zip(again, theirs):
+        assert set(mine) - {"reused"} == set(t)
+        assert mine["best_latency_s"] == t["best_latency_s"] and mine["curve"] == t["curve"]
+    # Another budget is another race: refused, naming the file.
+    with pytest.raises(mmz.Error, match="results.json"):
+        mmz.race("alexnet", ["xla"], seconds=1.0, out=str(out))
+    with pytest.raises(mmz.Error, match="unknown race solver `greedy`"):
+        mmz.race("alexnet", ["greedy"], seconds=0.5)
+    assert mmz.race_solver_names()[:3] == ["xla", "xla-repack", "greedy-size"]
+
+
 def test_exact_objectives_and_the_gap_to_the_best_bound(cli):
     # alexnet on its suite hardware: the checked-in bound, and the relaxation's proven one.
     # Two seconds: the MIP proves alexnet at once, the local search has the rest.

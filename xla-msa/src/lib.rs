@@ -57,10 +57,8 @@ pub trait Solver: Send + Sync {
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping;
 }
 
-/// Names accepted by [`solver`].
-pub const SOLVER_NAMES: &[&str] = &["all-slow", "xla", "xla-repack", "greedy-size"];
-
-/// A solver by name (see [`SOLVER_NAMES`]), with default options.
+/// A baseline by the name `harness::registry` gives it (`all-slow`, `xla`, `xla-repack`,
+/// `greedy-size`: each solver's [`Solver::name`]), with default options.
 pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
     match name {
         "all-slow" => Some(Box::new(AllSlow)),
@@ -178,10 +176,24 @@ mod tests {
         .unwrap()
     }
 
+    /// Every baseline, built by type.
+    fn baselines() -> Vec<Box<dyn Solver>> {
+        let repack = XlaOptions {
+            max_repacks: DEFAULT_MAX_REPACKS,
+            ..XlaOptions::default()
+        };
+        vec![
+            Box::new(AllSlow),
+            Box::new(Xla::default()),
+            Box::new(Xla::new(repack)),
+            Box::new(GreedySize),
+        ]
+    }
+
     #[test]
     fn every_name_builds_its_solver() {
-        for &n in SOLVER_NAMES {
-            assert_eq!(solver(n).unwrap().name(), n);
+        for s in baselines() {
+            assert_eq!(solver(s.name()).unwrap().name(), s.name());
         }
         assert!(solver("nope").is_none());
     }
@@ -197,8 +209,8 @@ mod tests {
         assert!((b - want).abs() < 1e-15, "{b} vs {want}");
         let mut sim = Simulator::new(&p, &hw);
         let slow = sim.run(&Mapping::all_slow(&p), false).latency_s;
-        for &n in SOLVER_NAMES {
-            let m = solver(n).unwrap().solve(&p, &hw);
+        for s in baselines() {
+            let (n, m) = (s.name(), s.solve(&p, &hw));
             m.validate(&p, &hw).unwrap();
             let l = sim.run(&m, false).latency_s;
             assert!(l >= b, "{n}: {l} < bound {b}");

@@ -7,13 +7,27 @@ use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 use xla_msa::PickerConfig;
 use xla_msa::{
-    bound_latency, solver, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
-    SOLVER_NAMES,
+    bound_latency, AllSlow, EvictionOverBudget, GreedySize, Solver, Xla, XlaOptions,
+    DEFAULT_MAX_REPACKS,
 };
 use xla_msa::{pack_decreasing_size, TopGap};
 
 /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");
+
+/// Every baseline, built by type (the names are `harness::registry`'s).
+fn baselines() -> Vec<Box<dyn Solver>> {
+    let repack = XlaOptions {
+        max_repacks: DEFAULT_MAX_REPACKS,
+        ..XlaOptions::default()
+    };
+    vec![
+        Box::new(AllSlow),
+        Box::new(Xla::default()),
+        Box::new(Xla::new(repack)),
+        Box::new(GreedySize),
+    ]
+}
 
 /// A random valid program: `ops` ops, each reading up to 3 earlier values (activations or
 /// inputs) and maybe a weight, writing 1 or 2 values; unread values become outputs.
@@ -295,8 +309,8 @@ fn the_traced_models_solve_fast_and_validly() {
             if p.buffers().len() <= 1000 {
                 assert!(secs < 0.1, "{name}: {secs} s");
             }
-            for &s in SOLVER_NAMES {
-                solver(s).unwrap().solve(&p, &hw).validate(&p, &hw).unwrap();
+            for s in baselines() {
+                s.solve(&p, &hw).validate(&p, &hw).unwrap();
             }
         }
     }

@@ -132,10 +132,8 @@ pub trait AnytimeSolver: Send + Sync {
     fn run(&self, setup: &Arc<GameSetup>, seed: u64, limit: &Limit, incumbent: &Incumbent);
 }
 
-/// The names [`anytime_solver`] knows.
-pub const ANYTIME_NAMES: &[&str] = &["random", "beam", "local-search"];
-
-/// An anytime solver by name, with its default settings.
+/// An anytime solver by the name `harness::registry` gives it (`random`, `beam`,
+/// `local-search`: each solver's [`AnytimeSolver::name`]), with its default settings.
 pub fn anytime_solver(name: &str) -> Option<Box<dyn AnytimeSolver>> {
     match name {
         "random" => Some(Box::new(RandomRestarts)),

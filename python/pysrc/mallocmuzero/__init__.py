@@ -1,7 +1,8 @@
 """mallocmuzero: learned memory mapping of ML programs, from Python.
 
 The Rust workspace's libraries as a Python package: programs (``Program``), hardware
-(``Hardware``), the solvers (``evaluate``: the rows of ``mallocmuzero evaluate --json``),
+(``Hardware``), the solvers (``evaluate``: the rows of ``mallocmuzero evaluate --json``;
+``race``: ``mallocmuzero race``'s results, into a folder it resumes),
 saved games (``SavedGame``), the mallocGame (``Game``, ``VecGame``), and training split for
 a cluster (``Learner``, ``SelfPlayWorker``; ``python -m mallocmuzero.ray_train``). With
 Gymnasium installed, importing the package registers ``mallocmuzero/MallocGame-v0``
@@ -22,6 +23,8 @@ from mallocmuzero._native import (
     VecGame,
     evaluate,
     hardware_presets,
+    race,
+    race_solver_names,
     solver_names,
     workloads,
 )
@@ -42,6 +45,8 @@ __all__ = [
     "VecGame",
     "evaluate",
     "hardware_presets",
+    "race",
+    "race_solver_names",
     "solver_names",
     "show",
     "trace",
