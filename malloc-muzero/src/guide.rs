@@ -349,7 +349,7 @@ impl<'n> NetGuide<'n> {
         config: OnlineConfig,
     ) -> Result<NetGuide<'n>, AgentError> {
         let own = net.snapshot().map_err(TrainError::from)?;
-        let learner = OnlineLearner::new(&own, config).map_err(TrainError::from)?;
+        let learner = OnlineLearner::new(&own, config)?;
         let mut guide = NetGuide::new(net, view, temperature);
         guide.net = NetRef::Own(Box::new(own));
         guide.learner = Some(learner);
