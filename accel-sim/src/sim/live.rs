@@ -72,6 +72,16 @@ pub struct LiveSim {
 /// removes.
 type Change = (OpId, Effect, f64);
 
+/// The ops a change rewrites, with their new records.
+type Writes = Vec<(OpId, OpRec)>;
+
+thread_local! {
+    /// A change's effects and the ops it rewrites, reused across the changes of a thread
+    /// (allocating them every turn was a tenth of a game's simulation time).
+    static SCRATCH: std::cell::Cell<(Vec<Change>, Writes)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 impl LiveSim {
     pub(super) fn new(model: Arc<SimModel>) -> LiveSim {
         let mut queues = CopyQueues::default();
@@ -156,38 +166,44 @@ impl LiveSim {
     /// Buffer `b`'s allocations change from `old` to `new` (each sorted by start, as in a
     /// valid mapping); returns the new latency.
     pub fn change(&mut self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> f64 {
-        let changes = self.changes(b, old, new);
-        if changes.is_empty() {
-            return self.latency_s;
-        }
-        let mut writes = Vec::new();
-        let (latency, stall) = self.rerun(&changes, Some(&mut writes));
-        let mut focus = self.ops.focus_mut();
-        for (t, rec) in writes {
-            if let Some(slot) = focus.get_mut(t) {
-                *slot = rec;
+        let (mut changes, mut writes) = SCRATCH.take();
+        self.changes(b, old, new, &mut changes);
+        if !changes.is_empty() {
+            writes.clear();
+            let (latency, stall) = self.rerun(&changes, Some(&mut writes));
+            let mut focus = self.ops.focus_mut();
+            for (t, rec) in writes.drain(..) {
+                if let Some(slot) = focus.get_mut(t) {
+                    *slot = rec;
+                }
             }
+            self.latency_s += latency;
+            self.stall_s += stall;
         }
-        self.latency_s += latency;
-        self.stall_s += stall;
+        SCRATCH.set((changes, writes));
         self.latency_s
     }
 
     /// The latency if buffer `b`'s allocations changed from `old` to `new`, leaving this
     /// simulation as it is.
     pub fn latency_with(&self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> f64 {
-        let changes = self.changes(b, old, new);
-        if changes.is_empty() {
-            return self.latency_s;
-        }
-        self.latency_s + self.rerun(&changes, None).0
+        let (mut changes, writes) = SCRATCH.take();
+        self.changes(b, old, new, &mut changes);
+        let latency = if changes.is_empty() {
+            self.latency_s
+        } else {
+            self.latency_s + self.rerun(&changes, None).0
+        };
+        SCRATCH.set((changes, writes));
+        latency
     }
 
-    /// The effects of the holds that differ between `old` and `new`, sorted by op.
-    fn changes(&self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> Vec<Change> {
+    /// The effects of the holds that differ between `old` and `new`, sorted by op, into
+    /// `out` (cleared first).
+    fn changes(&self, b: BufferId, old: &[Allocation], new: &[Allocation], out: &mut Vec<Change>) {
         // What the simulator sees of a hold: its offset does not matter.
         let seen = |a: &Allocation| (a.level, a.start, a.end, a.arrival, a.eviction);
-        let mut out = Vec::new();
+        out.clear();
         let (mut i, mut j) = (0, 0);
         let mut push = |a: &Allocation, sign: f64| {
             self.model.effects(b, a, |e| out.push((op_of(&e), e, sign)));
@@ -218,7 +234,6 @@ impl LiveSim {
             }
         }
         out.sort_by_key(|c| c.0);
-        out
     }
 
     /// Runs again from the first op `changes` touch until the queues match the stored
@@ -228,7 +243,7 @@ impl LiveSim {
     /// times and leave the same queues), and so does every op up to the next change: the
     /// run jumps there, so its cost follows the ops whose queues differ, not the span of
     /// the buffer's live range.
-    fn rerun(&self, changes: &[Change], mut writes: Option<&mut Vec<(OpId, OpRec)>>) -> (f64, f64) {
+    fn rerun(&self, changes: &[Change], mut writes: Option<&mut Writes>) -> (f64, f64) {
         let t_count = self.model.len();
         let mut focus = self.ops.focus();
         let mut t = changes[0].0;
@@ -239,7 +254,8 @@ impl LiveSim {
         while t <= t_count {
             let Some(stored) = focus.get(t) else { break };
             let mine = changes[next..].iter().take_while(|c| c.0 == t).count();
-            if mine == 0 && same_queues(stored.entry.as_deref(), &queues) {
+            let same = same_queues(stored.entry.as_deref(), &queues);
+            if mine == 0 && same {
                 match changes.get(next) {
                     Some(c) => {
                         t = c.0;
@@ -257,7 +273,13 @@ impl LiveSim {
             next += mine;
             let input = changed.as_ref().unwrap_or(stored);
             let events = input.events.as_deref().unwrap_or(&none);
-            let entry = writes.is_some().then(|| queues.clone());
+            // The queues before the op, shared with the stored run where they agree with
+            // it; empty ones are stored as none.
+            let entry = match &writes {
+                None => None,
+                Some(_) if same => stored.entry.clone(),
+                Some(_) => (!queues.is_empty()).then(|| Arc::new(queues.clone())),
+            };
             let (stall_s, run_s, idle_s) = if t == t_count {
                 (queues.wait_for(&events.need), 0.0, 0.0)
             } else {
@@ -276,7 +298,7 @@ impl LiveSim {
             d_stall += stall_s - stored.stall_s;
             if let Some(w) = writes.as_deref_mut() {
                 let mut rec = changed.unwrap_or_else(|| stored.clone());
-                rec.entry = entry.filter(|q| !q.is_empty()).map(Arc::new);
+                rec.entry = entry;
                 rec.stall_s = stall_s;
                 rec.run_s = run_s;
                 rec.idle_s = idle_s;
