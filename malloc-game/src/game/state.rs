@@ -277,6 +277,22 @@ impl Game {
         })
     }
 
+    /// [`Game::cost_delta`] and [`Game::model_delta`] of `action`, from one look at the
+    /// move (a planner scores every child by both).
+    pub(crate) fn deltas(&self, action: usize) -> (f64, f64) {
+        let Some((b, new)) = self.moved(action) else {
+            return (0.0, 0.0);
+        };
+        let model = self
+            .tally
+            .delta(self.setup.cost_model(), b, &self.shown, &new);
+        let latency = match self.setup.options().reward {
+            Reward::Simulated => self.sim.latency_with(b, &self.shown, &new) - self.sim.latency_s(),
+            Reward::Proxy => model,
+        };
+        (latency, model)
+    }
+
     /// The current buffer and its allocations after `action`, if it is legal now.
     fn moved(&self, action: usize) -> Option<(BufferId, Vec<Allocation>)> {
         let b = self.walk.buffer()?;
