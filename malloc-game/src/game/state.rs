@@ -217,7 +217,9 @@ impl Game {
 
     /// The current buffer's allocations after `action` (legal) at the pending use.
     fn after(&self, action: usize) -> Vec<Allocation> {
-        let mut v = self.shown.clone();
+        // Room for the move's chunk: growing the copy was most of the cost.
+        let mut v = Vec::with_capacity(self.shown.len() + 1);
+        v.extend_from_slice(&self.shown);
         let mv = self.menu.iter().find(|m| m.action == action);
         let open = self.walk.open_allocation();
         // The open chunk is extended by `keep`, and ends (as `closed`) otherwise.
