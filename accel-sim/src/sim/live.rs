@@ -247,10 +247,13 @@ impl LiveSim {
         let t_count = self.model.len();
         let mut focus = self.ops.focus();
         let mut t = changes[0].0;
-        let mut queues = entry_queues(focus.get(t));
+        let mut queues = CopyQueues::default();
+        load_queues(&mut queues, focus.get(t));
         let (mut d_latency, mut d_stall) = (0.0, 0.0);
         let mut next = 0;
         let none = OpEvents::default();
+        // A changed op's events, rebuilt in one buffer for the whole run.
+        let mut edited = OpEvents::default();
         while t <= t_count {
             let Some(stored) = focus.get(t) else { break };
             let mine = changes[next..].iter().take_while(|c| c.0 == t).count();
@@ -259,20 +262,19 @@ impl LiveSim {
                 match changes.get(next) {
                     Some(c) => {
                         t = c.0;
-                        queues = entry_queues(focus.get(t));
+                        load_queues(&mut queues, focus.get(t));
                         continue;
                     }
                     None => break,
                 }
             }
-            let changed = (mine > 0).then(|| {
-                let mut rec = stored.clone();
-                apply(&mut rec, &changes[next..next + mine]);
-                rec
-            });
-            next += mine;
-            let input = changed.as_ref().unwrap_or(stored);
-            let events = input.events.as_deref().unwrap_or(&none);
+            let (mem_s, level0_s, events) = if mine > 0 {
+                let (m, l) = apply(stored, &changes[next..next + mine], &mut edited);
+                (m, l, &edited)
+            } else {
+                let events = stored.events.as_deref().unwrap_or(&none);
+                (stored.mem_s, stored.level0_s, events)
+            };
             // The queues before the op, shared with the stored run where they agree with
             // it; empty ones are stored as none.
             let entry = match &writes {
@@ -288,8 +290,8 @@ impl LiveSim {
                     need: &events.need,
                     after: &events.after,
                     compute_s: self.model.compute[t],
-                    mem_s: input.mem_s,
-                    level0_s: input.level0_s,
+                    mem_s,
+                    level0_s,
                     overhead_s: self.model.overhead,
                 });
                 (time.stall_s, time.run_s, time.idle_s)
@@ -297,13 +299,25 @@ impl LiveSim {
             d_latency += (stall_s + run_s) - (stored.stall_s + stored.run_s);
             d_stall += stall_s - stored.stall_s;
             if let Some(w) = writes.as_deref_mut() {
-                let mut rec = changed.unwrap_or_else(|| stored.clone());
-                rec.entry = entry;
-                rec.stall_s = stall_s;
-                rec.run_s = run_s;
-                rec.idle_s = idle_s;
-                w.push((t, rec));
+                let events = if mine > 0 {
+                    (!edited.is_empty()).then(|| Arc::new(edited.clone()))
+                } else {
+                    stored.events.clone()
+                };
+                w.push((
+                    t,
+                    OpRec {
+                        mem_s,
+                        level0_s,
+                        stall_s,
+                        run_s,
+                        idle_s,
+                        events,
+                        entry,
+                    },
+                ));
             }
+            next += mine;
             t += 1;
         }
         (d_latency, d_stall)
@@ -319,11 +333,12 @@ fn op_of(e: &Effect) -> OpId {
     }
 }
 
-/// The stored queues before an op.
-fn entry_queues(stored: Option<&OpRec>) -> CopyQueues {
-    stored
-        .and_then(|r| r.entry.as_deref().cloned())
-        .unwrap_or_default()
+/// Sets `queues` to the stored queues before an op, reusing its buffers.
+fn load_queues(queues: &mut CopyQueues, stored: Option<&OpRec>) {
+    match stored.and_then(|r| r.entry.as_deref()) {
+        Some(q) => queues.copy_from(q),
+        None => queues.clear(),
+    }
 }
 
 /// Whether the stored queues before an op (`None`: empty) are `queues`.
@@ -334,23 +349,36 @@ fn same_queues(stored: Option<&CopyQueues>, queues: &CopyQueues) -> bool {
     }
 }
 
-/// Applies `changes` (all at `rec`'s op) to its inputs.
-fn apply(rec: &mut OpRec, changes: &[Change]) {
-    let mut events = rec.events.as_deref().cloned().unwrap_or_default();
+/// The inputs of `rec`'s op after `changes` (all at that op): its memory times, returned
+/// in the order the changes add them, and its events, written into `events`.
+fn apply(rec: &OpRec, changes: &[Change], events: &mut OpEvents) -> (f64, f64) {
+    match rec.events.as_deref() {
+        Some(e) => {
+            events.before.clone_from(&e.before);
+            events.need.clone_from(&e.need);
+            events.after.clone_from(&e.after);
+        }
+        None => {
+            events.before.clear();
+            events.need.clear();
+            events.after.clear();
+        }
+    }
+    let (mut m, mut l) = (rec.mem_s, rec.level0_s);
     for &(_, e, sign) in changes {
         match e {
             Effect::Access {
                 mem_s, level0_s, ..
             } => {
-                rec.mem_s += sign * mem_s;
-                rec.level0_s += sign * level0_s;
+                m += sign * mem_s;
+                l += sign * level0_s;
             }
             Effect::IssueBefore { issue, .. } => edit(&mut events.before, issue, sign, |i| i.key),
             Effect::IssueAfter { issue, .. } => edit(&mut events.after, issue, sign, |i| i.key),
             Effect::Need { key, .. } => edit(&mut events.need, key, sign, |&k| k),
         }
     }
-    rec.events = (!events.is_empty()).then(|| Arc::new(events));
+    (m, l)
 }
 
 /// Inserts `item` into `list` in key order (`sign > 0`) or removes it.
