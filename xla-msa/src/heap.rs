@@ -201,9 +201,9 @@ impl ChunkHeap {
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
     /// lowest; the last one ends at the capacity (it may be empty).
     fn for_each_gap(&self, start: OpId, end: OpId, f: impl FnMut(u64, u64, bool)) {
-        with_scratch(|busy| {
-            self.index.busy(start, end, busy);
-            crate::occupancy::for_each_gap(busy, self.capacity, f);
+        with_scratch(|scratch| {
+            self.index.busy(start, end, scratch);
+            crate::occupancy::for_each_gap(scratch.sorted(), self.capacity, f);
         });
     }
 
@@ -217,9 +217,9 @@ impl ChunkHeap {
         if start > end || end >= self.horizon() {
             return;
         }
-        with_scratch(|busy| {
-            self.index.busy(start, end, busy);
-            fitting_gaps(busy, size, self.alignment, self.capacity, out);
+        with_scratch(|scratch| {
+            self.index.busy(start, end, scratch);
+            fitting_gaps(scratch.sorted(), size, self.alignment, self.capacity, out);
         });
     }
 

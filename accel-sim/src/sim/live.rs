@@ -72,6 +72,16 @@ pub struct LiveSim {
 /// removes.
 type Change = (OpId, Effect, f64);
 
+/// The ops a change rewrites, with their new records.
+type Writes = Vec<(OpId, OpRec)>;
+
+thread_local! {
+    /// A change's effects and the ops it rewrites, reused across the changes of a thread
+    /// (allocating them every turn was a tenth of a game's simulation time).
+    static SCRATCH: std::cell::Cell<(Vec<Change>, Writes)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
 impl LiveSim {
     pub(super) fn new(model: Arc<SimModel>) -> LiveSim {
         let mut queues = CopyQueues::default();
@@ -156,38 +166,44 @@ impl LiveSim {
     /// Buffer `b`'s allocations change from `old` to `new` (each sorted by start, as in a
     /// valid mapping); returns the new latency.
     pub fn change(&mut self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> f64 {
-        let changes = self.changes(b, old, new);
-        if changes.is_empty() {
-            return self.latency_s;
-        }
-        let mut writes = Vec::new();
-        let (latency, stall) = self.rerun(&changes, Some(&mut writes));
-        let mut focus = self.ops.focus_mut();
-        for (t, rec) in writes {
-            if let Some(slot) = focus.get_mut(t) {
-                *slot = rec;
+        let (mut changes, mut writes) = SCRATCH.take();
+        self.changes(b, old, new, &mut changes);
+        if !changes.is_empty() {
+            writes.clear();
+            let (latency, stall) = self.rerun(&changes, Some(&mut writes));
+            let mut focus = self.ops.focus_mut();
+            for (t, rec) in writes.drain(..) {
+                if let Some(slot) = focus.get_mut(t) {
+                    *slot = rec;
+                }
             }
+            self.latency_s += latency;
+            self.stall_s += stall;
         }
-        self.latency_s += latency;
-        self.stall_s += stall;
+        SCRATCH.set((changes, writes));
         self.latency_s
     }
 
     /// The latency if buffer `b`'s allocations changed from `old` to `new`, leaving this
     /// simulation as it is.
     pub fn latency_with(&self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> f64 {
-        let changes = self.changes(b, old, new);
-        if changes.is_empty() {
-            return self.latency_s;
-        }
-        self.latency_s + self.rerun(&changes, None).0
+        let (mut changes, writes) = SCRATCH.take();
+        self.changes(b, old, new, &mut changes);
+        let latency = if changes.is_empty() {
+            self.latency_s
+        } else {
+            self.latency_s + self.rerun(&changes, None).0
+        };
+        SCRATCH.set((changes, writes));
+        latency
     }
 
-    /// The effects of the holds that differ between `old` and `new`, sorted by op.
-    fn changes(&self, b: BufferId, old: &[Allocation], new: &[Allocation]) -> Vec<Change> {
+    /// The effects of the holds that differ between `old` and `new`, sorted by op, into
+    /// `out` (cleared first).
+    fn changes(&self, b: BufferId, old: &[Allocation], new: &[Allocation], out: &mut Vec<Change>) {
         // What the simulator sees of a hold: its offset does not matter.
         let seen = |a: &Allocation| (a.level, a.start, a.end, a.arrival, a.eviction);
-        let mut out = Vec::new();
+        out.clear();
         let (mut i, mut j) = (0, 0);
         let mut push = |a: &Allocation, sign: f64| {
             self.model.effects(b, a, |e| out.push((op_of(&e), e, sign)));
@@ -218,7 +234,6 @@ impl LiveSim {
             }
         }
         out.sort_by_key(|c| c.0);
-        out
     }
 
     /// Runs again from the first op `changes` touch until the queues match the stored
@@ -228,36 +243,45 @@ impl LiveSim {
     /// times and leave the same queues), and so does every op up to the next change: the
     /// run jumps there, so its cost follows the ops whose queues differ, not the span of
     /// the buffer's live range.
-    fn rerun(&self, changes: &[Change], mut writes: Option<&mut Vec<(OpId, OpRec)>>) -> (f64, f64) {
+    fn rerun(&self, changes: &[Change], mut writes: Option<&mut Writes>) -> (f64, f64) {
         let t_count = self.model.len();
         let mut focus = self.ops.focus();
         let mut t = changes[0].0;
-        let mut queues = entry_queues(focus.get(t));
+        let mut queues = CopyQueues::default();
+        load_queues(&mut queues, focus.get(t));
         let (mut d_latency, mut d_stall) = (0.0, 0.0);
         let mut next = 0;
         let none = OpEvents::default();
+        // A changed op's events, rebuilt in one buffer for the whole run.
+        let mut edited = OpEvents::default();
         while t <= t_count {
             let Some(stored) = focus.get(t) else { break };
             let mine = changes[next..].iter().take_while(|c| c.0 == t).count();
-            if mine == 0 && same_queues(stored.entry.as_deref(), &queues) {
+            let same = same_queues(stored.entry.as_deref(), &queues);
+            if mine == 0 && same {
                 match changes.get(next) {
                     Some(c) => {
                         t = c.0;
-                        queues = entry_queues(focus.get(t));
+                        load_queues(&mut queues, focus.get(t));
                         continue;
                     }
                     None => break,
                 }
             }
-            let changed = (mine > 0).then(|| {
-                let mut rec = stored.clone();
-                apply(&mut rec, &changes[next..next + mine]);
-                rec
-            });
-            next += mine;
-            let input = changed.as_ref().unwrap_or(stored);
-            let events = input.events.as_deref().unwrap_or(&none);
-            let entry = writes.is_some().then(|| queues.clone());
+            let (mem_s, level0_s, events) = if mine > 0 {
+                let (m, l) = apply(stored, &changes[next..next + mine], &mut edited);
+                (m, l, &edited)
+            } else {
+                let events = stored.events.as_deref().unwrap_or(&none);
+                (stored.mem_s, stored.level0_s, events)
+            };
+            // The queues before the op, shared with the stored run where they agree with
+            // it; empty ones are stored as none.
+            let entry = match &writes {
+                None => None,
+                Some(_) if same => stored.entry.clone(),
+                Some(_) => (!queues.is_empty()).then(|| Arc::new(queues.clone())),
+            };
             let (stall_s, run_s, idle_s) = if t == t_count {
                 (queues.wait_for(&events.need), 0.0, 0.0)
             } else {
@@ -266,8 +290,8 @@ impl LiveSim {
                     need: &events.need,
                     after: &events.after,
                     compute_s: self.model.compute[t],
-                    mem_s: input.mem_s,
-                    level0_s: input.level0_s,
+                    mem_s,
+                    level0_s,
                     overhead_s: self.model.overhead,
                 });
                 (time.stall_s, time.run_s, time.idle_s)
@@ -275,13 +299,25 @@ impl LiveSim {
             d_latency += (stall_s + run_s) - (stored.stall_s + stored.run_s);
             d_stall += stall_s - stored.stall_s;
             if let Some(w) = writes.as_deref_mut() {
-                let mut rec = changed.unwrap_or_else(|| stored.clone());
-                rec.entry = entry.filter(|q| !q.is_empty()).map(Arc::new);
-                rec.stall_s = stall_s;
-                rec.run_s = run_s;
-                rec.idle_s = idle_s;
-                w.push((t, rec));
+                let events = if mine > 0 {
+                    (!edited.is_empty()).then(|| Arc::new(edited.clone()))
+                } else {
+                    stored.events.clone()
+                };
+                w.push((
+                    t,
+                    OpRec {
+                        mem_s,
+                        level0_s,
+                        stall_s,
+                        run_s,
+                        idle_s,
+                        events,
+                        entry,
+                    },
+                ));
             }
+            next += mine;
             t += 1;
         }
         (d_latency, d_stall)
@@ -297,11 +333,12 @@ fn op_of(e: &Effect) -> OpId {
     }
 }
 
-/// The stored queues before an op.
-fn entry_queues(stored: Option<&OpRec>) -> CopyQueues {
-    stored
-        .and_then(|r| r.entry.as_deref().cloned())
-        .unwrap_or_default()
+/// Sets `queues` to the stored queues before an op, reusing its buffers.
+fn load_queues(queues: &mut CopyQueues, stored: Option<&OpRec>) {
+    match stored.and_then(|r| r.entry.as_deref()) {
+        Some(q) => queues.copy_from(q),
+        None => queues.clear(),
+    }
 }
 
 /// Whether the stored queues before an op (`None`: empty) are `queues`.
@@ -312,23 +349,36 @@ fn same_queues(stored: Option<&CopyQueues>, queues: &CopyQueues) -> bool {
     }
 }
 
-/// Applies `changes` (all at `rec`'s op) to its inputs.
-fn apply(rec: &mut OpRec, changes: &[Change]) {
-    let mut events = rec.events.as_deref().cloned().unwrap_or_default();
+/// The inputs of `rec`'s op after `changes` (all at that op): its memory times, returned
+/// in the order the changes add them, and its events, written into `events`.
+fn apply(rec: &OpRec, changes: &[Change], events: &mut OpEvents) -> (f64, f64) {
+    match rec.events.as_deref() {
+        Some(e) => {
+            events.before.clone_from(&e.before);
+            events.need.clone_from(&e.need);
+            events.after.clone_from(&e.after);
+        }
+        None => {
+            events.before.clear();
+            events.need.clear();
+            events.after.clear();
+        }
+    }
+    let (mut m, mut l) = (rec.mem_s, rec.level0_s);
     for &(_, e, sign) in changes {
         match e {
             Effect::Access {
                 mem_s, level0_s, ..
             } => {
-                rec.mem_s += sign * mem_s;
-                rec.level0_s += sign * level0_s;
+                m += sign * mem_s;
+                l += sign * level0_s;
             }
             Effect::IssueBefore { issue, .. } => edit(&mut events.before, issue, sign, |i| i.key),
             Effect::IssueAfter { issue, .. } => edit(&mut events.after, issue, sign, |i| i.key),
             Effect::Need { key, .. } => edit(&mut events.need, key, sign, |&k| k),
         }
     }
-    rec.events = (!events.is_empty()).then(|| Arc::new(events));
+    (m, l)
 }
 
 /// Inserts `item` into `list` in key order (`sign > 0`) or removes it.

@@ -71,6 +71,17 @@ impl CopyQueues {
         self.prefetch.is_empty() && self.eviction.is_empty()
     }
 
+    /// Becomes a copy of `other`, in the buffers it has.
+    pub(crate) fn copy_from(&mut self, other: &CopyQueues) {
+        self.prefetch.clone_from(&other.prefetch);
+        self.eviction.clone_from(&other.eviction);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.prefetch.clear();
+        self.eviction.clear();
+    }
+
     /// Seconds of transfer queued: prefetches, evictions.
     pub(crate) fn backlog(&self) -> [f64; 2] {
         let sum = |q: &VecDeque<Transfer>| q.iter().map(|c| c.left).sum();

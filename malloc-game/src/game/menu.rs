@@ -45,18 +45,42 @@ fn gap_at(cands: &[Candidate], offset: u64, size: u64) -> u64 {
 /// The moves on offer at the pending use, appended to `menu`; returns the chunk held so
 /// far as it would end before that use.
 fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Option<Allocation> {
+    GAPS.with(|cell| {
+        let (mut search_gaps, mut cands) = cell.take();
+        let closed = menu_with(ch, options, menu, &mut search_gaps, &mut cands);
+        cell.set((search_gaps, cands));
+        closed
+    })
+}
+
+thread_local! {
+    /// The free gaps of a menu's modes, reused across the turns of a thread (allocating
+    /// them every turn was a tenth of a random game's time on resnet50).
+    static GAPS: std::cell::Cell<(Vec<Candidate>, Vec<Candidate>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// [`menu_of`] with buffers for the free gaps of the prefetch search and of the other
+/// modes.
+fn menu_with(
+    ch: &Choices<'_>,
+    options: &GameOptions,
+    menu: &mut Vec<Move>,
+    search_gaps: &mut Vec<Candidate>,
+    cands: &mut Vec<Candidate>,
+) -> Option<Allocation> {
     let size = ch.size();
     // The prefetch's slots come from the walk of the gaps that found its offset.
-    let mut search_gaps = Vec::new();
+    search_gaps.clear();
+    cands.clear();
     let search = ch
-        .prefetch_and_gaps(&mut search_gaps)
+        .prefetch_and_gaps(search_gaps)
         .map(|a| (a.start, a.offset));
     let late = ch.window().map(|w| w.latest).filter(|&s| {
         // The search's start is `prefetch`'s: the same start here is its twin.
         let twin = options.modes.contains(&Mode::Prefetch) && search.is_some_and(|(x, _)| x == s);
         !twin && ch.copy_fits(s)
     });
-    let mut cands = Vec::new();
     for (mi, &mode) in options.modes.iter().enumerate() {
         // The moves of `mode` from op `start`: slot 0 at `first`, then the other gaps
         // among `cands` (the fitting gaps over the chunk's interval).
@@ -85,30 +109,30 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                 if let (Some(held), Some(kept)) = (ch.held(), ch.keep()) {
                     // The gap over the extension: over the whole hold, the chunk's own
                     // bytes would hide it.
-                    ch.gaps(held.end + 1, &mut cands);
+                    ch.gaps(held.end + 1, cands);
                     menu.push(Move {
                         action: options.encode(mi, 0),
                         mode,
                         allocation: kept,
-                        gap: gap_at(&cands, held.offset, size),
+                        gap: gap_at(cands, held.offset, size),
                     });
                 }
             }
             Mode::Define => {
                 if let Some(d) = ch.define_start() {
-                    let first = ch.best_chunk_and_gaps(d, &mut cands);
-                    slots(d, first, &cands, menu, Arrival::Defined);
+                    let first = ch.best_chunk_and_gaps(d, cands);
+                    slots(d, first, cands, menu, Arrival::Defined);
                 }
             }
             Mode::Prefetch => {
                 if let Some((s, off)) = search {
-                    slots(s, Some(off), &search_gaps, menu, Arrival::Prefetch);
+                    slots(s, Some(off), search_gaps, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchLate => {
                 if let Some(s) = late {
-                    let first = ch.best_chunk_and_gaps(s, &mut cands);
-                    slots(s, first, &cands, menu, Arrival::Prefetch);
+                    let first = ch.best_chunk_and_gaps(s, cands);
+                    slots(s, first, cands, menu, Arrival::Prefetch);
                 }
             }
             Mode::PrefetchEarly => {
@@ -119,8 +143,8 @@ fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Opt
                 if !twin(Mode::Prefetch, search.map(|x| x.0)) && !twin(Mode::PrefetchLate, late) {
                     // A move XLA does not make: slot 0 is the plain best fit over the
                     // chunk (no search over later ends), from the same walk of the gaps.
-                    let first = ch.gaps_and_best_fit(s, &mut cands);
-                    slots(s, first, &cands, menu, Arrival::Prefetch);
+                    let first = ch.gaps_and_best_fit(s, cands);
+                    slots(s, first, cands, menu, Arrival::Prefetch);
                 }
             }
         }

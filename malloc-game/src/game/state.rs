@@ -217,7 +217,9 @@ impl Game {
 
     /// The current buffer's allocations after `action` (legal) at the pending use.
     fn after(&self, action: usize) -> Vec<Allocation> {
-        let mut v = self.shown.clone();
+        // Room for the move's chunk: growing the copy was most of the cost.
+        let mut v = Vec::with_capacity(self.shown.len() + 1);
+        v.extend_from_slice(&self.shown);
         let mv = self.menu.iter().find(|m| m.action == action);
         let open = self.walk.open_allocation();
         // The open chunk is extended by `keep`, and ends (as `closed`) otherwise.
@@ -275,6 +277,22 @@ impl Game {
             self.tally
                 .delta(self.setup.cost_model(), b, &self.shown, &new)
         })
+    }
+
+    /// [`Game::cost_delta`] and [`Game::model_delta`] of `action`, from one look at the
+    /// move (a planner scores every child by both).
+    pub(crate) fn deltas(&self, action: usize) -> (f64, f64) {
+        let Some((b, new)) = self.moved(action) else {
+            return (0.0, 0.0);
+        };
+        let model = self
+            .tally
+            .delta(self.setup.cost_model(), b, &self.shown, &new);
+        let latency = match self.setup.options().reward {
+            Reward::Simulated => self.sim.latency_with(b, &self.shown, &new) - self.sim.latency_s(),
+            Reward::Proxy => model,
+        };
+        (latency, model)
     }
 
     /// The current buffer and its allocations after `action`, if it is legal now.

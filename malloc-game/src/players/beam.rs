@@ -92,8 +92,10 @@ impl BeamPlayer {
     /// game has no move giving the `xla` mapping's chunk.
     fn children(line: &Line, xla: Option<&Mapping>) -> Result<Vec<Child>, XlaLeft> {
         let g = &line.game;
-        let mut deltas = Vec::new();
-        let mut out: Vec<Child> = Vec::new();
+        // Action 0, a slot-0 move per mode and the xla line's move.
+        let room = g.setup().options().modes.len() + 2;
+        let mut deltas = Vec::with_capacity(room);
+        let mut out: Vec<Child> = Vec::with_capacity(room);
         // Each move's delta once: the children's scores and the greedy choice share them.
         greedy::slot0_deltas(g, &mut deltas);
         let greedy = line.greedy.then(|| greedy::pick(&deltas));

@@ -53,10 +53,8 @@ pub(crate) struct Delta {
 
 impl Delta {
     pub(crate) fn of(game: &Game, action: usize) -> Delta {
-        Delta {
-            latency: game.cost_delta(action),
-            model: game.model_delta(action),
-        }
+        let (latency, model) = game.deltas(action);
+        Delta { latency, model }
     }
 
     pub(crate) fn cmp(&self, other: &Delta) -> std::cmp::Ordering {

@@ -22,6 +22,7 @@
 //! path to what changed and the nodes it writes.
 
 use super::shared_array::SharedArray;
+use super::Scratch;
 
 /// Nodes spanning fewer than `2^LOW` ops keep no union of the rects starting there.
 const LOW: u32 = 4;
@@ -157,10 +158,14 @@ impl TimeIndex {
         let at = list.partition_point(|x| x.id < e.id);
         list.insert(at, *e);
         let mut n = start + self.leaves;
-        while n >= 1 {
-            if self.keeps_union(n) {
-                union_insert(&mut self.nodes.get_mut(n).union, offset, top);
-            }
+        while n >= 1 && !self.keeps_union(n) {
+            n >>= 1;
+        }
+        // A node's span holds its children's, so its union holds theirs: once a union
+        // already covers the rect, every union above does too, and is left unwritten (a
+        // write copies the path to the node if another index shares it).
+        while n >= 1 && !covers(&self.nodes[n].union, offset, top) {
+            union_insert(&mut self.nodes.get_mut(n).union, offset, top);
             n >>= 1;
         }
     }
@@ -272,21 +277,23 @@ impl TimeIndex {
                     }
                     return;
                 }
-                for x in self.span(n).flat_map(|t| &self.starts[t]) {
-                    if go {
-                        go = f(&[(x.rect.offset, x.rect.top)]);
+                self.starts.for_each_in(self.span(n), |list| {
+                    for x in list {
+                        if go {
+                            go = f(&[(x.rect.offset, x.rect.top)]);
+                        }
                     }
-                }
+                });
             });
         }
     }
 
-    /// Appends to `out` address ranges whose union is exactly the union of the rects
-    /// overlapping ops `s..=e` in time (unsorted, possibly overlapping each other).
+    /// Hands `out` address ranges whose union is exactly the union of the rects
+    /// overlapping ops `s..=e` in time (possibly overlapping each other).
     /// `O(log T + p)` for the `p` pieces of the unions used.
-    pub fn busy(&self, s: usize, e: usize, out: &mut Vec<(u64, u64)>) {
+    pub fn busy(&self, s: usize, e: usize, out: &mut Scratch) {
         self.walk(s, e, |pieces| {
-            out.extend_from_slice(pieces);
+            out.add(pieces);
             true
         });
     }
@@ -323,6 +330,12 @@ fn for_each_tile(leaves: usize, lo: usize, hi: usize, mut f: impl FnMut(usize)) 
 fn meets(u: &[(u64, u64)], lo: u64, hi: u64) -> bool {
     let i = u.partition_point(|p| p.1 <= lo);
     u.get(i).is_some_and(|p| p.0 < hi)
+}
+
+/// Whether one piece of `u` holds all of `[lo, hi)`.
+fn covers(u: &[(u64, u64)], lo: u64, hi: u64) -> bool {
+    let i = u.partition_point(|p| p.1 < hi);
+    u.get(i).is_some_and(|p| p.0 <= lo)
 }
 
 /// Adds `[lo, hi)` to `u`, merging it with the pieces it meets or touches.
@@ -375,15 +388,6 @@ mod tests {
         u
     }
 
-    fn normalised(mut pieces: Vec<(u64, u64)>) -> Union {
-        pieces.sort_unstable();
-        let mut u = Vec::new();
-        for (lo, hi) in pieces {
-            union_insert(&mut u, lo, hi);
-        }
-        u
-    }
-
     #[test]
     fn unions_match_brute_force_through_inserts_removes_and_clones() {
         let mut x: u64 = 99;
@@ -424,9 +428,13 @@ mod tests {
             assert_eq!(index.len(), live.len());
             for (s, e) in (0..t).flat_map(|s| (s..t + 2).map(move |e| (s, e))) {
                 let want = naive(live, s, e);
-                let mut got = Vec::new();
+                let mut got = Scratch::default();
                 index.busy(s, e, &mut got);
-                assert_eq!(normalised(got), want, "{s}..={e}");
+                let mut u = Vec::new();
+                for &(lo, hi) in got.sorted() {
+                    union_insert(&mut u, lo, hi);
+                }
+                assert_eq!(u, want, "{s}..={e}");
                 for lo in (0..240).step_by(7) {
                     let hi = lo + 1 + (lo % 13);
                     let free = !want.iter().any(|p| p.0 < hi && lo < p.1);

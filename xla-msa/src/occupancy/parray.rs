@@ -66,6 +66,40 @@ impl<T: Clone> PArray<T> {
         }
     }
 
+    /// The leaf holding element `i`: elements `i & !MASK` onwards, at most 32 of them.
+    fn leaf(&self, i: usize) -> &[T] {
+        let mut node = &*self.root;
+        let mut shift = BITS * self.depth;
+        loop {
+            match node {
+                Node::Leaf(v) => return v,
+                Node::Branch(c) => {
+                    node = &c[(i >> shift) & MASK];
+                    shift -= BITS;
+                }
+            }
+        }
+    }
+
+    /// Calls `f` on elements `range`, in order, one leaf walk per 32 elements instead of
+    /// one per element.
+    pub(crate) fn for_each_in(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&T)) {
+        assert!(
+            range.end <= self.len,
+            "range end {} out of range for length {}",
+            range.end,
+            self.len
+        );
+        let mut i = range.start;
+        while i < range.end {
+            let leaf = self.leaf(i);
+            let lo = i & MASK;
+            let hi = (lo + (range.end - i)).min(leaf.len());
+            leaf[lo..hi].iter().for_each(&mut f);
+            i += hi - lo;
+        }
+    }
+
     /// Element `i`, for writing: the nodes on its path are copied if shared.
     pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
         assert!(
@@ -137,6 +171,17 @@ mod tests {
                 assert_eq!(a[i], i as u64 + u64::from(i % 7 == 0));
             }
             assert_eq!(a == b, len == 0);
+            for (lo, hi) in [
+                (0, len),
+                (len / 3, len / 2),
+                (len / 2, len / 2),
+                (1.min(len), len),
+            ] {
+                let mut got = Vec::new();
+                a.for_each_in(lo..hi, |x| got.push(*x));
+                let want: Vec<u64> = (lo..hi).map(|i| a[i]).collect();
+                assert_eq!(got, want, "{lo}..{hi} of {len}");
+            }
         }
     }
 }

@@ -44,6 +44,11 @@ impl<T: Clone> SharedArray<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.slots.iter().map(|x| &**x)
     }
+
+    /// Calls `f` on elements `range`, in order ([`PArray::for_each_in`]).
+    pub(crate) fn for_each_in(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&T)) {
+        self.slots.for_each_in(range, |x| f(x));
+    }
 }
 
 #[cfg(test)]
