@@ -65,6 +65,16 @@ impl GuideKind {
 
     /// What a guide's name adds to a network guide's to make it learn online.
     pub const ONLINE_SUFFIX: &'static str = "+online";
+
+    /// Where its network comes from, as messages name it: the run folder, else the
+    /// bundled generalist's origin.
+    fn origin(&self) -> String {
+        match self {
+            GuideKind::Run(dir) => dir.display().to_string(),
+            GuideKind::Online(net) => net.origin(),
+            _ => generalist::ORIGIN.to_string(),
+        }
+    }
 }
 
 impl std::str::FromStr for GuideKind {
@@ -216,13 +226,7 @@ impl GuidedSearch {
         wanted: &GameOptions,
     ) -> Result<Arc<GameSetup>, AgentError> {
         let incompatible = |msg: String| AgentError::Incompatible {
-            dir: match &self.kind {
-                GuideKind::Run(dir) => dir.display().to_string(),
-                GuideKind::Online(net) if matches!(**net, GuideKind::Run(_)) => {
-                    format!("{net:?}")
-                }
-                _ => generalist::ORIGIN.to_string(),
-            },
+            dir: self.kind.origin(),
             program: program.name().to_string(),
             hardware: hw.name.clone(),
             msg,
@@ -460,9 +464,14 @@ impl MoveGuide for NetGuide<'_> {
     }
 
     fn action(&mut self, line: &Line, game: &Game, i: usize, rng: &mut StdRng) -> usize {
+        // At a move's first turn a cached policy leaves `self.obs` stale; a policy
+        // inferred there left this very state's observation in it.
+        let cached = i == 0 && matches!(self.cache.get(game.turn()), Some(Some(_)));
         let a = self.policy_action(line, game, i, rng);
         if i == 0 && self.learner.is_some() {
-            self.observe(game);
+            if cached {
+                self.observe(game);
+            }
             if let Some(learner) = &mut self.learner {
                 learner.played(&self.obs, a);
             }
