@@ -141,7 +141,7 @@ pub const SOLVERS: &[Entry] = &[
         "muzero",
         Some(Build::Agent),
         Some(Run::Agent),
-        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race it guides the local search's moves",
+        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race a network guides the local search's moves (--checkpoint's, else the bundled guide: the generalist fitted to the local search's move outcomes)",
     ),
     named_only(entry(
         "muzero-train",
@@ -166,6 +166,12 @@ pub const SOLVERS: &[Entry] = &[
         None,
         Some(Run::Guided),
         "the local search with each re-decided turn drawn from the bundled generalist's policy (not raced unless named)",
+    )),
+    named_only(entry(
+        "guided-tuned",
+        None,
+        Some(Run::Guided),
+        "the local search with each re-decided turn drawn from the bundled guide's policy: the generalist fitted to the local search's move outcomes (not raced unless named)",
     )),
     named_only(entry(
         "guided-bundled+online",

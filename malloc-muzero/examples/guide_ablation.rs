@@ -9,11 +9,13 @@
 //! [GUIDES...]`: SET is `suite` (every suite case on its hardware, every fast level, as
 //! the race plays it), `held-out` (the held-out programs on tpu-v4i-like at 8 and 16 MiB)
 //! or `validation` (the validation families, likewise; `validation-small`: at 2 and
-//! 4 MiB); MOVES per run on 2 threads; seeds
-//! 0..SEEDS; guides default to uniform and bundled (`bundled@0.5`: the bundled guide choosing
+//! 4 MiB; `validation-nnp`: on nnp-i-like, two fast levels); MOVES per run on 2 threads; seeds
+//! 0..SEEDS (or `A..B`); guides default to uniform and bundled (`bundled^0.5`: the bundled guide sampling at temperature 0.5;
+//! `bundled@0.5`: the bundled guide choosing
 //! the first turn of half its moves by disagreement, `GuidedSearch::focus`;
 //! `bundled+online{"learning_rate":1e-3}`: the online guide with those `OnlineConfig`
-//! fields changed). `SET:W1,W2` keeps the set's cases of
+//! fields changed; `weights=PATH`: the bundled guide with the network saved at PATH, as
+//! `guide_outcomes` makes one). `SET:W1,W2` keeps the set's cases of
 //! those workloads. One JSON line per run on stdout.
 
 mod common;
@@ -34,7 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let set = args.first().map_or("suite", String::as_str);
     let moves: usize = args.get(1).map_or(Ok(10_000), |s| s.parse())?;
-    let seeds: u64 = args.get(2).map_or(Ok(3), |s| s.parse())?;
+    // SEEDS: a count from 0, or a range `A..B`.
+    let seeds: std::ops::Range<u64> = match args.get(2).map(|s| s.split_once("..")) {
+        Some(Some((a, b))) => a.parse()?..b.parse()?,
+        Some(None) => 0..args[2].parse()?,
+        None => 0..3,
+    };
     let mut guides: Vec<&str> = args.iter().skip(3).map(String::as_str).collect();
     if guides.is_empty() {
         guides = vec!["uniform", "bundled"];
@@ -48,9 +55,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut searches: Vec<(&str, GuidedSearch)> = Vec::new();
     for g in guides {
         let (g_and_focus, online) = g.split_once('{').map_or((g, None), |(a, b)| (a, Some(b)));
+        let (g_and_focus, temperature) = g_and_focus.split_once('^').unwrap_or((g_and_focus, "1"));
         let (kind, focus) = g_and_focus.split_once('@').unwrap_or((g_and_focus, "0"));
-        let mut s = GuidedSearch::new(kind.parse::<GuideKind>()?, 0)?;
+        let mut s = match kind.strip_prefix("weights=") {
+            // A network made elsewhere (`guide_outcomes`), of the bundled one's shape.
+            Some(path) => {
+                GuidedSearch::new(GuideKind::Bundled, 0)?.with_network(muzero::MuZeroNet::load(
+                    Path::new(path),
+                    &malloc_muzero::generalist::info()?.network,
+                    &muzero::device(),
+                )?)?
+            }
+            None => GuidedSearch::new(kind.parse::<GuideKind>()?, 0)?,
+        };
         s.focus = focus.parse()?;
+        s.temperature = temperature.parse()?;
         if let Some(fields) = online {
             let config: OnlineConfig = serde_json::from_str(&format!("{{{fields}"))?;
             config.check()?;
@@ -69,7 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fast_levels: hw.levels.len() - 1,
             ..GameOptions::default()
         };
-        for seed in 0..seeds {
+        for seed in seeds.clone() {
             for (kind, search) in &searches {
                 let setup = search.setup(program, hw, &options)?;
                 let (t0, c0) = (Instant::now(), cpu_seconds());
@@ -118,7 +137,7 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
                 ));
             }
         }
-        "held-out" | "validation" | "validation-small" => {
+        "held-out" | "validation" | "validation-small" | "validation-nnp" => {
             let mut programs: Vec<Program> = Vec::new();
             let names = if set == "held-out" {
                 HELD_OUT_WORKLOADS
@@ -141,6 +160,14 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
             }
             for p in programs {
                 let p = Arc::new(p);
+                if set == "validation-nnp" {
+                    out.push((
+                        format!("{} nnp-i-like", p.name()),
+                        p,
+                        Hardware::nnp_i_like(),
+                    ));
+                    continue;
+                }
                 let sizes: &[u64] = if set == "validation-small" {
                     &[2, 4]
                 } else {
@@ -154,7 +181,7 @@ fn cases(set: &str) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
         }
         other => {
             return Err(format!(
-                "{other}: expected suite, held-out, validation or validation-small"
+                "{other}: expected suite, held-out, validation, validation-small or validation-nnp"
             )
             .into())
         }

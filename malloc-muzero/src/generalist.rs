@@ -14,9 +14,13 @@ use serde::{Deserialize, Serialize};
 
 const WEIGHTS: &[u8] = include_bytes!("../generalist/weights.safetensors");
 const RUN_JSON: &str = include_str!("../generalist/run.json");
+const GUIDE_WEIGHTS: &[u8] = include_bytes!("../generalist/guide.safetensors");
 
 /// How errors and warnings name the bundled network.
 pub const ORIGIN: &str = "the bundled generalist";
+
+/// How errors and warnings name the bundled guide network ([`guide_network`]).
+pub const GUIDE_ORIGIN: &str = "the bundled guide (the generalist fitted to move outcomes)";
 
 /// One case of a multi-program run as a user writes it (`train --cases FILE` takes a JSON
 /// list of them): a workload (built-in name or program file), a hardware preset or file,
@@ -120,6 +124,19 @@ pub fn network() -> Result<MuZeroNet, TrainError> {
     )?)
 }
 
+/// The bundled guide network: the generalist with its policy fitted to the local search's
+/// move outcomes on the training cases (`guide.safetensors`; `generalist/README.md` says
+/// how it was made). Its shape and rules are the generalist's.
+pub fn guide_network() -> Result<MuZeroNet, TrainError> {
+    let info = info()?;
+    Ok(MuZeroNet::from_bytes(
+        GUIDE_ORIGIN,
+        GUIDE_WEIGHTS,
+        &info.network,
+        &device(),
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +148,13 @@ mod tests {
         let net = network().unwrap();
         assert_eq!(net.config(), &info.network);
         assert!(WEIGHTS.len() < 4 << 20, "{} bytes", WEIGHTS.len());
+        let guide = guide_network().unwrap();
+        assert_eq!(guide.config(), &info.network);
+        assert!(
+            GUIDE_WEIGHTS.len() < 4 << 20,
+            "{} bytes",
+            GUIDE_WEIGHTS.len()
+        );
     }
 
     #[test]

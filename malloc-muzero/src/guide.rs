@@ -14,8 +14,9 @@
 //!
 //! [`GuideKind`] picks the guide, for the ablation of issue 43: `uniform` (the local
 //! search's own draws: no network), `untrained` (a network of the bundled generalist's
-//! shape with random weights), `bundled` (the bundled generalist), or a run folder's
-//! newest checkpoint; `bundled+online` is the bundled generalist learning, each chain on
+//! shape with random weights), `bundled` (the bundled generalist), `tuned` (the bundled
+//! generalist with its policy fitted to the local search's move outcomes:
+//! [`crate::train_on_outcomes`]), or a run folder's newest checkpoint; `bundled+online` is the bundled generalist learning, each chain on
 //! its own copy, from the outcomes of its chain's moves ([`crate::online`]).
 //!
 //! The rules: a guided search plays the case's own rules wherever its network can read
@@ -51,6 +52,9 @@ pub enum GuideKind {
     Untrained,
     /// The bundled generalist.
     Bundled,
+    /// The bundled guide: the generalist with its policy fitted to the local search's move
+    /// outcomes ([`generalist::guide_network`]).
+    Tuned,
     /// The newest checkpoint of a run folder.
     Run(PathBuf),
     /// A network guide (not uniform, not itself learning) learning during the search
@@ -61,7 +65,7 @@ pub enum GuideKind {
 impl GuideKind {
     /// The names of the guides that need no folder, as solver suffixes take them.
     pub const NAMES: &'static [&'static str] =
-        &["uniform", "untrained", "bundled", "bundled+online"];
+        &["uniform", "untrained", "bundled", "tuned", "bundled+online"];
 
     /// What a guide's name adds to a network guide's to make it learn online.
     pub const ONLINE_SUFFIX: &'static str = "+online";
@@ -72,6 +76,7 @@ impl GuideKind {
         match self {
             GuideKind::Run(dir) => dir.display().to_string(),
             GuideKind::Online(net) => net.origin(),
+            GuideKind::Tuned => generalist::GUIDE_ORIGIN.to_string(),
             _ => generalist::ORIGIN.to_string(),
         }
     }
@@ -88,7 +93,7 @@ impl std::str::FromStr for GuideKind {
         };
         if let Some(net) = s.strip_suffix(GuideKind::ONLINE_SUFFIX) {
             return match net {
-                "untrained" | "bundled" => Ok(GuideKind::Online(Box::new(net.parse()?))),
+                "untrained" | "bundled" | "tuned" => Ok(GuideKind::Online(Box::new(net.parse()?))),
                 _ => Err(unknown()),
             };
         }
@@ -96,6 +101,7 @@ impl std::str::FromStr for GuideKind {
             "uniform" => Ok(GuideKind::Uniform),
             "untrained" => Ok(GuideKind::Untrained),
             "bundled" => Ok(GuideKind::Bundled),
+            "tuned" => Ok(GuideKind::Tuned),
             _ => Err(unknown()),
         }
     }
@@ -167,6 +173,7 @@ impl GuidedSearch {
                 (Some(net), info)
             }
             GuideKind::Bundled => (Some(generalist::network()?), generalist::info()?),
+            GuideKind::Tuned => (Some(generalist::guide_network()?), generalist::info()?),
             GuideKind::Run(dir) => (Some(train::load_network(dir)?), train::read_run_info(dir)?),
             GuideKind::Online(_) => unreachable!("handled above"),
         };
@@ -180,6 +187,29 @@ impl GuidedSearch {
             focus: 0.0,
             online: None,
         })
+    }
+
+    /// This search guided by `net` (of the shape of its own network) instead of its own,
+    /// e.g. a network trained on move outcomes ([`crate::train_on_outcomes`]).
+    pub fn with_network(mut self, net: MuZeroNet) -> Result<GuidedSearch, AgentError> {
+        let c = net.config();
+        if self.net.is_none()
+            || (c.observation_len, c.action_count)
+                != (self.network.observation_len, self.network.action_count)
+        {
+            return Err(TrainError::Config(format!(
+                "guide {:?}: a network of {} observations and {} actions cannot replace its own",
+                self.kind, c.observation_len, c.action_count
+            ))
+            .into());
+        }
+        self.net = Some(net);
+        Ok(self)
+    }
+
+    /// Its network (`None` for the uniform guide).
+    pub fn network(&self) -> Option<&MuZeroNet> {
+        self.net.as_ref()
     }
 
     /// The guide.

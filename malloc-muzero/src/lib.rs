@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod generalist;
 mod guide;
 mod online;
+mod outcomes;
 mod search_model;
 pub mod train;
 
@@ -28,4 +29,5 @@ pub use guide::{
     GuideKind, GuideStats, GuideView, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE,
 };
 pub use online::OnlineConfig;
+pub use outcomes::{collect_outcomes, train_on_outcomes, Outcome, OutcomeTraining, OutcomeWeight};
 pub use search_model::SearchModel;

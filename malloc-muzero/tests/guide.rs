@@ -9,6 +9,7 @@ use accel_sim::{Hardware, Program, Simulator};
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
 use malloc_game::GameOptions;
 use malloc_muzero::{GuideKind, GuidedSearch, OnlineConfig};
+use muzero::Model;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,7 +124,7 @@ fn on_two_fast_levels_the_guides_play_the_races_rules() {
 #[test]
 fn a_guided_run_on_two_threads_repeats_exactly_per_seed() {
     let (program, hw) = alexnet();
-    for kind in [GuideKind::Bundled, GuideKind::Untrained] {
+    for kind in [GuideKind::Bundled, GuideKind::Tuned, GuideKind::Untrained] {
         let mut guided = GuidedSearch::new(kind.clone(), 0).unwrap();
         guided.search = counted(48);
         let first = run(&guided, &program, &hw, 11, 2);
@@ -169,18 +170,38 @@ fn a_guide_learning_online_learns_and_repeats_exactly_per_seed() {
     assert_eq!(plain.learning_steps, 0);
 }
 
-/// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB.
+/// As `evaluate --solver muzero` plays them (held_out.rs): tpu-v4i-like at 8 MiB; both
+/// bundled networks.
 #[test]
-fn the_bundled_network_loads_and_guides_every_held_out_program() {
-    let mut guided = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
-    guided.search = counted(6);
+fn the_bundled_networks_load_and_guide_every_held_out_program() {
     let hw = Hardware::tpu_v4i_like().with_capacity(1, 8 << 20).unwrap();
-    for program in common::held_out_programs() {
-        let name = program.name().to_string();
-        let (_, _, moves, calls) = run(&guided, &Arc::new(program), &hw, 0, 1);
-        assert_eq!(moves, 6, "{name}");
-        assert!(calls >= 6, "{name}: {calls} network calls");
+    for kind in [GuideKind::Bundled, GuideKind::Tuned] {
+        let mut guided = GuidedSearch::new(kind.clone(), 0).unwrap();
+        guided.search = counted(6);
+        for program in common::held_out_programs() {
+            let name = program.name().to_string();
+            let (_, _, moves, calls) = run(&guided, &Arc::new(program), &hw, 0, 1);
+            assert_eq!(moves, 6, "{kind:?} {name}");
+            assert!(calls >= 6, "{kind:?} {name}: {calls} network calls");
+        }
     }
+}
+
+/// The two bundled networks differ only where the move outcomes moved the policy: the
+/// tuned guide is the generalist's shape and rules, with other weights.
+#[test]
+fn the_tuned_guide_is_the_generalist_with_another_policy() {
+    let bundled = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
+    let tuned = GuidedSearch::new(GuideKind::Tuned, 0).unwrap();
+    assert_eq!(bundled.options(), tuned.options());
+    let (a, b) = (bundled.network().unwrap(), tuned.network().unwrap());
+    assert_eq!(a.config(), b.config());
+    let obs = vec![0.1f32; a.config().observation_len];
+    let (pa, pb) = (
+        a.initial_inference(&obs, 1).unwrap().policy_logits,
+        b.initial_inference(&obs, 1).unwrap().policy_logits,
+    );
+    assert_ne!(pa, pb);
 }
 
 #[test]
@@ -188,6 +209,7 @@ fn guides_parse_by_name() {
     assert_eq!("bundled".parse(), Ok(GuideKind::Bundled));
     assert_eq!("untrained".parse(), Ok(GuideKind::Untrained));
     assert_eq!("uniform".parse(), Ok(GuideKind::Uniform));
+    assert_eq!("tuned".parse(), Ok(GuideKind::Tuned));
     assert_eq!(
         "bundled+online".parse(),
         Ok(GuideKind::Online(Box::new(GuideKind::Bundled)))
