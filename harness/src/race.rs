@@ -5,7 +5,7 @@
 //! the anytime game solvers (`beam`, `local-search`, `random`: see
 //! [`malloc_game::anytime`]), `muzero` (the agent: the local search with its moves drawn
 //! by its network's policy, [`malloc_muzero::GuidedSearch`], the network `--checkpoint`'s
-//! or the bundled guide's), `muzero-train` (a training run for the budget, from
+//! or the bundled generalist's), `muzero-train` (a training run for the budget, from
 //! scratch or continuing a run folder, whose best counts only the agent's own games), the
 //! guided searches of issue 43's ablation (`guided-uniform`, `guided-untrained`,
 //! `guided-bundled`, `guided-tuned`, `guided-bundled+online`), and EGRL's solvers (`egrl`,
@@ -188,7 +188,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             // The guided search plays the rules its network reads (the race's, as a rule).
             // The uniform guide decides as the bundled network does without loading it.
             let rules_of = match agent_guide(config) {
-                GuideKind::Bundled | GuideKind::Tuned => GuideKind::Uniform,
+                GuideKind::Bundled => GuideKind::Uniform,
                 kind => kind,
             };
             let played =
@@ -493,24 +493,21 @@ pub fn race_case(
 pub const MUZERO_TRAIN: &str = "muzero-train";
 
 /// The `muzero` solver's guide: the network of `--checkpoint`'s run, else the bundled
-/// guide (the generalist fitted to the local search's move outcomes: chosen over the
-/// generalist itself on the validation families). The agent never starts a race from
-/// random weights.
+/// generalist (the agent never starts a race from random weights). Not the bundled guide
+/// fitted to move outcomes (`guided-tuned`): level with the generalist at equal moves, its
+/// moves cost about 4% more CPU (docs/results.md, "Move outcomes, offline").
 fn agent_guide(config: &RaceConfig) -> GuideKind {
     match &config.checkpoint {
         Some(dir) => GuideKind::Run(dir.clone()),
-        None => GuideKind::Tuned,
+        None => GuideKind::Bundled,
     }
 }
-
-/// The guide `muzero` raced with when no checkpoint was given, as its settings name it.
-pub(crate) const AGENT_GUIDE: &str = "tuned";
 
 /// How a result's settings name [`agent_guide`].
 fn agent_guide_name(config: &RaceConfig) -> String {
     match &config.checkpoint {
         Some(dir) => format!("run {}", dir.display()),
-        None => AGENT_GUIDE.into(),
+        None => "bundled".into(),
     }
 }
 

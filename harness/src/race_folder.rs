@@ -127,39 +127,31 @@ impl RaceFolder {
     /// `muzero-train` reuses it and `muzero` races afresh. The mapping file is renamed
     /// first: a race killed before `results.json` is saved finds the result under its old
     /// name and the file under its new one, and migrates it again.
-    ///
-    /// Builds before the bundled guide raced `muzero` guided by the bundled generalist,
-    /// the solver now named `guided-bundled` (the same settings, its `guide` "bundled"):
-    /// such a result is renamed so, in the same way.
     fn migrate(&mut self) -> Result<(), FolderError> {
         let old = "muzero";
-        let bundled = format!("{}bundled", race::GUIDED_PREFIX);
         for i in 0..self.saved.results.len() {
             let r = &self.saved.results[i];
-            let setting = |key: &str| r.settings.as_ref().and_then(|s| s.get(key));
-            let new = if setting("train").is_some() && setting("guide").is_none() {
-                race::MUZERO_TRAIN
-            } else if setting("guide").and_then(|g| g.as_str()) == Some("bundled") {
-                bundled.as_str()
-            } else {
-                continue;
-            };
-            let taken =
-                self.saved.results.iter().any(|s| {
-                    s.solver == new && s.workload == r.workload && s.hardware == r.hardware
-                });
-            if r.solver != old || taken {
+            let trained = r
+                .settings
+                .as_ref()
+                .is_some_and(|s| s.get("train").is_some() && s.get("guide").is_none());
+            let taken = self.saved.results.iter().any(|s| {
+                s.solver == race::MUZERO_TRAIN
+                    && s.workload == r.workload
+                    && s.hardware == r.hardware
+            });
+            if r.solver != old || !trained || taken {
                 continue;
             }
             if let Some(dir) = &self.dir {
                 let case_dir = dir.join(folder_name(&r.workload, &r.hardware));
                 let from = case_dir.join(format!("{old}.mapping.json"));
-                let to = case_dir.join(format!("{new}.mapping.json"));
+                let to = case_dir.join(format!("{}.mapping.json", race::MUZERO_TRAIN));
                 if from.exists() && !to.exists() {
                     std::fs::rename(&from, &to).map_err(|e| io(&from, e))?;
                 }
             }
-            self.saved.results[i].solver = new.to_string();
+            self.saved.results[i].solver = race::MUZERO_TRAIN.to_string();
         }
         Ok(())
     }

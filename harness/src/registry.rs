@@ -141,7 +141,7 @@ pub const SOLVERS: &[Entry] = &[
         "muzero",
         Some(Build::Agent),
         Some(Run::Agent),
-        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race a network guides the local search's moves (--checkpoint's, else the bundled guide: the generalist fitted to the local search's move outcomes)",
+        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race it guides the local search's moves",
     ),
     named_only(entry(
         "muzero-train",

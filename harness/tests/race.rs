@@ -162,7 +162,12 @@ fn the_guided_searches_race_and_count_their_moves() {
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
     };
-    for name in ["guided-uniform", "guided-untrained", "guided-bundled"] {
+    for name in [
+        "guided-uniform",
+        "guided-untrained",
+        "guided-bundled",
+        "guided-tuned",
+    ] {
         let r = race_case(&case, name, &config, &mut |_, _| {}).unwrap();
         assert!(r.valid, "{name}");
         assert_eq!(r.curve.last().map(|p| p.1), r.best_latency_s, "{name}");
@@ -173,11 +178,11 @@ fn the_guided_searches_race_and_count_their_moves() {
     assert!(harness::race::check_solvers(&["guided-nope".to_string()]).is_err());
 }
 
-/// The agent's race is the local search guided by its network, the bundled guide unless
-/// `--checkpoint` names a run: on two fast levels it plays the race's rules (the network
-/// reads one pass at a time), counts its moves and keeps no run folder.
+/// The agent's race is the local search guided by its network, the bundled generalist
+/// unless `--checkpoint` names a run: on two fast levels it plays the race's rules (the
+/// network reads one pass at a time), counts its moves and keeps no run folder.
 #[test]
-fn the_agents_race_is_the_search_guided_by_the_bundled_guide() {
+fn the_agents_race_is_the_search_guided_by_the_bundled_network() {
     let case = Case::named(Some("alexnet"), Some("nnp-i-like"), None).unwrap();
     let config = RaceConfig {
         seconds: 2.0,
@@ -198,7 +203,7 @@ fn the_agents_race_is_the_search_guided_by_the_bundled_guide() {
     assert!(r.valid && r.run_dir.is_none());
     assert!(r.moves.unwrap() > 0);
     let settings = r.settings.unwrap();
-    assert_eq!(settings["guide"], "tuned");
+    assert_eq!(settings["guide"], "bundled");
     assert_eq!(settings["options"]["fast_levels"], 2);
     let xla = race_case(&case, "xla", &config, &mut |_, _| {}).unwrap();
     assert!(r.best_latency_s.unwrap() <= xla.best_latency_s.unwrap() * (1.0 + 1e-12));

@@ -93,8 +93,6 @@ fn a_race_resumes_through_the_library() {
 /// A folder of a build before the guided agent holds its training race under the name
 /// `muzero` (with its `train` settings): it is `muzero-train`'s result now, mapping file
 /// and all, and `muzero` (the guided search, whose settings name its `guide`) races afresh.
-/// One of a build before the bundled guide, guided by the bundled generalist, is
-/// `guided-bundled`'s.
 #[test]
 fn an_older_builds_training_result_is_muzero_trains() {
     let dir = malloc_muzero::fixtures::temp("race-folder-migrate");
@@ -126,30 +124,12 @@ fn an_older_builds_training_result_is_muzero_trains() {
     folder.save().unwrap();
     drop(folder);
 
-    // A `muzero` result guided by the bundled generalist (a build before the bundled
-    // guide) is `guided-bundled`'s now, likewise.
-    saved["results"][1] = guided.clone();
-    std::fs::write(&path, serde_json::to_string(&saved).unwrap()).unwrap();
-    std::fs::copy(
-        case_dir.join("xla.mapping.json"),
-        case_dir.join("muzero.mapping.json"),
-    )
-    .unwrap();
-    let mut folder = RaceFolder::open(Some(&dir), &[case()], 0.5, 3, 1).unwrap();
-    assert!(folder.reuse(&case(), "muzero-train").is_none());
-    assert!(folder.reuse(&case(), "muzero").is_none());
-    let kept = folder.reuse(&case(), "guided-bundled").unwrap().unwrap();
-    assert_eq!(kept.solver, "guided-bundled");
-    assert!(case_dir.join("guided-bundled.mapping.json").exists());
-    drop(folder);
-
-    // Today's `muzero` result (guided by the bundled guide) keeps its name.
-    guided["settings"]["guide"] = "tuned".into();
+    // Today's `muzero` result (its settings name a guide) keeps its name.
     saved["results"][1] = guided;
     std::fs::write(&path, serde_json::to_string(&saved).unwrap()).unwrap();
     let mut folder = RaceFolder::open(Some(&dir), &[case()], 0.5, 3, 1).unwrap();
+    assert!(folder.reuse(&case(), "muzero-train").is_none());
     assert!(folder.reuse(&case(), "muzero").is_some());
-    assert!(folder.reuse(&case(), "guided-bundled").is_none());
     drop(folder);
     std::fs::remove_dir_all(&dir).unwrap();
 }
