@@ -14,8 +14,9 @@
 //! chains share no weights, so a run repeats exactly per seed and thread count, and no
 //! chain waits for another's learning.
 
+use crate::outcomes::{fine_tuning, policy_batch, Outcome, POLICY_ONLY};
 use crate::train::TrainError;
-use muzero::{LossWeights, MuZeroNet, OptimConfig, Optimizer, TrainingBatch};
+use muzero::{MuZeroNet, Optimizer};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -70,26 +71,14 @@ impl OnlineConfig {
         }
         Ok(())
     }
-
-    /// The optimizer of the steps: a constant rate, no warm-up, and no weight decay (the
-    /// prior's weights are what the chain starts from, not something to shrink).
-    fn optim(&self) -> OptimConfig {
-        OptimConfig {
-            learning_rate: self.learning_rate,
-            warmup_steps: 0,
-            decay: muzero::Decay::Constant,
-            weight_decay: 0.0,
-            ..OptimConfig::default()
-        }
-    }
 }
 
 /// One chain's learner: its recent moves and its optimizer over the chain's network.
 pub(crate) struct OnlineLearner {
     config: OnlineConfig,
     opt: Optimizer,
-    /// The recent judged moves: observation at the first turn, action, relative change.
-    moves: VecDeque<(Box<[f32]>, usize, f32)>,
+    /// The recent judged moves (any change, not only the ones that made a line faster).
+    moves: VecDeque<Outcome>,
     /// The move played and not yet judged.
     pending: Option<(Box<[f32]>, usize)>,
     since_step: usize,
@@ -99,7 +88,7 @@ pub(crate) struct OnlineLearner {
 impl OnlineLearner {
     /// A learner updating `net` in place.
     pub(crate) fn new(net: &MuZeroNet, config: OnlineConfig) -> Result<Self, TrainError> {
-        let opt = Optimizer::new(net.vars(), config.optim())?;
+        let opt = Optimizer::new(net.vars(), fine_tuning(config.learning_rate))?;
         Ok(OnlineLearner {
             moves: VecDeque::with_capacity(config.batch),
             config,
@@ -124,7 +113,11 @@ impl OnlineLearner {
         if self.moves.len() == self.config.batch {
             self.moves.pop_front();
         }
-        self.moves.push_back((obs, action, change as f32));
+        self.moves.push_back(Outcome {
+            observation: obs,
+            action,
+            change: change as f32,
+        });
         self.since_step += 1;
         if self.since_step < self.config.learn_every {
             return false;
@@ -142,37 +135,15 @@ impl OnlineLearner {
     /// One policy-gradient step on the recent moves; `false` if none changed latency.
     fn step(&mut self, net: &MuZeroNet) -> Result<bool, TrainError> {
         let n = self.moves.len();
-        let scale = self.moves.iter().map(|m| m.2.abs()).sum::<f32>() / n.max(1) as f32;
+        let scale = self.moves.iter().map(|m| m.change.abs()).sum::<f32>() / n.max(1) as f32;
         if !(scale.is_finite() && scale > 0.0) {
             return Ok(false);
         }
-        let a = net.config().action_count;
         let clip = self.config.clip;
-        let mut batch = TrainingBatch {
-            batch: n,
-            unroll: 0,
-            action_count: a,
-            target_values: vec![0.0; n],
-            target_rewards: vec![0.0; n],
-            target_policies: vec![0.0; n * a],
-            // Only the policy learns: no value or reward term.
-            mask: vec![0.0; n],
-            policy_mask: vec![1.0; n],
-            ..TrainingBatch::default()
-        };
-        for (i, (obs, action, change)) in self.moves.iter().enumerate() {
-            batch.observations.extend_from_slice(obs);
-            batch.target_policies[i * a + action] = 1.0;
-            // Faster (a negative change) raises the action's log-probability.
-            batch.weights.push((-change / scale).clamp(-clip, clip));
-            batch.indices.push((0, i));
-        }
-        let weights = LossWeights {
-            value: 0.0,
-            reward: 0.0,
-            policy: 1.0,
-        };
-        let loss = net.loss(&batch, &weights)?;
+        // Faster (a negative change) raises the action's log-probability.
+        let weight = |o: &Outcome| (-o.change / scale).clamp(-clip, clip);
+        let batch = policy_batch(self.moves.iter(), net.config().action_count, &weight);
+        let loss = net.loss(&batch, &POLICY_ONLY)?;
         self.opt.step(&loss.loss)?;
         self.steps += 1;
         Ok(true)

@@ -221,16 +221,7 @@ pub fn train_on_outcomes(
             c.action_count
         )));
     }
-    let mut opt = Optimizer::new(
-        net.vars(),
-        OptimConfig {
-            learning_rate: config.learning_rate,
-            warmup_steps: 0,
-            decay: muzero::Decay::Constant,
-            weight_decay: 0.0,
-            ..OptimConfig::default()
-        },
-    )?;
+    let mut opt = Optimizer::new(net.vars(), fine_tuning(config.learning_rate))?;
     let mean_gain =
         outcomes.iter().map(|o| -o.change as f64).sum::<f64>() / outcomes.len().max(1) as f64;
     let weight = |o: &Outcome| match config.weight {
@@ -240,11 +231,6 @@ pub fn train_on_outcomes(
         }
         OutcomeWeight::Gain => 1.0,
     };
-    let only_policy = LossWeights {
-        value: 0.0,
-        reward: 0.0,
-        policy: 1.0,
-    };
     let mut rng = StdRng::seed_from_u64(seed);
     let mut order: Vec<usize> = (0..outcomes.len()).collect();
     let mut losses = Vec::with_capacity(config.epochs);
@@ -253,7 +239,7 @@ pub fn train_on_outcomes(
         let (mut sum, mut steps) = (0.0, 0usize);
         for chunk in order.chunks(config.batch) {
             let batch = policy_batch(chunk.iter().map(|&i| &outcomes[i]), c.action_count, &weight);
-            let loss = net.loss(&batch, &only_policy)?;
+            let loss = net.loss(&batch, &POLICY_ONLY)?;
             opt.step(&loss.loss)?;
             sum += loss.parts.policy as f64;
             steps += 1;
@@ -263,8 +249,28 @@ pub fn train_on_outcomes(
     Ok(losses)
 }
 
-/// A batch whose only target is each outcome's action as the policy, weighted.
-fn policy_batch<'o>(
+/// The optimizer of a guide's learning: AdamW at a constant rate, no warm-up, and no
+/// weight decay (the prior's weights are what it starts from, not something to shrink).
+pub(crate) fn fine_tuning(learning_rate: f64) -> OptimConfig {
+    OptimConfig {
+        learning_rate,
+        warmup_steps: 0,
+        decay: muzero::Decay::Constant,
+        weight_decay: 0.0,
+        ..OptimConfig::default()
+    }
+}
+
+/// The loss of a guide's learning: the policy's alone (a guide reads nothing else).
+pub(crate) const POLICY_ONLY: LossWeights = LossWeights {
+    value: 0.0,
+    reward: 0.0,
+    policy: 1.0,
+};
+
+/// A batch whose only target is each outcome's action as the policy, weighted (a
+/// negative weight lowers the action's log-probability: the online learner's).
+pub(crate) fn policy_batch<'o>(
     outcomes: impl ExactSizeIterator<Item = &'o Outcome>,
     action_count: usize,
     weight: &impl Fn(&Outcome) -> f32,
