@@ -119,6 +119,28 @@ pub enum GuideView {
     Pass,
 }
 
+impl GuideView {
+    /// The length of the observation this view reads from a game under `options`.
+    pub fn observation_len(self, options: &GameOptions) -> usize {
+        match self {
+            GuideView::Direct => observation_len(options),
+            GuideView::Pass => observation_len(&GameOptions {
+                fast_levels: 1,
+                ..options.clone()
+            }),
+        }
+    }
+
+    /// `game`'s state as this view reads it, into `out` (of [`GuideView::observation_len`]);
+    /// `full` is scratch space.
+    pub fn encode(self, game: &Game, full: &mut Vec<f32>, out: &mut [f32]) {
+        match self {
+            GuideView::Direct => encode(game, out),
+            GuideView::Pass => encode_pass_view(game, full, out),
+        }
+    }
+}
+
 /// What a guided run's guides did, over all its chains.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GuideStats {
@@ -425,10 +447,7 @@ impl<'n> NetGuide<'n> {
 
     /// `game`'s state as the network reads it, into `self.obs`.
     fn observe(&mut self, game: &Game) {
-        match self.view {
-            GuideView::Direct => encode(game, &mut self.obs),
-            GuideView::Pass => encode_pass_view(game, &mut self.full, &mut self.obs),
-        }
+        self.view.encode(game, &mut self.full, &mut self.obs);
     }
 
     /// The policy at turn `t` of the line (`game` its state before `t`, `own` the line's

@@ -14,7 +14,7 @@
 //! chains share no weights, so a run repeats exactly per seed and thread count, and no
 //! chain waits for another's learning.
 
-use crate::outcomes::{fine_tuning, policy_batch, Outcome, POLICY_ONLY};
+use crate::outcomes::{check_learning, fine_tuning, policy_batch, Outcome, POLICY_ONLY};
 use crate::train::TrainError;
 use muzero::{MuZeroNet, Optimizer};
 use serde::{Deserialize, Serialize};
@@ -54,22 +54,11 @@ impl Default for OnlineConfig {
 impl OnlineConfig {
     /// Rejects impossible values, naming the field.
     pub fn check(&self) -> Result<(), String> {
-        if self.learn_every == 0 {
-            return Err("learn_every is 0, must be > 0".into());
-        }
-        if self.batch == 0 {
-            return Err("batch is 0, must be > 0".into());
-        }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return Err(format!(
-                "learning_rate is {}, must be finite and > 0",
-                self.learning_rate
-            ));
-        }
-        if !(self.clip.is_finite() && self.clip > 0.0) {
-            return Err(format!("clip is {}, must be finite and > 0", self.clip));
-        }
-        Ok(())
+        check_learning(
+            &[("learn_every", self.learn_every), ("batch", self.batch)],
+            self.learning_rate,
+            self.clip,
+        )
     }
 }
 

@@ -13,7 +13,6 @@
 use crate::guide::GuideView;
 use crate::train::TrainError;
 use malloc_game::anytime::{Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, UniformGuide};
-use malloc_game::observation::{encode, encode_pass_view, observation_len};
 use malloc_game::{Game, GameSetup};
 use muzero::{LossWeights, MuZeroNet, OptimConfig, Optimizer, TrainingBatch};
 use rand::rngs::StdRng;
@@ -95,12 +94,9 @@ impl MoveGuide for Recorder<'_> {
         let a = UniformGuide.action(line, game, i, rng);
         if i == 0 {
             if self.obs.is_empty() {
-                self.obs = vec![0.0; observation_len_of(game, self.view)];
+                self.obs = vec![0.0; self.view.observation_len(game.setup().options())];
             }
-            match self.view {
-                GuideView::Direct => encode(game, &mut self.obs),
-                GuideView::Pass => encode_pass_view(game, &mut self.full, &mut self.obs),
-            }
+            self.view.encode(game, &mut self.full, &mut self.obs);
             self.pending = Some((self.obs.as_slice().into(), a));
         }
         a
@@ -123,18 +119,6 @@ impl Drop for Recorder<'_> {
     fn drop(&mut self) {
         let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
         found[self.chain] = std::mem::take(&mut self.kept);
-    }
-}
-
-/// The length of `game`'s observation through `view`.
-fn observation_len_of(game: &Game, view: GuideView) -> usize {
-    let options = game.setup().options();
-    match view {
-        GuideView::Direct => observation_len(options),
-        GuideView::Pass => observation_len(&malloc_game::GameOptions {
-            fast_levels: 1,
-            ..options.clone()
-        }),
     }
 }
 
@@ -180,22 +164,11 @@ impl Default for OutcomeTraining {
 impl OutcomeTraining {
     /// Rejects impossible values, naming the field.
     pub fn check(&self) -> Result<(), String> {
-        if self.epochs == 0 {
-            return Err("epochs is 0, must be > 0".into());
-        }
-        if self.batch == 0 {
-            return Err("batch is 0, must be > 0".into());
-        }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return Err(format!(
-                "learning_rate is {}, must be finite and > 0",
-                self.learning_rate
-            ));
-        }
-        if !(self.clip.is_finite() && self.clip > 0.0) {
-            return Err(format!("clip is {}, must be finite and > 0", self.clip));
-        }
-        Ok(())
+        check_learning(
+            &[("epochs", self.epochs), ("batch", self.batch)],
+            self.learning_rate,
+            self.clip,
+        )
     }
 }
 
@@ -247,6 +220,24 @@ pub fn train_on_outcomes(
         losses.push(sum / steps.max(1) as f64);
     }
     Ok(losses)
+}
+
+/// The checks a guide's learning settings share: each of `counts` (its name, its value)
+/// above 0, the learning rate as the optimizer of [`fine_tuning`] takes it, and `clip`
+/// finite and above 0; the first that fails is named.
+pub(crate) fn check_learning(
+    counts: &[(&str, usize)],
+    learning_rate: f64,
+    clip: f32,
+) -> Result<(), String> {
+    if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+        return Err(format!("{name} is 0, must be > 0"));
+    }
+    fine_tuning(learning_rate).check()?;
+    if !(clip.is_finite() && clip > 0.0) {
+        return Err(format!("clip is {clip}, must be finite and > 0"));
+    }
+    Ok(())
 }
 
 /// The optimizer of a guide's learning: AdamW at a constant rate, no warm-up, and no
