@@ -426,9 +426,11 @@ pub fn race_case(
                 deadline: t0 + Duration::from_secs_f64(config.seconds),
                 threads: config.threads,
             };
+            let mut ran = Ok(Default::default());
             watch(&incumbent, &limit, on_best, || {
-                search.run(&setup, config.seed, &limit, &incumbent);
+                ran = search.run(&setup, config.seed, &limit, &incumbent);
             });
+            ran?;
             moves = Some(incumbent.moves()).filter(|&n| n > 0);
             let best = incumbent.best().map(|g| g.mapping());
             (incumbent.curve(), best, None)

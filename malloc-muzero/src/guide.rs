@@ -41,7 +41,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Which guide chooses the guided search's moves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,36 +306,41 @@ impl GuidedSearch {
     /// Searches `setup` (made by [`GuidedSearch::setup`]) until `limit`, as
     /// [`LocalSearch::run_from`] does, each chain with its own guide (learning, with
     /// [`GuidedSearch::online`], on its own copy of the network). Returns what the
-    /// guides did.
+    /// guides did; fails, before any move, if a chain's copy cannot be made.
     pub fn run(
         &self,
         setup: &Arc<GameSetup>,
         seed: u64,
         limit: &Limit,
         incumbent: &Incumbent,
-    ) -> GuideStats {
+    ) -> Result<GuideStats, AgentError> {
         let (temperature, focus) = (self.temperature, self.focus);
         let net = self.net.as_ref();
         let (_, view) = self.rules_for(setup.options());
+        // The learning chains' copies are made here, so that a run named as learning
+        // either learns on every chain or does not start.
+        let mut copies = Vec::new();
+        if let (Some(net), Some(config)) = (net, &self.online) {
+            for _ in 0..limit.threads {
+                let guide = NetGuide::learning(net, view, temperature, config.clone())?;
+                copies.push(Mutex::new(Some(guide)));
+            }
+        }
         let (calls, steps) = (AtomicU64::new(0), AtomicU64::new(0));
-        let guides = |_: usize| -> Box<dyn MoveGuide + '_> {
+        let guides = |k: usize| -> Box<dyn MoveGuide + '_> {
             let Some(net) = net else {
                 return Box::new(UniformGuide);
             };
-            let guide = match &self.online {
-                // A chain that cannot copy the network guides without learning.
-                Some(config) => NetGuide::learning(net, view, temperature, config.clone())
-                    .unwrap_or_else(|_| NetGuide::new(net, view, temperature)),
-                None => NetGuide::new(net, view, temperature),
-            };
+            let copy = copies.get(k).and_then(|c| c.lock().ok()?.take());
+            let guide = copy.unwrap_or_else(|| NetGuide::new(net, view, temperature));
             Box::new(guide.focused(focus).counting(&calls, &steps))
         };
         self.search
             .run_guided(setup, &[], seed, limit, incumbent, &guides);
-        GuideStats {
+        Ok(GuideStats {
             network_calls: calls.load(Ordering::Relaxed),
             learning_steps: steps.load(Ordering::Relaxed),
-        }
+        })
     }
 }
 
