@@ -57,19 +57,24 @@ pub trait Solver: Send + Sync {
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping;
 }
 
-/// A baseline by the name `harness::registry` gives it (`all-slow`, `xla`, `xla-repack`,
-/// `greedy-size`: each solver's [`Solver::name`]), with default options.
+/// Every baseline with its default options: `all-slow`, `xla`, `xla-repack` and
+/// `greedy-size` (each solver's [`Solver::name`], the name `harness::registry` gives it).
+pub fn baselines() -> Vec<Box<dyn Solver>> {
+    let repack = XlaOptions {
+        max_repacks: DEFAULT_MAX_REPACKS,
+        ..XlaOptions::default()
+    };
+    vec![
+        Box::new(AllSlow),
+        Box::new(Xla::default()),
+        Box::new(Xla::new(repack)),
+        Box::new(GreedySize),
+    ]
+}
+
+/// The baseline of [`Solver::name`] `name` ([`baselines`]).
 pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
-    match name {
-        "all-slow" => Some(Box::new(AllSlow)),
-        "xla" => Some(Box::new(Xla::default())),
-        "xla-repack" => Some(Box::new(Xla::new(XlaOptions {
-            max_repacks: DEFAULT_MAX_REPACKS,
-            ..XlaOptions::default()
-        }))),
-        "greedy-size" => Some(Box::new(GreedySize)),
-        _ => None,
-    }
+    baselines().into_iter().find(|s| s.name() == name)
 }
 
 /// The standalone xla solver's mapping, validated. `Err` is the validator's message (a
@@ -176,24 +181,12 @@ mod tests {
         .unwrap()
     }
 
-    /// Every baseline, built by type.
-    fn baselines() -> Vec<Box<dyn Solver>> {
-        let repack = XlaOptions {
-            max_repacks: DEFAULT_MAX_REPACKS,
-            ..XlaOptions::default()
-        };
-        vec![
-            Box::new(AllSlow),
-            Box::new(Xla::default()),
-            Box::new(Xla::new(repack)),
-            Box::new(GreedySize),
-        ]
-    }
-
     #[test]
     fn every_name_builds_its_solver() {
-        for s in baselines() {
-            assert_eq!(solver(s.name()).unwrap().name(), s.name());
+        let names: Vec<String> = baselines().iter().map(|s| s.name().to_string()).collect();
+        assert_eq!(names, ["all-slow", "xla", "xla-repack", "greedy-size"]);
+        for name in &names {
+            assert_eq!(solver(name).unwrap().name(), name);
         }
         assert!(solver("nope").is_none());
     }

@@ -7,27 +7,12 @@ use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
 use xla_msa::PickerConfig;
 use xla_msa::{
-    bound_latency, AllSlow, EvictionOverBudget, GreedySize, Solver, Xla, XlaOptions,
-    DEFAULT_MAX_REPACKS,
+    baselines, bound_latency, EvictionOverBudget, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS,
 };
 use xla_msa::{pack_decreasing_size, TopGap};
 
 /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");
-
-/// Every baseline, built by type (the names are `harness::registry`'s).
-fn baselines() -> Vec<Box<dyn Solver>> {
-    let repack = XlaOptions {
-        max_repacks: DEFAULT_MAX_REPACKS,
-        ..XlaOptions::default()
-    };
-    vec![
-        Box::new(AllSlow),
-        Box::new(Xla::default()),
-        Box::new(Xla::new(repack)),
-        Box::new(GreedySize),
-    ]
-}
 
 /// A random valid program: `ops` ops, each reading up to 3 earlier values (activations or
 /// inputs) and maybe a weight, writing 1 or 2 values; unread values become outputs.
