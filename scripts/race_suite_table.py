@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Markdown table of one solver against every other in a race (`race --suite --json`).
+
+Per case: every solver's best latency (us), the best solver other than AGENT (the first of
+equals in the order raced), AGENT's speedup over it (> 1: AGENT is faster), AGENT's gap to
+the lower bound, and the primal integrals of AGENT and of PEER. Then the figures issue 43
+asks for: on how many cases AGENT is no slower than every other solver and strictly faster,
+its geomean over the best other, and on how many its primal integral is no higher than
+PEER's. Several files (e.g. a solver raced on its own afterwards) are merged; a case
+missing a solver, or a result that is not valid, stops the script.
+
+    python3 scripts/race_suite_table.py muzero local-search race.json [more.json ...]
+"""
+
+import json
+import math
+import sys
+
+
+def load(paths):
+    cases, solvers = {}, []
+    for p in paths:
+        with open(p) as f:
+            for r in json.load(f)["results"]:
+                if not r.get("valid", False):
+                    sys.exit(f"{p}: {r['solver']} on {r['workload']}: not a valid result")
+                case = (r["workload"], r["hardware"])
+                cases.setdefault(case, {})[r["solver"]] = r
+                if r["solver"] not in solvers:
+                    solvers.append(r["solver"])
+    for (w, h), rs in cases.items():
+        missing = [s for s in solvers if s not in rs]
+        if missing:
+            sys.exit(f"{w} on {h}: no result of {', '.join(missing)}")
+    return cases, solvers
+
+
+def pi(r):
+    v = r.get("primal_integral")
+    return math.inf if v is None else v
+
+
+def main(agent, peer, paths):
+    cases, solvers = load(paths)
+    if agent not in solvers or peer not in solvers:
+        sys.exit(f"no {agent} or no {peer} result")
+    others = [s for s in solvers if s != agent]
+    print(f"| case | {' | '.join(solvers)} | best other | {agent} vs best other "
+          f"| {agent} gap to bound | primal integral, {agent} / {peer} |")
+    print("|---|" + "---:|" * len(solvers) + "---|---:|---:|---|")
+    logs, no_slower, faster, pi_ok = 0.0, 0, 0, 0
+    for (w, h), rs in cases.items():
+        us = {s: rs[s]["best_latency_s"] * 1e6 for s in solvers}
+        best = min(others, key=lambda s: us[s])
+        x = us[best] / us[agent]
+        logs += math.log(x)
+        no_slower += us[agent] <= us[best]
+        faster += us[agent] < us[best]
+        pi_ok += pi(rs[agent]) <= pi(rs[peer])
+        bound = rs[agent].get("lower_bound_s")
+        gap = "-" if not bound else f"{(rs[agent]['best_latency_s'] / bound - 1) * 100:.2f}%"
+        cells = " | ".join(f"*{us[s]:.1f}*" if s == best else f"{us[s]:.1f}" for s in solvers)
+        print(f"| {w} on {h} | {cells} | {best} | {x:.4f}x | {gap} "
+              f"| {pi(rs[agent]):.3f} / {pi(rs[peer]):.3f} |")
+    n = len(cases)
+    print(f"\n{agent}: no slower than every other solver on {no_slower} of {n}, strictly "
+          f"faster on {faster}; {math.exp(logs / n):.4f}x the best other in geomean; primal "
+          f"integral no higher than {peer}'s on {pi_ok} of {n}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
