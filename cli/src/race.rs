@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use harness::race::{self, RaceConfig, RaceResult};
 use harness::race_folder::{race_into, FolderError};
+use harness::race_settings::{self, Setting};
 use harness::Case;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_muzero::train::TrainConfig;
@@ -97,10 +98,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     let egrl = match &args.egrl_config {
         Some(path) => {
             let (config, fields) = crate::egrl::read_config_file(path)?;
-            // The race sets these for every solver alike; a file's own would be dropped
-            // without a word.
-            let raced = ["seed", "threads", "variant"];
-            if let Some(f) = fields.iter().find(|f| raced.contains(&f.as_str())) {
+            if let Some(f) = race_settings::raced_egrl_field(fields.iter().map(String::as_str)) {
                 bail!(
                     "{}: field `{f}`: the race sets it (--seed, --threads, and the solver's name for the variant); remove it from the file",
                     path.display()
@@ -115,36 +113,33 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     } else {
         vec![single_case(&args.case)?]
     };
-    let training = solvers.iter().any(|s| s == race::MUZERO_TRAIN);
-    if args.checkpoint.is_some() && training && cases.len() > 1 {
+    if race_settings::continues_on_many_cases(&solvers, args.checkpoint.is_some(), cases.len()) {
         bail!("--checkpoint: muzero-train continues one run, so it needs one case, not --suite");
     }
-    for (flag, given, readers) in [
+    for (flag, given, setting) in [
         (
             "--checkpoint",
             args.checkpoint.is_some(),
-            &["muzero", race::MUZERO_TRAIN][..],
+            Setting::Checkpoint,
         ),
-        ("--config", args.config.is_some(), &[race::MUZERO_TRAIN][..]),
+        ("--config", args.config.is_some(), Setting::TrainConfig),
         (
             "--search-model",
             args.search_model.is_some(),
-            &[race::MUZERO_TRAIN][..],
+            Setting::SearchModel,
+        ),
+        (
+            "--egrl-config",
+            args.egrl_config.is_some(),
+            Setting::EgrlConfig,
         ),
     ] {
-        if given && !solvers.iter().any(|s| readers.contains(&s.as_str())) {
-            bail!(
-                "{flag}: only the {} solver reads it, and it is not in this race",
-                readers.join(" or ")
-            );
+        if let Some(why) = given
+            .then(|| race_settings::unread(&solvers, setting))
+            .flatten()
+        {
+            bail!("{flag}: {why}");
         }
-    }
-    if args.egrl_config.is_some()
-        && !solvers
-            .iter()
-            .any(|s| harness::registry::run_of(s).is_some_and(|r| r.reads_egrl_config()))
-    {
-        bail!("--egrl-config: only the EGRL solvers read it, and none is in this race");
     }
     let config_of = |case: &Case| RaceConfig {
         seconds: args.seconds,
@@ -190,7 +185,16 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     })?;
     let all: Vec<RaceResult> = finished.into_iter().map(|f| f.result).collect();
     if args.json {
-        outln!("{}", serde_json::json!({ "results": all }));
+        // The same settings as the folder's `results.json`, so a printed race is read alone.
+        outln!(
+            "{}",
+            serde_json::json!({
+                "seconds": args.seconds,
+                "seed": args.seed,
+                "threads": threads,
+                "results": all,
+            })
+        );
     } else {
         print_table(&all);
     }

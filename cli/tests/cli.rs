@@ -377,8 +377,16 @@ fn race_json_out_and_resume() {
         "--json",
     ];
     let v = json(&args);
+    assert_eq!(v["seconds"], 0.3);
+    assert_eq!(v["seed"], 0);
+    assert!(v["threads"].as_u64().is_some_and(|t| t >= 1), "{v}");
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
+    let local = results
+        .iter()
+        .find(|r| r["solver"] == "local-search")
+        .unwrap();
+    assert!(local["moves"].as_u64().is_some_and(|m| m > 0), "{local}");
     for r in results {
         for f in [
             "workload",
@@ -417,5 +425,24 @@ fn race_json_out_and_resume() {
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown race solver `nope`"), "{err}");
+    // A setting no solver of the race reads would be dropped without a word: refused.
+    let (code, _, err) = run(&[
+        "race",
+        "--workload",
+        "diamond",
+        "--seconds",
+        "1",
+        "--solver",
+        "xla",
+        "--search-model",
+        "learned",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "--search-model: only the muzero-train solver reads it, and it is not in this race"
+        ),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -8,7 +8,8 @@
 //! - [`reference`]: a result's yardsticks: the best instant heuristic and the bound.
 //! - [`race`]: every solver on a case under the same wall-clock budget and threads, with
 //!   its pictures in [`curves`] and its folder (results, mappings, reuse) in
-//!   [`race_folder`].
+//!   [`race_folder`], and the settings only some of its solvers read in
+//!   [`race_settings`].
 
 pub mod bounds;
 pub mod curves;
@@ -16,6 +17,7 @@ pub mod evaluate;
 pub mod exact_run;
 pub mod race;
 pub mod race_folder;
+pub mod race_settings;
 pub mod reference;
 pub mod registry;
 

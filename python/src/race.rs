@@ -7,8 +7,10 @@ use crate::errors::{bad_arg, err};
 use crate::solvers::solver_list;
 use harness::race::{race_case, RaceConfig};
 use harness::race_folder::{race_into, Finished};
+use harness::race_settings::{self, Setting};
 use harness::Case;
 use malloc_game::GameOptions;
+use malloc_muzero::train::TrainConfig;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
@@ -23,12 +25,17 @@ use std::path::PathBuf;
 /// any moment resumes; the command line and Python resume each other's folders. A folder
 /// of another race, or one another process is writing, is an `Error`. `checkpoint`: a
 /// `train` run folder whose network guides the `muzero` solver (and which `muzero-train`
-/// continues); `exact_objective`: `"simulated"` (the default) or `"proxy"`; `slots`,
-/// `order`, `fast_levels` and `reward`: the game's rules for the game solvers.
+/// continues); `config` (JSON text, `TrainConfig`'s fields) and `search_model` (`"game"` or
+/// `"learned"`): `muzero-train`'s training; `egrl_config` (JSON text, `EgrlConfig`'s fields
+/// but the seed, threads and variant the race sets): the EGRL solvers'. A setting that no
+/// solver of the race reads is an `Error` before any budget is spent. `exact_objective`:
+/// `"simulated"` (the default) or `"proxy"`; `slots`, `order`, `fast_levels` and `reward`:
+/// the game's rules for the game solvers.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, seconds,
-    suite = false, seed = 0, threads = 1, out = None, checkpoint = None,
+    suite = false, seed = 0, threads = 1, out = None, checkpoint = None, config = None,
+    search_model = None, egrl_config = None,
     exact_objective = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
 #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
@@ -44,6 +51,9 @@ pub fn race(
     #[pyo3(from_py_with = crate::args::named::threads)] threads: usize,
     out: Option<PathBuf>,
     checkpoint: Option<PathBuf>,
+    config: Option<&str>,
+    search_model: Option<&str>,
+    egrl_config: Option<&str>,
     exact_objective: Option<&str>,
     slots: Option<&Bound<'_, PyAny>>,
     order: Option<String>,
@@ -71,6 +81,8 @@ pub fn race(
         .transpose()
         .map_err(|e| bad_arg(format!("exact_objective: {e}")))?
         .unwrap_or_default();
+    let train = train_config(config, search_model)?;
+    let egrl = egrl_config_of(egrl_config)?;
     let fast_levels: Option<usize> = opt_uint(fast_levels, "fast_levels")?;
     let options = OptionArgs::parse(slots, order, None, reward)?;
     let cases = if suite {
@@ -83,6 +95,24 @@ pub fn race(
     } else {
         vec![case_of(workload, hw, fast_capacity)?]
     };
+    if race_settings::continues_on_many_cases(&solvers, checkpoint.is_some(), cases.len()) {
+        return Err(bad_arg(
+            "checkpoint: muzero-train continues one run, so it needs one case, not suite=True",
+        ));
+    }
+    for (name, given, setting) in [
+        ("checkpoint", checkpoint.is_some(), Setting::Checkpoint),
+        ("config", config.is_some(), Setting::TrainConfig),
+        ("search_model", search_model.is_some(), Setting::SearchModel),
+        ("egrl_config", egrl_config.is_some(), Setting::EgrlConfig),
+    ] {
+        if let Some(why) = given
+            .then(|| race_settings::unread(&solvers, setting))
+            .flatten()
+        {
+            return Err(bad_arg(format!("{name}: {why}")));
+        }
+    }
     // The rules but the fast levels are the same on every case (their number is the
     // case's hardware's but one, as on the command line, unless given).
     let base: GameOptions = options.options(&cases[0].hw)?;
@@ -94,10 +124,10 @@ pub fn race(
             fast_levels: fast_levels.unwrap_or(case.hw.levels.len() - 1),
             ..base.clone()
         },
-        train: Default::default(),
+        train: train.clone(),
         checkpoint: checkpoint.clone(),
         agent_dir: None,
-        egrl: egrl::EgrlConfig::default(),
+        egrl: egrl.clone(),
         exact_objective,
     };
     let mut dropped = Vec::new();
@@ -133,6 +163,40 @@ pub fn race(
             Ok(json.call_method1("loads", (text,))?.unbind())
         })
         .collect()
+}
+
+/// `muzero-train`'s config: `config`'s fields (JSON text, as `train --config` reads a
+/// file) over the defaults, then `search_model`.
+fn train_config(config: Option<&str>, search_model: Option<&str>) -> PyResult<TrainConfig> {
+    let mut train = match config {
+        Some(text) => TrainConfig::from_json(text).map_err(|e| bad_arg(format!("config: {e}")))?,
+        None => TrainConfig::default(),
+    };
+    if let Some(m) = search_model {
+        train.search_model = m
+            .parse()
+            .map_err(|e| bad_arg(format!("search_model: {e}")))?;
+    }
+    Ok(train)
+}
+
+/// The EGRL solvers' config: `text`'s fields (JSON, as `race --egrl-config` reads a file)
+/// over the defaults. The race sets the seed, the threads and the variant, so a text that
+/// sets one is refused rather than overridden without a word.
+fn egrl_config_of(text: Option<&str>) -> PyResult<egrl::EgrlConfig> {
+    let Some(text) = text else {
+        return Ok(egrl::EgrlConfig::default());
+    };
+    let config =
+        egrl::EgrlConfig::from_json(text).map_err(|e| bad_arg(format!("egrl_config: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(err)?;
+    let fields = value.as_object().into_iter().flat_map(|o| o.keys());
+    if let Some(f) = race_settings::raced_egrl_field(fields.map(String::as_str)) {
+        return Err(bad_arg(format!(
+            "egrl_config: field `{f}`: the race sets it (seed=, threads= and the solver's name for the variant); remove it"
+        )));
+    }
+    Ok(config)
 }
 
 /// The solver names `race` takes, in the order it runs them when none is named: the

@@ -156,6 +156,33 @@ def test_bad_input_is_one_clear_error(tmp_path):
         mmz.SavedGame.load(junk)
 
 
+def test_a_race_takes_the_command_lines_configs_and_refuses_unread_ones(cli, tmp_path):
+    # EGRL's config reaches its solver: the result's settings carry it, as the command
+    # line's `--egrl-config` does.
+    text = '{"hidden": 8, "rounds": 1}'
+    mine = mmz.race("diamond", ["egrl-ea"], seconds=0.5, egrl_config=text)
+    assert mine[0]["valid"] and mine[0]["settings"]["egrl"]["hidden"] == 8
+    file = tmp_path / "egrl.json"
+    file.write_text(text)
+    args = ["--workload", "diamond", "--seconds", "0.5", "--threads", "1", "--solver", "egrl-ea"]
+    theirs = json.loads(cli("race", *args, "--egrl-config", file, "--json").stdout)["results"]
+    assert theirs[0]["settings"] == mine[0]["settings"]
+    # A setting no solver of the race reads costs no budget: it is refused, named.
+    with pytest.raises(mmz.Error, match="config: only the muzero-train solver"):
+        mmz.race("diamond", ["xla"], seconds=0.5, config='{"eval_simulations": 4}')
+    with pytest.raises(mmz.Error, match="search_model: only the muzero-train solver"):
+        mmz.race("diamond", ["xla"], seconds=0.5, search_model="learned")
+    with pytest.raises(mmz.Error, match="egrl_config: only the EGRL solvers"):
+        mmz.race("diamond", ["xla"], seconds=0.5, egrl_config=text)
+    # The race sets the seed; a config's own would be dropped without a word.
+    with pytest.raises(mmz.Error, match="egrl_config: field `seed`"):
+        mmz.race("diamond", ["egrl-ea"], seconds=0.5, egrl_config='{"seed": 3}')
+    with pytest.raises(mmz.Error, match="config: .*nope"):
+        mmz.race("diamond", ["muzero-train"], seconds=0.5, config='{"nope": 1}')
+    with pytest.raises(mmz.Error, match="search_model"):
+        mmz.race("diamond", ["muzero-train"], seconds=0.5, search_model="dreamed")
+
+
 def test_trace_without_torch_says_how_to_get_it():
     try:
         import torch  # noqa: F401
