@@ -168,10 +168,7 @@ pub fn race(
 /// `muzero-train`'s config: `config`'s fields (JSON text, as `train --config` reads a
 /// file) over the defaults, then `search_model`.
 fn train_config(config: Option<&str>, search_model: Option<&str>) -> PyResult<TrainConfig> {
-    let mut train = match config {
-        Some(text) => TrainConfig::from_json(text).map_err(|e| bad_arg(format!("config: {e}")))?,
-        None => TrainConfig::default(),
-    };
+    let mut train = crate::remote::parse_config(config)?.unwrap_or_default();
     if let Some(m) = search_model {
         train.search_model = m
             .parse()

@@ -234,7 +234,9 @@ fn limits(steps: Option<u64>) -> Limits {
     }
 }
 
-fn parse_config(text: Option<&str>) -> PyResult<Option<TrainConfig>> {
+/// A training config from JSON text (`TrainConfig`'s fields over the defaults), its errors
+/// naming `config`: the argument's name wherever the package takes one.
+pub(crate) fn parse_config(text: Option<&str>) -> PyResult<Option<TrainConfig>> {
     text.map(|t| TrainConfig::from_json(t).map_err(|e| bad_arg(format!("config: {e}"))))
         .transpose()
 }
