@@ -200,14 +200,7 @@ fn config_origin(args: &TrainEgrlArgs) -> String {
 /// A config file and the names of the fields it sets.
 pub(crate) fn read_config_file(path: &Path) -> Result<(EgrlConfig, Vec<String>)> {
     let text = accel_sim::read_text(path)?;
-    let config =
-        EgrlConfig::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)?;
-    let fields = value
-        .as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default();
-    Ok((config, fields))
+    EgrlConfig::from_json_with_fields(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn report(folder: &RunFolder, search: &egrl::Egrl, json: bool) -> Result<()> {

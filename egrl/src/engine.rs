@@ -138,6 +138,21 @@ impl EgrlConfig {
         })
     }
 
+    /// [`EgrlConfig::from_json`], with the top-level fields the text sets (sorted), so
+    /// that a front end can tell a field the file set from one it left at its default.
+    pub fn from_json_with_fields(text: &str) -> Result<(EgrlConfig, Vec<String>), String> {
+        let config = EgrlConfig::from_json(text)?;
+        let value: serde_json::Value = accel_sim::parse_json(text)?;
+        let mut fields: Vec<String> = value
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        // Sorted here, not by the map: serde_json keeps insertion order when a dependency
+        // turns on its `preserve_order` feature.
+        fields.sort();
+        Ok((config, fields))
+    }
+
     /// Rejects settings that cannot run, naming the field.
     pub fn check(&self) -> Result<(), String> {
         let positive = [
@@ -957,6 +972,18 @@ mod tests {
         }
         let e = EgrlConfig::from_json(r#"{"seed": 1, "seed": 2}"#).unwrap_err();
         assert!(e.contains("duplicate field `seed`"), "{e}");
+    }
+
+    #[test]
+    fn a_config_names_the_fields_its_text_sets() {
+        let text = r#"{"variant": "egrl-pg", "seed": 7, "learner": {}}"#;
+        let (c, fields) = EgrlConfig::from_json_with_fields(text).unwrap();
+        assert_eq!((c.variant, c.seed), (Variant::Pg, 7));
+        assert_eq!(fields, ["learner", "seed", "variant"]);
+        let (_, none) = EgrlConfig::from_json_with_fields("{}").unwrap();
+        assert!(none.is_empty());
+        let e = EgrlConfig::from_json_with_fields("[]").unwrap_err();
+        assert!(e.contains("must be a JSON object"), "{e}");
     }
 
     #[test]

@@ -184,11 +184,9 @@ fn egrl_config_of(text: Option<&str>) -> PyResult<egrl::EgrlConfig> {
     let Some(text) = text else {
         return Ok(egrl::EgrlConfig::default());
     };
-    let config =
-        egrl::EgrlConfig::from_json(text).map_err(|e| bad_arg(format!("egrl_config: {e}")))?;
-    let value: serde_json::Value = serde_json::from_str(text).map_err(err)?;
-    let fields = value.as_object().into_iter().flat_map(|o| o.keys());
-    if let Some(f) = race_settings::raced_egrl_field(fields.map(String::as_str)) {
+    let (config, fields) = egrl::EgrlConfig::from_json_with_fields(text)
+        .map_err(|e| bad_arg(format!("egrl_config: {e}")))?;
+    if let Some(f) = race_settings::raced_egrl_field(fields.iter().map(String::as_str)) {
         return Err(bad_arg(format!(
             "egrl_config: field `{f}`: the race sets it (seed=, threads= and the solver's name for the variant); remove it"
         )));
