@@ -116,7 +116,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     if race_settings::continues_on_many_cases(&solvers, args.checkpoint.is_some(), cases.len()) {
         bail!("--checkpoint: muzero-train continues one run, so it needs one case, not --suite");
     }
-    for (flag, given, setting) in [
+    let given = [
         (
             "--checkpoint",
             args.checkpoint.is_some(),
@@ -133,13 +133,9 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             args.egrl_config.is_some(),
             Setting::EgrlConfig,
         ),
-    ] {
-        if let Some(why) = given
-            .then(|| race_settings::unread(&solvers, setting))
-            .flatten()
-        {
-            bail!("{flag}: {why}");
-        }
+    ];
+    if let Some(why) = race_settings::first_unread(&solvers, given) {
+        bail!("{why}");
     }
     let config_of = |case: &Case| RaceConfig {
         seconds: args.seconds,

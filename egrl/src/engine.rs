@@ -127,22 +127,23 @@ impl EgrlConfig {
     /// so `["egrl-pg", 7]` would set the variant and the seed, and `[]` would be the
     /// defaults, without a word.
     pub fn from_json(text: &str) -> Result<EgrlConfig, String> {
-        let value: serde_json::Value = accel_sim::parse_json(text)?;
-        let defaults = serde_json::to_value(EgrlConfig::default()).map_err(|e| e.to_string())?;
-        accel_sim::objects_where_objects(&value, &defaults, "EgrlConfig")?;
-        // From the text, not the value: a repeated field is an error there, while the value
-        // would keep the last one.
-        serde_json::from_str(text).map_err(|e| match field_at_fault(&value, &defaults, &[]) {
-            Some(field) => format!("{field}: {e}"),
-            None => e.to_string(),
-        })
+        EgrlConfig::from_json_with_fields(text).map(|(config, _)| config)
     }
 
     /// [`EgrlConfig::from_json`], with the top-level fields the text sets (sorted), so
     /// that a front end can tell a field the file set from one it left at its default.
     pub fn from_json_with_fields(text: &str) -> Result<(EgrlConfig, Vec<String>), String> {
-        let config = EgrlConfig::from_json(text)?;
         let value: serde_json::Value = accel_sim::parse_json(text)?;
+        let defaults = serde_json::to_value(EgrlConfig::default()).map_err(|e| e.to_string())?;
+        accel_sim::objects_where_objects(&value, &defaults, "EgrlConfig")?;
+        // From the text, not the value: a repeated field is an error there, while the value
+        // would keep the last one.
+        let config = serde_json::from_str(text).map_err(|e| {
+            match field_at_fault(&value, &defaults, &[]) {
+                Some(field) => format!("{field}: {e}"),
+                None => e.to_string(),
+            }
+        })?;
         let mut fields: Vec<String> = value
             .as_object()
             .map(|o| o.keys().cloned().collect())

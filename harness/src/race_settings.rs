@@ -46,6 +46,19 @@ pub fn unread(solvers: &[String], setting: Setting) -> Option<String> {
     (!read).then(|| format!("only {readers} in this race"))
 }
 
+/// The first of `given` (each a setting as the caller spells it, whether it was given, and
+/// which setting it is) that was given and that no solver of `solvers` reads, as
+/// `"{name}: {why}"` ([`unread`]).
+pub fn first_unread<'a>(
+    solvers: &[String],
+    given: impl IntoIterator<Item = (&'a str, bool, Setting)>,
+) -> Option<String> {
+    given
+        .into_iter()
+        .filter(|&(_, given, _)| given)
+        .find_map(|(name, _, setting)| Some(format!("{name}: {}", unread(solvers, setting)?)))
+}
+
 /// The first field of [`RACED_EGRL_FIELDS`] among an EGRL config's `fields`.
 pub fn raced_egrl_field<'a>(fields: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     fields.into_iter().find(|f| RACED_EGRL_FIELDS.contains(f))
@@ -100,6 +113,32 @@ mod tests {
         for e in egrl {
             assert_eq!(unread(&[e], Setting::EgrlConfig), None);
         }
+    }
+
+    #[test]
+    fn the_first_unread_setting_given_is_named_as_the_caller_spells_it() {
+        let race = names(&["xla", "muzero"]);
+        let given = |config: bool| {
+            [
+                ("--checkpoint", true, Setting::Checkpoint),
+                ("--config", config, Setting::TrainConfig),
+                ("--egrl-config", true, Setting::EgrlConfig),
+            ]
+        };
+        let why = first_unread(&race, given(true)).expect("--config is read by none");
+        assert_eq!(
+            why,
+            "--config: only the muzero-train solver reads it, and it is not in this race"
+        );
+        let why = first_unread(&race, given(false)).expect("--egrl-config is read by none");
+        assert!(
+            why.starts_with("--egrl-config: only the EGRL solvers"),
+            "{why}"
+        );
+        assert_eq!(
+            first_unread(&race, [("--checkpoint", true, Setting::Checkpoint)]),
+            None
+        );
     }
 
     #[test]

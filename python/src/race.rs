@@ -100,18 +100,14 @@ pub fn race(
             "checkpoint: muzero-train continues one run, so it needs one case, not suite=True",
         ));
     }
-    for (name, given, setting) in [
+    let given = [
         ("checkpoint", checkpoint.is_some(), Setting::Checkpoint),
         ("config", config.is_some(), Setting::TrainConfig),
         ("search_model", search_model.is_some(), Setting::SearchModel),
         ("egrl_config", egrl_config.is_some(), Setting::EgrlConfig),
-    ] {
-        if let Some(why) = given
-            .then(|| race_settings::unread(&solvers, setting))
-            .flatten()
-        {
-            return Err(bad_arg(format!("{name}: {why}")));
-        }
+    ];
+    if let Some(why) = race_settings::first_unread(&solvers, given) {
+        return Err(bad_arg(why));
     }
     // The rules but the fast levels are the same on every case (their number is the
     // case's hardware's but one, as on the command line, unless given).
