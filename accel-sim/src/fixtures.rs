@@ -39,3 +39,44 @@ pub fn three_ops(name: &str, unit: u64, flops: f64) -> Program {
     )
     .expect("the fixture is a valid program")
 }
+
+/// `program` and `mapping` with buffer `b` renamed `order[b]` (a permutation of the buffer
+/// ids): the same program, numbered otherwise. Each op lists its buffers in the same
+/// order as before, so nothing but the numbering changes.
+pub fn renumbered(
+    program: &Program,
+    mapping: &crate::Mapping,
+    order: &[usize],
+) -> (Program, crate::Mapping) {
+    let n = program.buffers().len();
+    assert_eq!(order.len(), n, "one new id per buffer");
+    let mut buffers = vec![None; n];
+    let mut placements = vec![None; n];
+    for (b, &to) in order.iter().enumerate() {
+        buffers[to] = Some(program.buffers()[b].clone());
+        placements[to] = Some(mapping.buffers[b].clone());
+    }
+    let rename = |list: &[usize]| list.iter().map(|&b| order[b]).collect();
+    let ops = program
+        .ops()
+        .iter()
+        .map(|op| Op {
+            reads: rename(&op.reads),
+            writes: rename(&op.writes),
+            ..op.clone()
+        })
+        .collect();
+    let buffers = buffers
+        .into_iter()
+        .map(|b| b.expect("`order` is a permutation"))
+        .collect();
+    let program = Program::new(program.name(), program.description(), buffers, ops)
+        .expect("renumbering keeps a program valid");
+    let mapping = crate::Mapping {
+        buffers: placements
+            .into_iter()
+            .map(|p| p.expect("`order` is a permutation"))
+            .collect(),
+    };
+    (program, mapping)
+}

@@ -14,8 +14,8 @@ use crate::mapping::Allocation;
 use crate::program::{BufferId, OpId};
 use std::sync::Arc;
 
-/// The copies an op issues and waits for, as the whole run would order them: by buffer,
-/// then by hold.
+/// The copies an op issues and waits for, as the whole run orders them: issues by
+/// [`super::queues::QueueRank`], needs by key (the wait does not depend on their order).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct OpEvents {
     before: Vec<Issue>,
@@ -373,8 +373,8 @@ fn apply(rec: &OpRec, changes: &[Change], events: &mut OpEvents) -> (f64, f64) {
                 m += sign * mem_s;
                 l += sign * level0_s;
             }
-            Effect::IssueBefore { issue, .. } => edit(&mut events.before, issue, sign, |i| i.key),
-            Effect::IssueAfter { issue, .. } => edit(&mut events.after, issue, sign, |i| i.key),
+            Effect::IssueBefore { issue, .. } => edit(&mut events.before, issue, sign, |i| i.rank),
+            Effect::IssueAfter { issue, .. } => edit(&mut events.after, issue, sign, |i| i.rank),
             Effect::Need { key, .. } => edit(&mut events.need, key, sign, |&k| k),
         }
     }
@@ -382,7 +382,7 @@ fn apply(rec: &OpRec, changes: &[Change], events: &mut OpEvents) -> (f64, f64) {
 }
 
 /// Inserts `item` into `list` in key order (`sign > 0`) or removes it.
-fn edit<T: Copy>(list: &mut Vec<T>, item: T, sign: f64, key: impl Fn(&T) -> CopyKey) {
+fn edit<T: Copy, K: Ord>(list: &mut Vec<T>, item: T, sign: f64, key: impl Fn(&T) -> K) {
     let k = key(&item);
     let at = list.partition_point(|x| key(x) < k);
     if sign > 0.0 {

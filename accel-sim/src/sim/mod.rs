@@ -78,8 +78,10 @@ pub struct Simulator {
     // scratch
     mem: Vec<f64>,
     level0: Vec<f64>,
+    /// Per op and fast level (`t * fast + l - 1`): the bytes it reads and writes there.
+    fast_bytes: Vec<[u64; 2]>,
     /// Copies issued when the op begins / after it completes / needed before it begins,
-    /// with their ops, in the order they were made (by buffer, then by hold).
+    /// with their ops; the issues are sorted by op, then [`queues::QueueRank`].
     issue_before: Vec<(OpId, Issue)>,
     issue_after: Vec<(OpId, Issue)>,
     need: Vec<(OpId, CopyKey)>,
@@ -97,6 +99,7 @@ impl Simulator {
             model: Arc::new(model),
             mem: vec![0.0; t_count],
             level0: vec![0.0; t_count],
+            fast_bytes: Vec::new(),
             issue_before: Vec::new(),
             issue_after: Vec::new(),
             need: Vec::new(),
@@ -112,32 +115,42 @@ impl Simulator {
         LiveSim::new(Arc::clone(&self.model))
     }
 
-    /// Per-op memory times, level-0 traffic and the copies of the placements.
+    /// Per-op memory times, level-0 traffic and the copies of the placements, none of
+    /// which depends on the order the placements come in.
     fn prepare<'a>(&mut self, placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>) {
         self.issue_before.clear();
         self.issue_after.clear();
         self.need.clear();
-        // Memory time per op: every access at level 0, then shift the placed ones.
-        self.level0.copy_from_slice(&self.model.all_slow_mem);
-        self.mem.copy_from_slice(&self.model.all_slow_mem);
         let model = Arc::clone(&self.model);
+        let fast = model.levels() - 1;
+        self.fast_bytes.clear();
+        self.fast_bytes.resize(model.len() * fast, [0, 0]);
         for (b, allocations) in placements {
             for a in allocations {
                 model.effects(b, a, |e| match e {
                     Effect::Access {
                         op,
-                        mem_s,
-                        level0_s,
-                    } => {
-                        self.mem[op] += mem_s;
-                        self.level0[op] += level0_s;
-                    }
+                        bytes,
+                        level,
+                        write,
+                        ..
+                    } => self.fast_bytes[op * fast + level - 1][usize::from(write)] += bytes,
                     Effect::IssueBefore { op, issue } => self.issue_before.push((op, issue)),
                     Effect::IssueAfter { op, issue } => self.issue_after.push((op, issue)),
                     Effect::Need { op, key } => self.need.push((op, key)),
                 });
             }
         }
+        for t in 0..model.len() {
+            let (mem, level0) = model.op_mem(t, &self.fast_bytes[t * fast..(t + 1) * fast]);
+            self.mem[t] = mem;
+            self.level0[t] = level0;
+        }
+        // Copies issued at one op join their queue by rank, not by the order they came in.
+        self.issue_before
+            .sort_unstable_by_key(|&(op, i)| (op, i.rank));
+        self.issue_after
+            .sort_unstable_by_key(|&(op, i)| (op, i.rank));
         // Needs at `T` wait for the program end.
         let buckets = self.mem.len() + 1;
         self.before_by_op.fill(&self.issue_before, buckets);
@@ -155,8 +168,8 @@ impl Simulator {
         )
     }
 
-    /// [`Simulator::run`] over each placed buffer's allocations, by ascending buffer (a
-    /// caller holding them elsewhere need not build a [`Mapping`]).
+    /// [`Simulator::run`] over each placed buffer's allocations, in any order (a caller
+    /// holding them elsewhere need not build a [`Mapping`]).
     pub fn run_with<'a>(
         &mut self,
         placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>,

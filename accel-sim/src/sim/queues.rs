@@ -17,12 +17,33 @@ impl CopyKey {
     }
 }
 
-/// A copy put in a queue: which one, and its transfer time at full bandwidth.
+/// Where a copy joins its queue among the copies issued at the same op: the one needed
+/// first goes first, then the smaller, then the one into the lower level. Nothing here
+/// depends on how the program numbers its buffers, so neither does the latency: two
+/// copies equal in all three take the same time and are needed by the same op, so which
+/// of them goes first changes no op's time (the key only makes the order total).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct QueueRank {
+    /// The op that must wait for the copy (`T`: the program end).
+    pub(crate) need: usize,
+    pub(crate) bytes: u64,
+    pub(crate) level: usize,
+    pub(crate) key: CopyKey,
+}
+
+/// A copy put in a queue: which one, where it goes among the copies issued beside it, and
+/// its transfer time at full bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Issue {
-    pub(crate) key: CopyKey,
+    pub(crate) rank: QueueRank,
     pub(crate) seconds: f64,
     pub(crate) eviction: bool,
+}
+
+impl Issue {
+    pub(crate) fn key(&self) -> CopyKey {
+        self.rank.key
+    }
 }
 
 /// A queued copy and the seconds of transfer it has left at full bandwidth.
@@ -34,11 +55,11 @@ pub(crate) struct Transfer {
 
 /// What one op brings to the queues, and its own times.
 pub(crate) struct OpStep<'a> {
-    /// Copies issued when the op begins.
+    /// Copies issued when the op begins, in [`QueueRank`] order.
     pub(crate) before: &'a [Issue],
     /// Copies that must be done before it begins.
     pub(crate) need: &'a [CopyKey],
-    /// Copies issued after it completes.
+    /// Copies issued after it completes, in [`QueueRank`] order.
     pub(crate) after: &'a [Issue],
     pub(crate) compute_s: f64,
     /// Its memory time under the mapping.
@@ -91,7 +112,7 @@ impl CopyQueues {
     #[inline]
     pub(crate) fn push(&mut self, issue: &Issue) {
         let t = Transfer {
-            key: issue.key,
+            key: issue.key(),
             left: issue.seconds,
         };
         if issue.eviction {
@@ -125,14 +146,22 @@ impl CopyQueues {
     }
 
     /// Waits, draining at full bandwidth (nothing else uses level 0 meanwhile), until each
-    /// copy of `need` is done; returns the time waited.
+    /// copy of `need` is done; returns the time waited. The wait is one sum of the same
+    /// steps (one per copy finished) in whatever order `need` lists the copies.
     pub(crate) fn wait_for(&mut self, need: &[CopyKey]) -> f64 {
         let mut stall = 0.0;
         if self.is_empty() {
             return stall;
         }
-        for &key in need {
-            stall += self.drain_until(key);
+        while need.iter().any(|&key| self.holds(key)) {
+            let step = match (self.prefetch.front(), self.eviction.front()) {
+                (Some(a), Some(b)) => 2.0 * a.left.min(b.left),
+                (Some(a), None) | (None, Some(a)) => a.left,
+                // `holds` found a needed copy in a queue.
+                (None, None) => break,
+            };
+            self.drain_for(step);
+            stall += step;
         }
         stall
     }
@@ -170,22 +199,5 @@ impl CopyQueues {
                 q.pop_front();
             }
         }
-    }
-
-    /// Drains at full bandwidth until copy `key` is done (a copy no queue holds is done);
-    /// returns the time waited.
-    fn drain_until(&mut self, key: CopyKey) -> f64 {
-        let mut waited = 0.0;
-        while self.holds(key) {
-            let step = match (self.prefetch.front(), self.eviction.front()) {
-                (Some(a), Some(b)) => 2.0 * a.left.min(b.left),
-                (Some(a), None) | (None, Some(a)) => a.left,
-                // `holds` found it in a queue.
-                (None, None) => break,
-            };
-            self.drain_for(step);
-            waited += step;
-        }
-        waited
     }
 }
