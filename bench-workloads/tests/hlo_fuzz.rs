@@ -12,7 +12,7 @@ use bench_workloads::hlo::{parse_program_with, Options};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-/// Mutated loads in a run: about 10 s in release mode on a loaded 2-core machine.
+/// Mutated loads in a run: 3.5-4.5 s in release mode on a shared 2-core machine.
 const ITERATIONS: u64 = 4_000;
 
 /// The op budget of a mutated load: the largest program here inlines to a few thousand
