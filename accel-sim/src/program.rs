@@ -252,6 +252,9 @@ impl Program {
         let n = buffers.len();
         let mut def: Vec<Option<OpId>> = vec![None; n];
         let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
+        // Per buffer, the last (op, list) that named it: a repeat in one list is found in
+        // one look, however long the list (an op may read a million buffers).
+        let mut seen: Vec<Option<(OpId, usize)>> = vec![None; n];
         for (t, op) in ops.iter().enumerate() {
             // 1e24 FLOPs is a million times the largest op of any model here: past it, sums
             // of op times could overflow to infinity.
@@ -262,8 +265,11 @@ impl Program {
                     flops: op.flops,
                 });
             }
-            for (field, list) in [("reads", &op.reads), ("writes", &op.writes)] {
-                for (k, &b) in list.iter().enumerate() {
+            for (which, (field, list)) in [("reads", &op.reads), ("writes", &op.writes)]
+                .into_iter()
+                .enumerate()
+            {
+                for &b in list {
                     if b >= n {
                         return Err(ProgramError::UnknownBuffer {
                             op: t,
@@ -273,7 +279,7 @@ impl Program {
                             count: n,
                         });
                     }
-                    if list[..k].contains(&b) {
+                    if seen[b].replace((t, which)) == Some((t, which)) {
                         return Err(ProgramError::Duplicate {
                             op: t,
                             op_name: op.name.clone(),
@@ -284,7 +290,8 @@ impl Program {
                 }
             }
             for &b in &op.reads {
-                if op.writes.contains(&b) {
+                // Marked (t, 1) above: the op writes it too.
+                if seen[b] == Some((t, 1)) {
                     return Err(ProgramError::ReadAndWrite {
                         op: t,
                         op_name: op.name.clone(),
@@ -541,6 +548,68 @@ mod tests {
             reads: reads.to_vec(),
             writes: writes.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_buffer_named_twice_by_one_op_is_an_error_naming_it() {
+        let bufs = || {
+            vec![
+                buf("x", 4, BufferKind::Input),
+                buf("y", 4, BufferKind::Activation),
+                buf("z", 4, BufferKind::Output),
+            ]
+        };
+        let new = |ops| Program::new("p", "", bufs(), ops);
+        let e = new(vec![op("o", 1.0, &[0, 0], &[1]), op("q", 1.0, &[1], &[2])]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ProgramError::Duplicate {
+                    op: 0,
+                    field: "reads",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = new(vec![op("o", 1.0, &[0], &[1, 1]), op("q", 1.0, &[1], &[2])]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ProgramError::Duplicate {
+                    op: 0,
+                    field: "writes",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = new(vec![op("o", 1.0, &[0], &[1]), op("q", 1.0, &[1], &[2, 2])]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ProgramError::Duplicate {
+                    op: 1,
+                    field: "writes",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = new(vec![op("o", 1.0, &[0], &[1]), op("q", 1.0, &[1, 2], &[2])]).unwrap_err();
+        assert!(matches!(e, ProgramError::ReadAndWrite { op: 1, .. }), "{e}");
+        // One buffer in two ops' lists is no repeat.
+        let p = new(vec![op("o", 1.0, &[0], &[1]), op("q", 1.0, &[1, 0], &[2])]).unwrap();
+        assert_eq!(p.uses(0), &[0, 1]);
+        // An op of 200,000 reads validates in one pass over them.
+        let n = 200_000;
+        let mut many: Vec<Buffer> = (0..n)
+            .map(|k| buf(&format!("x{k}"), 4, BufferKind::Input))
+            .collect();
+        many.push(buf("y", 4, BufferKind::Output));
+        let reads: Vec<usize> = (0..n).collect();
+        let p = Program::new("wide", "", many, vec![op("o", 1.0, &reads, &[n])]).unwrap();
+        assert_eq!(p.op(0).reads.len(), n);
     }
 
     #[test]

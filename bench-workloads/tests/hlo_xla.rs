@@ -33,6 +33,7 @@ fn load(name: &str, stage: &str, entry: &Value) -> Program {
         name: Some(name.into()),
         weight_parameters: weights,
         description: None,
+        max_ops: None,
     };
     parse_program_with(&text, &file, &options).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -61,6 +61,7 @@ impl Program {
             name,
             weight_parameters,
             description,
+            max_ops: None,
         };
         let p = py
             .detach(|| bench_workloads::hlo::parse_program_with(text, origin, &options))

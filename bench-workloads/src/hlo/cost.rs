@@ -113,14 +113,86 @@ const MOVEMENT: &[&str] = &[
     "tuple",
 ];
 
-/// FLOPs of one instruction of computation `comp`.
-pub(crate) fn flops(m: &Module, comp: &Computation, inst: &Instruction) -> Result<f64, TextError> {
+/// The FLOPs of every instruction of a module, computed once (a fused or applied
+/// computation's total is summed once, however many times it is fused or applied, and
+/// however deep fusions nest). An instruction whose FLOPs are an error has its error
+/// computed again when it is asked for, so only the programs that use it fail.
+pub(crate) struct Flops {
+    /// Per computation, per instruction; `None` where the FLOPs are an error.
+    per_instruction: Vec<Vec<Option<f64>>>,
+    /// Per computation, the sum over its instructions when it is fused or applied.
+    totals: Vec<Result<f64, TextError>>,
+}
+
+impl Flops {
+    pub(crate) fn of_module(m: &Module) -> Flops {
+        let n = m.computations.len();
+        let mut f = Flops {
+            per_instruction: vec![Vec::new(); n],
+            totals: (0..n).map(|_| Ok(0.0)).collect(),
+        };
+        // Callees first, so that every total a call site needs is there.
+        for &c in &m.callees_first {
+            let comp = &m.computations[c];
+            let mut row = Vec::with_capacity(comp.instructions.len());
+            let mut total: Result<f64, TextError> = Ok(0.0);
+            for inst in &comp.instructions {
+                let r = flops(m, comp, inst, &f.totals);
+                row.push(r.as_ref().ok().copied());
+                if let Ok(sum) = &mut total {
+                    if matches!(inst.opcode.as_str(), "call" | "while" | "conditional") {
+                        total = Err(inst.error(format!(
+                            "`{}` inside a fused or applied computation is not supported",
+                            inst.opcode
+                        )));
+                    } else {
+                        match r {
+                            Ok(x) => *sum += x,
+                            Err(e) => total = Err(e),
+                        }
+                    }
+                }
+            }
+            f.per_instruction[c] = row;
+            f.totals[c] = total;
+        }
+        f
+    }
+
+    /// FLOPs of instruction `i` of computation `c`.
+    pub(crate) fn of(&self, m: &Module, c: usize, i: usize) -> Result<f64, TextError> {
+        match self.per_instruction[c].get(i) {
+            Some(Some(x)) => Ok(*x),
+            _ => {
+                let comp = &m.computations[c];
+                flops(m, comp, &comp.instructions[i], &self.totals)
+            }
+        }
+    }
+}
+
+/// FLOPs of one instruction of computation `comp`; `totals` has the FLOPs of the
+/// computations it calls.
+fn flops(
+    m: &Module,
+    comp: &Computation,
+    inst: &Instruction,
+    totals: &[Result<f64, TextError>],
+) -> Result<f64, TextError> {
     let out = inst.shape.elements() as f64;
     let operand = |k: usize| -> Result<&Instruction, TextError> {
         inst.operands
             .get(k)
             .map(|&i| &comp.instructions[i])
             .ok_or_else(|| inst.error(format!("{} needs operand {k}", inst.opcode)))
+    };
+    let called = |key: &str| -> Result<f64, TextError> { totals[m.called(inst, key)?].clone() };
+    let first_leaf = || {
+        inst.shape
+            .leaves()
+            .first()
+            .map(|l| l.elements() as f64)
+            .ok_or_else(|| inst.error(format!("{}: an empty tuple is no result", inst.opcode)))
     };
     let op = inst.opcode.as_str();
     if ELEMENTWISE.contains(&op) {
@@ -144,23 +216,24 @@ pub(crate) fn flops(m: &Module, comp: &Computation, inst: &Instruction) -> Resul
         "convolution" => convolution(inst, operand(0)?, operand(1)?)?,
         "reduce" => {
             let input = operand(0)?.shape.elements() as f64;
-            let output = inst.shape.leaves()[0].elements() as f64;
-            (input - output).max(0.0) * called_flops(m, inst, "to_apply")?
+            let output = first_leaf()?;
+            (input - output).max(0.0) * called("to_apply")?
         }
         "reduce-window" => {
-            let window: f64 = window_sizes(inst)?.iter().product::<u64>() as f64;
-            let output = inst.shape.leaves()[0].elements() as f64;
-            output * (window - 1.0).max(0.0) * called_flops(m, inst, "to_apply")?
+            let window: f64 = window_sizes(inst)?.iter().map(|&w| w as f64).product();
+            let output = first_leaf()?;
+            output * (window - 1.0).max(0.0) * called("to_apply")?
         }
-        "map" => out * called_flops(m, inst, "to_apply")?,
+        "map" => out * called("to_apply")?,
         "scatter" => {
-            let updates = operand(inst.operands.len() - 1)?.shape.elements() as f64;
-            updates * called_flops(m, inst, "to_apply")?
+            let last = inst.operands.len().checked_sub(1);
+            let updates = operand(last.unwrap_or(0))?.shape.elements() as f64;
+            updates * called("to_apply")?
         }
         "select-and-scatter" => {
             let source = operand(1)?.shape.elements() as f64;
-            let window: f64 = window_sizes(inst)?.iter().product::<u64>() as f64;
-            source * (window * called_flops(m, inst, "select")? + called_flops(m, inst, "scatter")?)
+            let window: f64 = window_sizes(inst)?.iter().map(|&w| w as f64).product();
+            source * (window * called("select")? + called("scatter")?)
         }
         "sort" => {
             // XLA's rule: n ceil(log2 n) comparisons of the first operand's n elements,
@@ -168,34 +241,13 @@ pub(crate) fn flops(m: &Module, comp: &Computation, inst: &Instruction) -> Resul
             let n = operand(0)?.shape.elements().max(1) as f64;
             n * n.log2().ceil()
         }
-        "fusion" => called_flops(m, inst, "calls")?,
+        "fusion" => called("calls")?,
         _ => {
             return Err(inst.error(format!(
                 "unknown opcode `{op}`: this loader has no FLOP rule for it (docs/workloads.md lists the opcodes it reads)"
             )))
         }
     })
-}
-
-/// The FLOPs of one run of the computation an attribute names.
-fn called_flops(m: &Module, inst: &Instruction, key: &str) -> Result<f64, TextError> {
-    let c = &m.computations[m.called(inst, key)?];
-    computation_flops(m, c)
-}
-
-/// The sum over a computation's instructions (fused and applied computations).
-pub(crate) fn computation_flops(m: &Module, c: &Computation) -> Result<f64, TextError> {
-    let mut total = 0.0;
-    for inst in &c.instructions {
-        if matches!(inst.opcode.as_str(), "call" | "while" | "conditional") {
-            return Err(inst.error(format!(
-                "`{}` inside a fused or applied computation is not supported",
-                inst.opcode
-            )));
-        }
-        total += flops(m, c, inst)?;
-    }
-    Ok(total)
 }
 
 /// `window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1}`: one entry per
@@ -257,19 +309,88 @@ fn window_sizes(inst: &Instruction) -> Result<Vec<u64>, TextError> {
 }
 
 /// Output positions times window taps that land on the (dilated) input, in one spatial
-/// dimension: XLA counts no work for taps in the padding.
+/// dimension: XLA counts no work for taps in the padding. Counted in closed form over
+/// the shorter of the two ranges, so a wide convolution costs its window, not its
+/// outputs times its window.
 fn valid_taps(input: u64, output: u64, w: &Window, d: usize) -> u64 {
-    let dilated = (input.max(1) - 1) * w.lhs_dilate[d] + 1;
-    let mut taps = 0;
-    for o in 0..output {
-        for k in 0..w.size[d] {
-            let pos = (o * w.stride[d] + k * w.rhs_dilate[d]) as i64 - w.pad_lo[d];
-            if pos >= 0 && (pos as u64) < dilated && (pos as u64) % w.lhs_dilate[d].max(1) == 0 {
-                taps += 1;
-            }
-        }
+    let (stride, rhs_dilate) = (w.stride[d] as i128, w.rhs_dilate[d] as i128);
+    // Positions past 2^100 are past every tap (outputs x window is at most 10^8 here).
+    let dilated = ((input.max(1) - 1) as i128)
+        .checked_mul(w.lhs_dilate[d] as i128)
+        .map_or(1 << 100, |x| (x + 1).min(1 << 100));
+    let every = w.lhs_dilate[d].max(1) as i128;
+    let pad = w.pad_lo[d] as i128;
+    let (outputs, taps) = (output as i128, w.size[d] as i128);
+    let total: i128 = if outputs <= taps {
+        (0..outputs)
+            .map(|o| landing(taps, rhs_dilate, o * stride - pad, dilated, every))
+            .sum()
+    } else {
+        (0..taps)
+            .map(|k| landing(outputs, stride, k * rhs_dilate - pad, dilated, every))
+            .sum()
+    };
+    u64::try_from(total).unwrap_or(u64::MAX)
+}
+
+/// How many `j` in `0..n` put `j * step + offset` in `0..end` on a multiple of `every`.
+fn landing(n: i128, step: i128, offset: i128, end: i128, every: i128) -> i128 {
+    let lands = |pos: i128| (0..end).contains(&pos) && pos.rem_euclid(every) == 0;
+    if n <= 0 {
+        return 0;
     }
-    taps
+    if step == 0 {
+        return if lands(offset) { n } else { 0 };
+    }
+    // The `j` inside `0..end`: offset + j step >= 0 and < end.
+    let lo = div_ceil(-offset, step).max(0);
+    let hi = (end - 1 - offset).div_euclid(step).min(n - 1);
+    if lo > hi {
+        return 0;
+    }
+    if every == 1 {
+        return hi - lo + 1;
+    }
+    // Of those, the ones with j step = -offset (mod every).
+    let g = gcd(step.rem_euclid(every), every);
+    let want = (-offset).rem_euclid(every);
+    if want % g != 0 {
+        return 0;
+    }
+    let period = every / g;
+    let inverse = mod_inverse((step / g).rem_euclid(period), period);
+    let first = mul_mod((want / g).rem_euclid(period), inverse, period);
+    // j = first (mod period) in lo..=hi.
+    (hi - first).div_euclid(period) - (lo - 1 - first).div_euclid(period)
+}
+
+fn div_ceil(a: i128, b: i128) -> i128 {
+    -((-a).div_euclid(b))
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `a b mod m` for `a, b < m <= 2^64`, without overflow.
+fn mul_mod(a: i128, b: i128, m: i128) -> i128 {
+    ((a as u128 * b as u128) % m as u128) as i128
+}
+
+/// The inverse of `a` modulo `m` (`a` and `m` coprime); 0 when `m` is 1.
+fn mod_inverse(a: i128, m: i128) -> i128 {
+    let (mut r0, mut r1) = (m, a.rem_euclid(m));
+    let (mut t0, mut t1) = (0i128, 1i128);
+    while r1 != 0 {
+        let q = r0 / r1;
+        (r0, r1) = (r1, r0 - q * r1);
+        (t0, t1) = (t1, t0 - q * t1);
+    }
+    t0.rem_euclid(m)
 }
 
 fn convolution(inst: &Instruction, lhs: &Instruction, rhs: &Instruction) -> Result<f64, TextError> {
@@ -312,10 +433,9 @@ mod tests {
             "HloModule m\n\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}}\n\nENTRY main {{\n{body}\n}}\n"
         );
         let m = parse_module(&text).unwrap();
-        let c = &m.computations[m.entry];
-        c.instructions
-            .iter()
-            .map(|i| flops(&m, c, i).unwrap())
+        let f = Flops::of_module(&m);
+        (0..m.computations[m.entry].instructions.len())
+            .map(|i| f.of(&m, m.entry, i).unwrap())
             .collect()
     }
 
@@ -344,11 +464,62 @@ mod tests {
     fn an_unknown_opcode_is_an_error_not_a_zero() {
         let text = "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] frobnicate(x)\n}\n";
         let m = parse_module(text).unwrap();
-        let c = &m.computations[m.entry];
-        let e = flops(&m, c, &c.instructions[1]).unwrap_err().to_string();
+        let e = Flops::of_module(&m)
+            .of(&m, m.entry, 1)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("line 5 (`%y`): unknown opcode `frobnicate`"),
             "{e}"
         );
+    }
+
+    /// The taps counted one by one, as XLA's cost analysis walks them.
+    fn taps_one_by_one(input: u64, output: u64, w: &Window, d: usize) -> u64 {
+        let dilated = (input.max(1) - 1) * w.lhs_dilate[d] + 1;
+        let mut taps = 0;
+        for o in 0..output {
+            for k in 0..w.size[d] {
+                let pos = (o * w.stride[d] + k * w.rhs_dilate[d]) as i64 - w.pad_lo[d];
+                if pos >= 0 && (pos as u64) < dilated && (pos as u64) % w.lhs_dilate[d].max(1) == 0
+                {
+                    taps += 1;
+                }
+            }
+        }
+        taps
+    }
+
+    #[test]
+    fn taps_in_closed_form_equal_taps_one_by_one() {
+        // A seeded walk over small windows: strides, dilations (0 included), padding of
+        // either sign, more outputs than taps and fewer.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let w = Window {
+                size: vec![next(9)],
+                stride: vec![next(5)],
+                pad_lo: vec![next(13) as i64 - 6],
+                lhs_dilate: vec![next(5)],
+                rhs_dilate: vec![next(5)],
+            };
+            let (input, output) = (next(20), next(24));
+            assert_eq!(
+                valid_taps(input, output, &w, 0),
+                taps_one_by_one(input, output, &w, 0),
+                "input {input} output {output} size {:?} stride {:?} pad {:?} lhs {:?} rhs {:?}",
+                w.size,
+                w.stride,
+                w.pad_lo,
+                w.lhs_dilate,
+                w.rhs_dilate
+            );
+        }
     }
 }

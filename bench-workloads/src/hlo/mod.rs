@@ -7,12 +7,20 @@
 //! buffers (aliases, in-place updates, loops), the FLOP rules, and how to bring a model.
 //!
 //! Errors name the file, the line and the instruction: `model.hlo.txt: line 12 (`%dot.3`):
-//! operand `%x` is not an instruction of computation `main`.`
+//! operand `%x` is not an instruction of computation `main`.` Loading is bounded: an op
+//! budget ([`DEFAULT_MAX_OPS`], [`MAX_OPS_VARIABLE`]) on what inlining and unrolling make,
+//! no recursion on the file's depth, sizes checked (docs/workloads.md, "Bounds").
 
+mod arity;
+mod budget;
 mod cost;
+mod graph;
+mod loops;
 mod lower;
 mod shape;
 mod text;
+
+pub use budget::{DEFAULT_MAX_OPS, MAX_OPS_VARIABLE};
 
 use crate::WorkloadError;
 use accel_sim::Program;
@@ -27,6 +35,10 @@ pub struct Options {
     pub weight_parameters: Vec<usize>,
     /// Opens the program's description (what the model is); the rest says how it was read.
     pub description: Option<String>,
+    /// The op budget: the most instructions inlining calls and unrolling loops may make
+    /// (docs/workloads.md, "Bounds"). `None`: [`MAX_OPS_VARIABLE`] where it is set, else
+    /// [`DEFAULT_MAX_OPS`].
+    pub max_ops: Option<u64>,
 }
 
 /// A JAX program bundled as a built-in workload.
@@ -87,6 +99,7 @@ pub fn builtin(name: &str) -> Option<Result<Program, WorkloadError>> {
         name: Some(b.name.to_string()),
         weight_parameters: (0..b.weights).collect(),
         description: Some(b.description.to_string()),
+        max_ops: None,
     };
     Some(parse_program_with(b.text, b.name, &options))
 }
@@ -107,8 +120,15 @@ pub fn parse_program_with(
         origin: origin.into(),
         msg: e.to_string(),
     };
+    let max_ops = match options.max_ops {
+        Some(n) => n,
+        None => max_ops_from_environment().map_err(|msg| WorkloadError::Parse {
+            origin: origin.into(),
+            msg,
+        })?,
+    };
     let module = text::parse_module(text).map_err(parse_err)?;
-    let lowered = lower::lower(&module, &options.weight_parameters).map_err(parse_err)?;
+    let lowered = lower::lower(&module, &options.weight_parameters, max_ops).map_err(parse_err)?;
     let stage = if module.scheduled {
         "the scheduled module (after XLA's optimizations)"
     } else {
@@ -129,6 +149,23 @@ pub fn parse_program_with(
             source,
         }
     })
+}
+
+/// The op budget [`MAX_OPS_VARIABLE`] sets, or [`DEFAULT_MAX_OPS`] where it is unset.
+fn max_ops_from_environment() -> Result<u64, String> {
+    match std::env::var(MAX_OPS_VARIABLE) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_MAX_OPS),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{MAX_OPS_VARIABLE}={}: the op budget is a whole number of instructions above 0",
+                shape::snippet(&v)
+            )),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
+            "{MAX_OPS_VARIABLE}: not text; the op budget is a whole number of instructions above 0"
+        )),
+    }
 }
 
 /// Reads and parses an HLO text file (every entry parameter an input), named by the file

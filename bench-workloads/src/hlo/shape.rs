@@ -3,12 +3,25 @@
 //!
 //! Layouts (`{1,0}`, `{1,0:T(8,128)}`) are read past: the IR keeps sizes, not layouts.
 //! Dynamic dimensions (`<=8`) count at their bound, as XLA allocates them.
+//!
+//! A parsed shape's element count and byte size fit in `u64` (one that does not is refused
+//! where it is written), and tuples nest at most [`MAX_TUPLE_DEPTH`] deep, so nothing that
+//! walks a shape overflows or recurses deeper than that.
+
+/// The deepest tuple nesting a shape may have. XLA's programs nest a few levels (a loop's
+/// state, a multi-output fusion's result); the bound keeps recursion over shapes shallow.
+pub(crate) const MAX_TUPLE_DEPTH: usize = 64;
 
 /// The shape of an HLO value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
-    /// An array of `dims` elements of `dtype` (a scalar has no dims).
-    Array { dtype: String, dims: Vec<u64> },
+    /// An array of `dims` elements of `dtype` (a scalar has no dims), of `bytes` bytes
+    /// (computed once: lowering asks on every visit of an instruction).
+    Array {
+        dtype: String,
+        dims: Vec<u64>,
+        bytes: u64,
+    },
     /// A tuple of shapes (a token is an array of dtype `token` with no bytes).
     Tuple(Vec<Shape>),
 }
@@ -17,19 +30,18 @@ impl Shape {
     /// Number of elements (1 for a scalar; tuples: 0).
     pub(crate) fn elements(&self) -> u64 {
         match self {
-            Shape::Array { dims, .. } => dims.iter().product(),
+            Shape::Array { dims, .. } => dims.iter().fold(1, |n, &d| n.saturating_mul(d)),
             Shape::Tuple(_) => 0,
         }
     }
 
     /// Bytes of an array (the sum of its leaves for a tuple). Sub-byte types (`s4`, `u4`,
     /// `f4e2m1fn`) take a byte per element, as XLA stores them unpacked by default.
+    /// (A tuple's sum saturates only for safety: a parsed shape's fits.)
     pub(crate) fn bytes(&self) -> u64 {
         match self {
-            Shape::Array { dtype, dims } => {
-                element_bytes(dtype).unwrap_or(0) * dims.iter().product::<u64>()
-            }
-            Shape::Tuple(parts) => parts.iter().map(Shape::bytes).sum(),
+            Shape::Array { bytes, .. } => *bytes,
+            Shape::Tuple(parts) => parts.iter().fold(0, |n, p| n.saturating_add(p.bytes())),
         }
     }
 
@@ -65,15 +77,35 @@ pub(crate) fn element_bytes(dtype: &str) -> Option<u64> {
 
 /// Parses a shape at the start of `s`; returns it and the rest of `s` after it.
 pub(crate) fn parse_prefix(s: &str) -> Result<(Shape, &str), String> {
+    let (shape, rest) = parse_nested(s, 0)?;
+    if let Shape::Tuple(_) = shape {
+        // Each array's size is checked where it is read; a tuple's sum is checked here.
+        shape
+            .leaves()
+            .iter()
+            .try_fold(0u64, |n, l| n.checked_add(l.bytes()))
+            .ok_or_else(|| {
+                "its arrays add up to 2^64 bytes or more: no memory holds that".to_string()
+            })?;
+    }
+    Ok((shape, rest))
+}
+
+fn parse_nested(s: &str, depth: usize) -> Result<(Shape, &str), String> {
     let s = s.trim_start();
     if let Some(mut rest) = s.strip_prefix('(') {
+        if depth >= MAX_TUPLE_DEPTH {
+            return Err(format!(
+                "tuples nested more than {MAX_TUPLE_DEPTH} deep: past what this loader reads"
+            ));
+        }
         let mut parts = Vec::new();
         loop {
             rest = rest.trim_start();
             if let Some(r) = rest.strip_prefix(')') {
                 return Ok((Shape::Tuple(parts), r));
             }
-            let (part, r) = parse_prefix(rest)?;
+            let (part, r) = parse_nested(rest, depth + 1)?;
             parts.push(part);
             rest = r.trim_start();
             if let Some(r) = rest.strip_prefix(',') {
@@ -100,14 +132,26 @@ pub(crate) fn parse_prefix(s: &str) -> Result<(Shape, &str), String> {
         .find(']')
         .ok_or_else(|| format!("`{dtype}[` has no closing `]`"))?;
     let mut dims = Vec::new();
+    let mut elements: Option<u64> = Some(1);
     for d in rest[..close].split(',').filter(|d| !d.trim().is_empty()) {
         let d = d.trim();
         let n = d.strip_prefix("<=").unwrap_or(d);
         let n: u64 = n
             .parse()
             .map_err(|_| format!("dimension `{d}` of `{dtype}[...]` is not a whole number"))?;
+        elements = elements.and_then(|e| e.checked_mul(n));
         dims.push(n);
     }
+    let too_many = |what: &str| {
+        format!(
+            "`{}` has 2^64 {what} or more: no memory holds that",
+            snippet(&s[..end + 1 + close + 1])
+        )
+    };
+    let elements = elements.ok_or_else(|| too_many("elements"))?;
+    let bytes = element_bytes(dtype)
+        .and_then(|b| b.checked_mul(elements))
+        .ok_or_else(|| too_many("bytes"))?;
     let mut rest = &rest[close + 1..];
     if rest.starts_with('{') {
         let n = matching(rest, '{', '}').ok_or("a layout `{...` has no closing `}`")?;
@@ -117,6 +161,7 @@ pub(crate) fn parse_prefix(s: &str) -> Result<(Shape, &str), String> {
         Shape::Array {
             dtype: dtype.to_string(),
             dims,
+            bytes,
         },
         rest,
     ))

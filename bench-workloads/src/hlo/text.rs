@@ -8,6 +8,8 @@
 //! the debug tables newer XLA prints between the header and the computations (`FileNames`,
 //! `FunctionNames`, `FileLocations`, `StackFrames`) are skipped.
 
+use super::arity;
+use super::graph;
 use super::shape::{self, matching, snippet, Shape};
 use std::collections::HashMap;
 
@@ -50,6 +52,11 @@ pub(crate) struct Instruction {
     pub literal: String,
     /// `key=value` attributes in order, values as written.
     pub attrs: Vec<(String, String)>,
+    /// `parameter(k)`'s `k`, `get-tuple-element`'s `index=k`: read once, where parsed.
+    pub number: Option<usize>,
+    /// Per attribute naming a computation (`to_apply=`, `body=`, ...), the one it names
+    /// (`None`: a list of them), resolved once where parsed ([`graph::calls`]).
+    pub callees: Vec<(&'static str, Option<usize>)>,
 }
 
 impl Instruction {
@@ -87,6 +94,8 @@ impl Instruction {
 #[derive(Clone, Debug)]
 pub(crate) struct Computation {
     pub name: String,
+    /// The line of its `name {`.
+    pub line: usize,
     pub instructions: Vec<Instruction>,
     pub root: usize,
 }
@@ -98,30 +107,21 @@ pub(crate) struct Module {
     pub scheduled: bool,
     pub computations: Vec<Computation>,
     pub entry: usize,
-    by_name: HashMap<String, usize>,
+    /// Every computation, each after those it calls ([`graph::callees_first`]): the call
+    /// graph has no cycle.
+    pub callees_first: Vec<usize>,
 }
-
-/// Attributes naming a called computation (or a list of them).
-const CALLS: [&str; 7] = [
-    "calls",
-    "to_apply",
-    "condition",
-    "body",
-    "branch_computations",
-    "true_computation",
-    "false_computation",
-];
 
 impl Module {
     /// The computation an attribute of `inst` names (`calls=%fused_computation`).
     pub(crate) fn called(&self, inst: &Instruction, key: &str) -> Result<usize, TextError> {
-        let v = inst
-            .attr(key)
-            .ok_or_else(|| inst.error(format!("{} has no `{key}=`", inst.opcode)))?;
-        self.by_name
-            .get(v.trim().trim_start_matches('%'))
-            .copied()
-            .ok_or_else(|| inst.error(format!("{key}={v}: no computation of that name")))
+        match inst.callees.iter().find(|(k, _)| *k == key) {
+            Some((_, Some(c))) => Ok(*c),
+            Some((_, None)) => Err(inst.error(format!(
+                "{key}= names a list of computations where it takes one"
+            ))),
+            None => Err(inst.error(format!("{} has no `{key}=`", inst.opcode))),
+        }
     }
 }
 
@@ -257,32 +257,26 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
     let entry = entry.ok_or_else(|| at(last_line, None, "no ENTRY computation"))?;
     let mut by_name = HashMap::new();
     for (i, c) in computations.iter().enumerate() {
-        by_name.insert(c.name.clone(), i);
+        if let Some(first) = by_name.insert(c.name.clone(), i) {
+            return Err(at(
+                c.line,
+                None,
+                format!(
+                    "a second computation named `{}` (the first at line {})",
+                    c.name, computations[first].line
+                ),
+            ));
+        }
     }
-    let module = Module {
+    let calls = graph::calls(&mut computations, &by_name)?;
+    let callees_first = graph::callees_first(&computations, &calls)?;
+    Ok(Module {
         name,
         scheduled,
         computations,
         entry,
-        by_name,
-    };
-    for c in &module.computations {
-        for inst in &c.instructions {
-            for key in CALLS {
-                if let Some(v) = inst.attr(key) {
-                    for callee in v.trim_matches(|c| c == '{' || c == '}').split(',') {
-                        let callee = callee.trim().trim_start_matches('%');
-                        if !module.by_name.contains_key(callee) {
-                            return Err(
-                                inst.error(format!("{key}={v}: no computation named `{callee}`"))
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(module)
+        callees_first,
+    })
 }
 
 /// A raw instruction: operand names not yet resolved.
@@ -292,40 +286,97 @@ struct Raw {
     is_root: bool,
 }
 
-/// Resolves operand names within the computation and finds its root.
+/// Resolves operand names within the computation and finds its root. An operand is an
+/// instruction on an earlier line (XLA prints them so), so following operands always
+/// ends; parameters are numbered `0..n` once each.
 fn finish(start: usize, name: &str, raws: Vec<Raw>) -> Result<Computation, TextError> {
     let mut index = HashMap::new();
     for (i, r) in raws.iter().enumerate() {
-        if index.insert(r.inst.name.clone(), i).is_some() {
+        if index.insert(r.inst.name.as_str(), i).is_some() {
             return Err(r.inst.error("a second instruction of this name"));
         }
     }
     let mut root = None;
-    let mut instructions = Vec::with_capacity(raws.len());
-    for (i, r) in raws.into_iter().enumerate() {
-        let mut inst = r.inst;
+    let mut operands = Vec::with_capacity(raws.len());
+    for (i, r) in raws.iter().enumerate() {
+        let inst = &r.inst;
+        let mut ops = Vec::with_capacity(r.operand_names.len());
         for op in &r.operand_names {
-            let j = *index.get(op).ok_or_else(|| {
+            let j = *index.get(op.as_str()).ok_or_else(|| {
                 inst.error(format!(
                     "operand `%{op}` is not an instruction of computation `{name}`"
                 ))
             })?;
-            inst.operands.push(j);
+            if j == i {
+                return Err(inst.error(format!("`%{op}` names itself as its operand")));
+            }
+            if j > i {
+                return Err(inst.error(format!(
+                    "operand `%{op}` is used before the line that defines it"
+                )));
+            }
+            ops.push(j);
         }
         if r.is_root {
             root = Some(i);
         }
-        instructions.push(inst);
+        operands.push(ops);
     }
-    if instructions.is_empty() {
-        return Err(at(start, None, format!("computation `{name}` is empty")));
+    let mut instructions: Vec<Instruction> = raws.into_iter().map(|r| r.inst).collect();
+    for (inst, ops) in instructions.iter_mut().zip(operands) {
+        inst.operands = ops;
+        arity::check(inst)?;
+        inst.number = match inst.opcode.as_str() {
+            "parameter" => inst.literal.trim().parse().ok(),
+            "get-tuple-element" => inst.attr("index").and_then(|v| v.parse().ok()),
+            _ => None,
+        };
     }
+    check_parameters(&instructions, name)?;
     // A computation without a `ROOT` mark returns its last instruction, as XLA reads it.
-    let root = root.unwrap_or(instructions.len() - 1);
+    let root = match root.or(instructions.len().checked_sub(1)) {
+        Some(r) => r,
+        None => return Err(at(start, None, format!("computation `{name}` is empty"))),
+    };
     Ok(Computation {
         name: name.to_string(),
+        line: start,
         instructions,
         root,
+    })
+}
+
+/// Each `parameter(k)` of a computation of `n` parameters has a `k` below `n`, once.
+fn check_parameters(instructions: &[Instruction], name: &str) -> Result<(), TextError> {
+    let params: Vec<&Instruction> = instructions
+        .iter()
+        .filter(|i| i.opcode == "parameter")
+        .collect();
+    let mut seen: Vec<Option<usize>> = vec![None; params.len()];
+    for p in &params {
+        let k = parameter_number(p)?;
+        let slot = seen.get_mut(k).ok_or_else(|| {
+            p.error(format!(
+                "parameter({k}), but computation `{name}` has {} parameter(s), numbered from 0",
+                params.len()
+            ))
+        })?;
+        if let Some(first) = slot.replace(p.line) {
+            return Err(p.error(format!(
+                "a second parameter({k}) (the first at line {first})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `k` of `parameter(k)`.
+pub(crate) fn parameter_number(inst: &Instruction) -> Result<usize, TextError> {
+    inst.number.ok_or_else(|| {
+        inst.error(format!(
+            "parameter({}): not a parameter number",
+            snippet(&inst.literal)
+        ))
     })
 }
 
@@ -438,6 +489,8 @@ fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
             operands: Vec::new(),
             literal,
             attrs,
+            number: None,
+            callees: Vec::new(),
         },
         operand_names,
         is_root,
