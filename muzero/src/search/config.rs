@@ -30,7 +30,7 @@ impl Default for GumbelConfig {
     }
 }
 
-/// What a search does. `check` before use; [`search`] checks it too.
+/// What a search does. `check` before use; [`search`](super::search) checks it too.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchConfig {
