@@ -13,6 +13,7 @@
 //! - [`race`]: one solver under a deadline, for `mallocmuzero race`.
 
 pub mod boltzmann;
+mod config;
 mod dp;
 mod engine;
 pub mod evolve;
@@ -24,10 +25,9 @@ mod race;
 mod replay;
 mod run_dir;
 
+pub use config::{EgrlConfig, Variant};
 pub use dp::{dp_assignment, knapsack, KNAPSACK_UNITS};
-pub use engine::{
-    CurvePoint, Egrl, EgrlConfig, EgrlState, Found, GenerationMetrics, RunLimits, Variant,
-};
+pub use engine::{CurvePoint, Egrl, EgrlState, Found, GenerationMetrics, RunLimits};
 pub use features::{feature_width, OpGraph, KIND_BUCKETS};
 pub use problem::{
     decision_count, Assignment, Decision, Decoded, Problem, ProblemError, Scored, Slot,

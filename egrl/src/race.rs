@@ -1,7 +1,8 @@
 //! One EGRL solver on one problem under a deadline: what `mallocmuzero race` runs.
 
+use crate::config::{EgrlConfig, Variant};
 use crate::dp::dp_assignment;
-use crate::engine::{CurvePoint, Egrl, EgrlConfig, RunLimits, Variant};
+use crate::engine::{CurvePoint, Egrl, RunLimits};
 use crate::problem::Problem;
 use crate::EgrlError;
 use accel_sim::Mapping;

@@ -8,7 +8,8 @@
 //! - `best/mapping.json` (a mapping file `evaluate --mapping` reads) and
 //!   `best/summary.json`.
 
-use crate::engine::{Egrl, EgrlConfig, EgrlState, Found};
+use crate::config::EgrlConfig;
+use crate::engine::{Egrl, EgrlState, Found};
 use crate::problem::Problem;
 use crate::EgrlError;
 use accel_sim::{Hardware, HardwareFile, MappingFile, Program};

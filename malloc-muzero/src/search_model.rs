@@ -2,7 +2,7 @@
 
 use crate::MallocEnv;
 use malloc_game::Game;
-use muzero::{ExactModel, ModelError, MuZeroNet, SearchConfig, SearchOutput, Searcher};
+use muzero::{EnvironmentModel, ModelError, MuZeroNet, SearchConfig, SearchOutput, Searcher};
 use rand::rngs::StdRng;
 
 /// What the agent's search steps through, in training (self-play, branch proposals,
@@ -71,8 +71,8 @@ impl BatchSearch<'_> {
             SearchModel::Learned => searcher.search(self.net, obs, legal, n, self.search, rng),
             SearchModel::Game => {
                 // A fresh table per call: it holds this turn's trees alone.
-                let model =
-                    ExactModel::new(&MallocEnv::new((*first).clone())).with_prior(self.net)?;
+                let model = EnvironmentModel::new(&MallocEnv::new((*first).clone()))
+                    .with_prior(self.net)?;
                 // Row by row: two games of the batch may look the same (the observation
                 // does not show every offset) and still differ.
                 model.set_roots(games.map(|g| MallocEnv::new(g.clone())).collect());

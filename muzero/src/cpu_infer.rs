@@ -39,7 +39,7 @@ pub(crate) struct Block<'a> {
     pub fc2: Dense<'a>,
 }
 
-/// Borrowed weights of the three networks, laid out as in `network.rs`.
+/// Borrowed weights of the three networks, laid out as in `network/model.rs`.
 pub(crate) struct Weights<'a> {
     pub hidden: usize,
     pub repr: Vec<Dense<'a>>,
@@ -280,7 +280,7 @@ fn blocks(blocks: &[Block<'_>], x: &mut [f32], rows: usize, eps: f32) {
     }
 }
 
-/// Layer norm of one row, in the same order of operations as `network::layer_norm`.
+/// Layer norm of one row, in the same order of operations as `network::layers::layer_norm`.
 fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = row.len() as f32;
     let mean = row.iter().sum::<f32>() / n;
@@ -294,7 +294,7 @@ fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     }
 }
 
-/// MuZero's hidden-state scaling of each row to `[0, 1]` (see `network::min_max_rows`).
+/// MuZero's hidden-state scaling of each row to `[0, 1]` (see `network::layers::min_max_rows`).
 pub(crate) fn min_max_rows(data: &mut [f32], width: usize, eps: f32) {
     for row in data.chunks_exact_mut(width) {
         let (mut min, mut max) = (f32::INFINITY, f32::NEG_INFINITY);

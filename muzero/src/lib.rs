@@ -18,7 +18,7 @@
 mod batch;
 mod cpu_infer;
 mod env;
-mod exact;
+mod env_model;
 mod model;
 mod network;
 mod optim;
@@ -31,7 +31,7 @@ pub mod toy;
 
 pub use batch::TrainingBatch;
 pub use env::{EnvError, Environment};
-pub use exact::ExactModel;
+pub use env_model::EnvironmentModel;
 pub use model::{Model, ModelError, ModelOutput};
 pub use network::{
     device, keep_candle_elementwise_single_threaded, keep_candle_matmuls_single_threaded,

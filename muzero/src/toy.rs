@@ -3,7 +3,7 @@
 //!
 //! - [`ChainGame`]: one rewarded action per step, some actions illegal; optimum = steps.
 //! - [`DelayedGame`]: every reward paid at the last step; tests value propagation.
-//! - [`ExactModel`]: a perfect model of any [`Environment`] (it replays the real game).
+//! - [`EnvironmentModel`]: a perfect model of any [`Environment`] (it replays the real game).
 //! - [`RandomModel`]: cheap pseudo-random outputs, to measure the search's own overhead.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use crate::env::{EnvError, Environment};
 use crate::model::{Model, ModelError, ModelOutput};
 
 /// The exact model lives beside the search now; toy games are its first users.
-pub use crate::exact::ExactModel;
+pub use crate::env_model::EnvironmentModel;
 
 /// `steps` turns of `actions` choices. At each step one "correct" action (a seeded
 /// sequence) earns 1, another legal action earns `wrong_reward` (0 unless set), and, when

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use muzero::toy::{ChainGame, DelayedGame, ExactModel, RandomModel};
+use muzero::toy::{ChainGame, DelayedGame, EnvironmentModel, RandomModel};
 use muzero::Environment;
 use muzero::{search, GumbelConfig, SearchConfig, SearchOutput, Searcher};
 use muzero::{Model, ModelError, ModelOutput};
@@ -28,7 +28,7 @@ fn gumbel(simulations: usize) -> SearchConfig {
 /// Plays one game, searching before every move with an exact model; returns the return.
 fn play<E: Environment>(env: &E, config: &SearchConfig, seed: u64) -> f32 {
     let mut env = env.clone();
-    let model = ExactModel::new(&env);
+    let model = EnvironmentModel::new(&env);
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut obs, mut legal) = (
         vec![0.0; env.observation_len()],
@@ -421,7 +421,7 @@ fn toy_games_follow_their_rules() {
 #[test]
 fn the_exact_model_replays_the_game_and_absorbs_illegal_moves() {
     let game = ChainGame::new(2, 3, 1).unwrap();
-    let model = ExactModel::new(&game);
+    let model = EnvironmentModel::new(&game);
     let mut obs = vec![0.0; game.observation_len()];
     game.observe(&mut obs);
     assert!(model

@@ -1,7 +1,7 @@
 //! A perfect model of an [`Environment`] for the search: MuZero's search with the real
 //! game as its dynamics, as AlphaZero searches. Its hidden state is an index into a table
 //! of game states; rewards are the game's own. Without a prior it predicts uniform
-//! policies (a test oracle for the search); [`ExactModel::with_prior`] takes policy and
+//! policies (a test oracle for the search); [`EnvironmentModel::with_prior`] takes policy and
 //! value from a network's `initial_inference` on each state's observation.
 
 use std::collections::HashMap;
@@ -21,11 +21,11 @@ const EXACT_MAX_STATES: usize = 1 << 24;
 /// Policy: uniform logits, or the prior's with illegal actions masked out. Value: 0, or
 /// `value_fn` of the state, or the prior's (0 at an end state).
 ///
-/// The model sees observations, not states, so call [`ExactModel::register`] with each
+/// The model sees observations, not states, so call [`EnvironmentModel::register`] with each
 /// root's game before searching it (the observation must determine the game's future),
-/// or give one call's roots row by row with [`ExactModel::set_roots`].
-/// The table only grows: [`ExactModel::clear`] between games keeps it small.
-pub struct ExactModel<'p, E: Environment> {
+/// or give one call's roots row by row with [`EnvironmentModel::set_roots`].
+/// The table only grows: [`EnvironmentModel::clear`] between games keeps it small.
+pub struct EnvironmentModel<'p, E: Environment> {
     observation_len: usize,
     action_count: usize,
     illegal_reward: f32,
@@ -42,11 +42,11 @@ struct ExactTable<E> {
     /// `None` is the absorbing end state.
     states: Vec<Option<E>>,
     roots: HashMap<Vec<u32>, E>,
-    /// The next `initial_inference`'s roots, row by row ([`ExactModel::set_roots`]).
+    /// The next `initial_inference`'s roots, row by row ([`EnvironmentModel::set_roots`]).
     batch: Vec<E>,
 }
 
-impl<'p, E: Environment> ExactModel<'p, E> {
+impl<'p, E: Environment> EnvironmentModel<'p, E> {
     /// A model of games shaped like `env`.
     pub fn new(env: &E) -> Self {
         Self {
@@ -84,7 +84,7 @@ impl<'p, E: Environment> ExactModel<'p, E> {
             || prior.action_count() != self.action_count
         {
             return Err(format!(
-                "ExactModel: the prior takes {} observation values and {} actions; the game has {} and {}",
+                "EnvironmentModel: the prior takes {} observation values and {} actions; the game has {} and {}",
                 prior.observation_len(),
                 prior.action_count(),
                 self.observation_len,
@@ -105,7 +105,7 @@ impl<'p, E: Environment> ExactModel<'p, E> {
 
     /// Makes `envs` the roots of the next `initial_inference`, row `i` being `envs[i]`
     /// (each must still show the observation it is given there). Unlike
-    /// [`ExactModel::register`], two roots with the same observation stay two games: a
+    /// [`EnvironmentModel::register`], two roots with the same observation stay two games: a
     /// batch of games whose observations do not show everything (a mapping's offsets,
     /// say) may hold such a pair.
     pub fn set_roots(&self, envs: Vec<E>) {
@@ -141,7 +141,7 @@ impl<'p, E: Environment> ExactModel<'p, E> {
     ) -> Result<(), ModelError> {
         if table.states.len() + states.len() > EXACT_MAX_STATES {
             return Err(format!(
-                "ExactModel: table full ({EXACT_MAX_STATES} states); call clear() between games"
+                "EnvironmentModel: table full ({EXACT_MAX_STATES} states); call clear() between games"
             )
             .into());
         }
@@ -195,7 +195,7 @@ impl<'p, E: Environment> ExactModel<'p, E> {
         if predicted.value.len() != live.len()
             || predicted.policy_logits.len() != live.len() * n_act
         {
-            return Err("ExactModel: the prior returned a batch of the wrong size".into());
+            return Err("EnvironmentModel: the prior returned a batch of the wrong size".into());
         }
         let mut mask = vec![false; n_act];
         for (j, (k, env)) in live.iter().enumerate() {
@@ -219,7 +219,7 @@ fn root_key(observation: &[f32]) -> Vec<u32> {
     observation.iter().map(|x| x.to_bits()).collect()
 }
 
-impl<E: Environment> Model for ExactModel<'_, E> {
+impl<E: Environment> Model for EnvironmentModel<'_, E> {
     fn observation_len(&self) -> usize {
         self.observation_len
     }
@@ -239,7 +239,7 @@ impl<E: Environment> Model for ExactModel<'_, E> {
     ) -> Result<ModelOutput, ModelError> {
         if observations.len() != batch * self.observation_len {
             return Err(format!(
-                "ExactModel: {} observation values for batch {batch} x {}",
+                "EnvironmentModel: {} observation values for batch {batch} x {}",
                 observations.len(),
                 self.observation_len
             )
@@ -264,7 +264,7 @@ impl<E: Environment> Model for ExactModel<'_, E> {
             let env = match set {
                 Some(env) => env.clone(),
                 None => t.roots.get(&root_key(obs)).cloned().ok_or_else(|| {
-                    format!("ExactModel: observation {i} of the batch was never registered")
+                    format!("EnvironmentModel: observation {i} of the batch was never registered")
                 })?,
             };
             roots.push(Some(env));
@@ -281,7 +281,7 @@ impl<E: Environment> Model for ExactModel<'_, E> {
     ) -> Result<ModelOutput, ModelError> {
         if hidden.len() != batch || actions.len() != batch {
             return Err(format!(
-                "ExactModel: {} hidden values and {} actions for batch {batch}",
+                "EnvironmentModel: {} hidden values and {} actions for batch {batch}",
                 hidden.len(),
                 actions.len()
             )
@@ -294,9 +294,10 @@ impl<E: Environment> Model for ExactModel<'_, E> {
         for (i, (&h, &action)) in hidden.iter().zip(actions).enumerate() {
             let index = h as usize;
             if h < 0.0 || h != index as f32 || index >= t.states.len() {
-                return Err(
-                    format!("ExactModel: hidden[{i}] = {h} is no state of the table").into(),
-                );
+                return Err(format!(
+                    "EnvironmentModel: hidden[{i}] = {h} is no state of the table"
+                )
+                .into());
             }
             let (next, reward) = match &t.states[index] {
                 None => (None, 0.0),
@@ -342,7 +343,7 @@ mod tests {
     #[test]
     fn the_prior_predicts_on_real_states_with_illegal_actions_masked() {
         let (game, prior) = game_and_prior();
-        let model = ExactModel::new(&game).with_prior(&prior).unwrap();
+        let model = EnvironmentModel::new(&game).with_prior(&prior).unwrap();
         model.register(&game);
         let obs = observed(&game);
         let root = model.initial_inference(&obs, 1).unwrap();
@@ -380,7 +381,7 @@ mod tests {
     fn a_prior_of_another_shape_is_refused() {
         let (game, _) = game_and_prior();
         let wrong = RandomModel::new(game.observation_len() + 1, 4, game.action_count(), 7);
-        let err = ExactModel::new(&game)
+        let err = EnvironmentModel::new(&game)
             .with_prior(&wrong.unwrap())
             .err()
             .unwrap();
@@ -428,7 +429,7 @@ mod tests {
                 done: false,
             },
         );
-        let model = ExactModel::new(&a);
+        let model = EnvironmentModel::new(&a);
         model.set_roots(vec![a, b]);
         let root = model.initial_inference(&[0.0, 0.0], 2).unwrap();
         let child = model.recurrent_inference(&root.hidden, &[0, 0], 2).unwrap();
