@@ -227,6 +227,12 @@ impl Game {
         }
     }
 
+    /// Whether the game is not over and action 0 is the only numbered action on offer (a
+    /// turn that exists for moves given in full alone).
+    pub fn only_action_0(&self) -> bool {
+        !self.is_terminal() && self.menu.is_empty()
+    }
+
     /// Whether `action` is legal now.
     pub fn is_legal(&self, action: usize) -> bool {
         !self.is_terminal() && (action == 0 || self.menu.iter().any(|m| m.action == action))
@@ -315,7 +321,25 @@ impl Game {
     /// The current buffer and its allocations after `action`, if it is legal now.
     fn moved(&self, action: usize) -> Option<(BufferId, Vec<Allocation>)> {
         let b = self.walk.buffer()?;
-        (!self.is_terminal() && self.is_legal(action)).then(|| (b, self.after(action)))
+        if self.is_terminal() || !self.is_legal(action) {
+            return None;
+        }
+        if action != 0 && self.at_definition() {
+            // The chunk a definition's turn writes ends before the buffer's next turn (an
+            // output's is evicted for the program end): its move is judged with that end,
+            // which a planner would otherwise not see.
+            let mut next = self.clone();
+            next.apply_action(action).ok()?;
+            return Some((b, next.allocations_so_far(b).to_vec()));
+        }
+        Some((b, self.after(action)))
+    }
+
+    /// Whether the pending turn is a buffer's definition, not one of its uses.
+    pub(crate) fn at_definition(&self) -> bool {
+        self.walk
+            .choices(&self.setup.rules)
+            .is_some_and(|c| c.at_definition())
     }
 
     /// Plays `action` for the pending use; returns its reward.
