@@ -323,7 +323,11 @@ pub fn proof_line(p: &harness::evaluate::Proof) -> String {
         )
     };
     if p.polished {
-        format!("{proof}; its mapping is the local search's, started from the MIP's")
+        let from = match p.polished_from.as_deref() {
+            Some("mip") | None => "the MIP's line".to_string(),
+            Some(other) => format!("{other}'s line (faster than the MIP's)"),
+        };
+        format!("{proof}; its mapping is the local search's, started from {from}")
     } else {
         proof
     }

@@ -42,9 +42,45 @@ pub struct PlayArgs {
 /// `--player`'s help, from the registry.
 fn player_help() -> String {
     format!(
-        "The game player: {}, or beam:W (a beam of width W).",
+        "The game player: {}, beam:W (a beam of width W), or mapping:FILE (the line that plays a mapping file exactly).",
         harness::registry::player_names().join(", ")
     )
+}
+
+/// Who plays: a registered player, or a mapping file's line.
+enum Who {
+    Player(Box<dyn Player>),
+    Mapping(PathBuf),
+}
+
+impl Who {
+    fn of(spec: &str, threads: usize) -> Result<Who> {
+        match spec.strip_prefix("mapping:") {
+            Some("") => bail!("--player mapping:FILE: the file is missing"),
+            Some(path) => Ok(Who::Mapping(PathBuf::from(path))),
+            None => Ok(Who::Player(player_or_error(spec, threads)?)),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Who::Player(p) => p.name(),
+            // The file's name, not its folder: saved games are named after the player.
+            Who::Mapping(path) => format!(
+                "mapping:{}",
+                path.file_name()
+                    .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+            ),
+        }
+    }
+
+    fn play(&self, setup: &Arc<GameSetup>, seed: u64) -> Result<malloc_game::Game> {
+        match self {
+            Who::Player(p) => Ok(p.play(setup, seed)),
+            // The error names the file and what is wrong with it.
+            Who::Mapping(path) => Ok(harness::evaluate::mapping_line(path, setup)?),
+        }
+    }
 }
 
 pub fn player_or_error(spec: &str, threads: usize) -> Result<Box<dyn Player>> {
@@ -61,7 +97,13 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
     if args.episodes == 0 {
         bail!("--episodes: must be >= 1");
     }
-    let player = player_or_error(&args.player, crate::case::threads(args.threads)?)?;
+    let player = Who::of(&args.player, crate::case::threads(args.threads)?)?;
+    if matches!(player, Who::Mapping(_)) && args.episodes > 1 {
+        bail!(
+            "--episodes: a mapping's line is one game, so 1, not {}",
+            args.episodes
+        );
+    }
     let case = crate::case::single_case(&args.case)?;
     let (program, hw) = (Arc::clone(&case.program), case.hw.clone());
     let setup = GameSetup::new(Arc::clone(&program), hw.clone(), args.game.options(&hw))?;
@@ -83,7 +125,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
     let mut steps = 0usize;
     for i in 0..args.episodes {
         let seed = args.seed + i;
-        let game = player.play(&setup, seed);
+        let game = player.play(&setup, seed)?;
         steps += game.length();
         let mapping = game.mapping();
         let valid = mapping.validate(&program, &hw).is_ok();

@@ -302,6 +302,29 @@ pub fn read_mapping(path: &Path, program: &Program) -> Result<Mapping, EvalError
     file.to_mapping(program).map_err(err)
 }
 
+/// The line of the game that plays the mapping file at `path` on `setup`'s program and
+/// hardware (rules v3: every valid mapping is one, played exactly): the file's workload
+/// and buffer names are checked, then the mapping's validity on the hardware, so that a
+/// mapping of another program or hardware is refused, naming the file.
+pub fn mapping_line(path: &Path, setup: &Arc<GameSetup>) -> Result<malloc_game::Game, EvalError> {
+    let err = |msg: String| EvalError::MappingFile {
+        path: path.display().to_string(),
+        msg,
+    };
+    let (program, hw) = (setup.program(), setup.hardware());
+    let mapping = read_mapping(path, program)?;
+    mapping.validate(program, hw).map_err(|e| {
+        err(format!(
+            "not a valid mapping of `{}` on `{}`: {e}",
+            program.name(),
+            hw.name
+        ))
+    })?;
+    setup
+        .trajectory_of(&mapping)
+        .map_err(|e| err(e.to_string()))
+}
+
 /// One row of the results, in the JSON form of `evaluate --json`.
 #[derive(Serialize, Clone, Debug)]
 pub struct Row {
@@ -351,10 +374,14 @@ pub struct Proof {
     /// Candidate holds in the model, and models solved.
     pub candidates: usize,
     pub rounds: usize,
-    /// The mapping is the local search's, started from the MIP's and faster in simulation
-    /// than every mapping the MIP built or was given (`crate::exact_run`).
+    /// The mapping is the local search's, faster in simulation than every mapping the MIP
+    /// built or was given (`crate::exact_run`).
     #[serde(default)]
     pub polished: bool,
+    /// The line that local search started from: `mip` (the MIP's own mapping, played as
+    /// its line), or a heuristic's that was faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polished_from: Option<String>,
     /// The MIP solver that proved it (`microlp`, or `highs` in a build with that feature):
     /// the same model, so the same optimum, but not the same reach within a time limit.
     #[serde(default = "unknown_backend")]
@@ -381,6 +408,7 @@ impl Proof {
             rounds: s.rounds,
             backend: exact::BACKEND.into(),
             polished: false,
+            polished_from: None,
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::evaluate::{Case, EvalError, Proof};
 use accel_sim::{Mapping, Simulator};
-use malloc_game::anytime::{Incumbent, Limit, LocalSearch};
+use malloc_game::anytime::{Incumbent, Limit, LocalSearch, Start};
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +47,9 @@ pub struct ExactRun {
     /// objective the fastest starting mapping first, then the MIP's mapping when the MIP
     /// ends, then the local search's.
     pub curve: Vec<(f64, f64)>,
+    /// The line the local search after the MIP started from (`mip`, or a heuristic's
+    /// that was faster), when it ran.
+    pub start: Option<String>,
 }
 
 /// Runs the exact solver on `case` for `config.seconds` in all, telling `on_best` of each
@@ -97,6 +100,7 @@ pub fn run_exact(
             solution,
             proof,
             curve,
+            start: None,
         });
     }
     // A program the game cannot be set up on keeps the MIP's mapping.
@@ -109,6 +113,7 @@ pub fn run_exact(
             solution,
             proof,
             curve,
+            start: None,
         });
     };
     let setup = Arc::new(setup);
@@ -129,6 +134,7 @@ pub fn run_exact(
             solution,
             proof,
             curve,
+            start: None,
         });
     }
     let mut best = solution.simulated_s;
@@ -140,7 +146,8 @@ pub fn run_exact(
         }
     };
     crate::race::watch(&incumbent, &limit, &mut improved, || {
-        LocalSearch::default().run_from(&setup, &[from_mip], polish.seed, &limit, &incumbent)
+        let mip = Start::new("mip", from_mip);
+        LocalSearch::default().run_from(&setup, &[mip], polish.seed, &limit, &incumbent)
     });
     if let Some(found) = faster_than(&incumbent, solution.simulated_s) {
         let mapping = found.mapping();
@@ -151,12 +158,14 @@ pub fn run_exact(
             solution.mapping = mapping;
             solution.simulated_s = latency;
             proof.polished = true;
+            proof.polished_from = incumbent.start();
         }
     }
     Ok(ExactRun {
         solution,
         proof,
         curve,
+        start: incumbent.start(),
     })
 }
 

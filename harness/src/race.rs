@@ -125,6 +125,10 @@ pub struct RaceResult {
     /// searches): their speed is `moves / seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moves: Option<u64>,
+    /// The line a search started from (the local search, the guided searches and exact's
+    /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:64`, `greedy-size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
 }
 
 /// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
@@ -358,6 +362,7 @@ pub fn race_case(
     let mut evaluations_curve = Vec::new();
     let mut proof = None;
     let mut moves = None;
+    let mut start = None;
     let run = crate::registry::run_of(name).ok_or(RaceError::UnknownSolver(name.into()))?;
     let (curve, mapping, run_dir) = match run {
         Run::Exact => {
@@ -373,6 +378,7 @@ pub fn race_case(
             };
             let run = run_exact(case, &exact, &polish, on_best)?;
             proof = Some(run.proof);
+            start = run.start;
             (run.curve, Some(run.solution.mapping), None)
         }
         Run::Baseline => {
@@ -432,6 +438,7 @@ pub fn race_case(
             });
             ran?;
             moves = Some(incumbent.moves()).filter(|&n| n > 0);
+            start = incumbent.start();
             let best = incumbent.best().map(|g| g.mapping());
             (incumbent.curve(), best, None)
         }
@@ -452,6 +459,7 @@ pub fn race_case(
             });
             let best = incumbent.best().map(|g| g.mapping());
             moves = Some(incumbent.moves()).filter(|&n| n > 0);
+            start = incumbent.start();
             (incumbent.curve(), best, None)
         }
     };
@@ -473,6 +481,7 @@ pub fn race_case(
         primal_integral: None,
         settings: Some(settings_of(case, name, config)),
         moves,
+        start,
     };
     if let Some(m) = mapping {
         if let Ok((latency, proxy)) = measure(case, &m) {

@@ -20,7 +20,7 @@ pub mod record;
 pub mod render;
 pub mod viewer;
 
-pub use game::{Game, GameError, GameSetup, Inexpressible};
+pub use game::{Decision, Game, GameError, GameSetup, Hold, Inexpressible, Move, Read};
 
 /// The version of the game's rules (docs/mallocgame.md): 2 since a turn decides one use
 /// of a buffer. Files that record games or what was trained on them carry it.

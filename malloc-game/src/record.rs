@@ -6,7 +6,7 @@
 //! loaded again at replay, and a changed workload is reported instead of replayed. The
 //! hardware and the game options are embedded, so a replay needs nothing else.
 
-use crate::game::{Game, GameError, GameSetup};
+use crate::game::{Decision, Game, GameError, GameSetup, Hold, Move, Read};
 use crate::options::GameOptions;
 use accel_sim::HardwareFile;
 use accel_sim::{HardwareError, Program};
@@ -17,8 +17,16 @@ use std::sync::Arc;
 
 /// The format version of saved games (binary header and the `format_version` field).
 // 2: binio files carry a checksum. 3: rules v2 (a turn per use, docs/mallocgame.md).
-// 4: the options name the reward kind (`simulated` or `proxy`).
-pub const GAME_FORMAT_VERSION: u32 = 4;
+// 4: the options name the reward kind (`simulated` or `proxy`). 5: rules v3 (a turn at a
+// definition no use comes before, a turn wherever a move given in full exists, and those
+// moves recorded in `moves`).
+pub const GAME_FORMAT_VERSION: u32 = 5;
+/// The last format version whose games were played under rules v2 (turns where only
+/// action 0 was on offer were not turns, and no move was given in full).
+pub const LAST_RULES_V2_VERSION: u32 = 4;
+/// The action a saved game records for a turn decided by a move given in full (the move
+/// itself is in [`GameRecord::moves`]).
+pub const MOVE_ACTION: u32 = u32::MAX;
 /// The last format version whose games were played under rules v1 (one turn per buffer).
 pub const LAST_RULES_V1_VERSION: u32 = 2;
 /// The last format version whose games did not record their reward kind (every one of
@@ -45,8 +53,10 @@ pub struct GameRecord {
     /// Who played (a baseline's name, `muzero`, `random`, ...).
     pub player: String,
     pub seed: u64,
-    /// One action per turn, in turn order.
+    /// One action per turn, in turn order ([`MOVE_ACTION`] for a move given in full).
     pub actions: Vec<u32>,
+    /// The moves given in full, by turn, in turn order: one for each [`MOVE_ACTION`].
+    pub moves: Vec<SavedMove>,
     /// The reward of each turn.
     pub rewards: Vec<f64>,
     /// The simulated latency `S` of the final mapping, seconds.
@@ -55,6 +65,101 @@ pub struct GameRecord {
     pub all_slow_latency_s: f64,
     /// Per turn, for agents that search (visit counts per action, root value).
     pub search: Option<Vec<SearchStats>>,
+}
+
+/// A move given in full, as saved: the turn it decided and the move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedMove {
+    pub turn: u64,
+    pub read: SavedRead,
+    pub hold: Option<SavedHold>,
+    /// The offset and hold of a chunk written at the definition before the use.
+    pub written_before: Option<(u64, SavedHold)>,
+}
+
+/// [`Read`] as saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SavedRead {
+    Level0,
+    Keep,
+    Define { offset: u64 },
+    Prefetch { start: u64, offset: u64 },
+}
+
+/// [`Hold`] as saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedHold {
+    pub end: u64,
+    pub eviction: Option<u64>,
+}
+
+impl SavedHold {
+    fn of(h: Hold) -> SavedHold {
+        SavedHold {
+            end: h.end as u64,
+            eviction: h.eviction.map(|e| e as u64),
+        }
+    }
+    /// The hold, `None` where an op number does not fit this machine's words (a corrupt
+    /// file; the replay then reports the turn).
+    fn hold(&self) -> Option<Hold> {
+        Some(Hold {
+            end: usize::try_from(self.end).ok()?,
+            eviction: match self.eviction {
+                None => None,
+                Some(e) => Some(usize::try_from(e).ok()?),
+            },
+        })
+    }
+}
+
+impl SavedMove {
+    /// Move `m`, given in full at turn `turn`, as saved.
+    pub fn of(turn: usize, m: &Move) -> SavedMove {
+        SavedMove {
+            turn: turn as u64,
+            read: match m.read {
+                Read::Level0 => SavedRead::Level0,
+                Read::Keep => SavedRead::Keep,
+                Read::Define { offset } => SavedRead::Define { offset },
+                Read::Prefetch { start, offset } => SavedRead::Prefetch {
+                    start: start as u64,
+                    offset,
+                },
+            },
+            hold: m.hold.map(SavedHold::of),
+            written_before: m.written_before.map(|(o, h)| (o, SavedHold::of(h))),
+        }
+    }
+
+    /// The move, `None` where an op number does not fit this machine's words.
+    pub fn to_move(&self) -> Option<Move> {
+        let read = match self.read {
+            SavedRead::Level0 => Read::Level0,
+            SavedRead::Keep => Read::Keep,
+            SavedRead::Define { offset } => Read::Define { offset },
+            SavedRead::Prefetch { start, offset } => Read::Prefetch {
+                start: usize::try_from(start).ok()?,
+                offset,
+            },
+        };
+        let hold = match self.hold {
+            None => None,
+            Some(h) => Some(h.hold()?),
+        };
+        let written_before = match self.written_before {
+            None => None,
+            Some((o, h)) => Some((o, h.hold()?)),
+        };
+        Some(Move {
+            read,
+            hold,
+            written_before,
+        })
+    }
 }
 
 /// What a searching agent saw at one turn.
@@ -102,6 +207,8 @@ pub enum RecordError {
     Json { origin: String, msg: String },
     #[error("{origin}: saved by rules v1 (saved-game format version {found}): this build plays rules v2, where a turn decides one use of a buffer (docs/mallocgame.md); replay it with a build from before rules v2, or play the game again")]
     RulesV1 { origin: String, found: u32 },
+    #[error("{origin}: saved by rules v2 (saved-game format version {found}): this build plays rules v3, where the game also stops at a definition and wherever a move given in full exists (docs/mallocgame.md); replay it with a build from before rules v3, or play the game again")]
+    RulesV2 { origin: String, found: u32 },
     #[error("{origin}: saved-game format version {found}, from before saved games named their reward kind (its rewards were the cost model's, today's `--reward proxy`); this build reads version {expected}: play the game again")]
     NoRewardKind {
         origin: String,
@@ -127,6 +234,8 @@ fn version_error(origin: &str, found: u32) -> RecordError {
     let origin = origin.to_string();
     if (1..=LAST_RULES_V1_VERSION).contains(&found) {
         RecordError::RulesV1 { origin, found }
+    } else if found == LAST_RULES_V2_VERSION {
+        RecordError::RulesV2 { origin, found }
     } else if found == LAST_PROXY_ONLY_VERSION {
         RecordError::NoRewardKind {
             origin,
@@ -247,17 +356,26 @@ impl GameRecord {
         let setup = game.setup();
         let program = setup.program();
         let origin = format!("game of `{}`", program.name());
-        let actions = game
-            .actions()
-            .iter()
-            .map(|&a| {
-                u32::try_from(a).map_err(|_| RecordError::Invalid {
-                    origin: origin.clone(),
-                    field: "actions",
-                    msg: format!("action {a} does not fit in 32 bits"),
-                })
-            })
-            .collect::<Result<Vec<u32>, _>>()?;
+        let mut actions = Vec::with_capacity(game.turn());
+        let mut moves = Vec::new();
+        for (t, d) in game.decisions().iter().enumerate() {
+            match d {
+                Decision::Action(a) => actions.push(
+                    u32::try_from(*a)
+                        .ok()
+                        .filter(|&a| a != MOVE_ACTION)
+                        .ok_or_else(|| RecordError::Invalid {
+                            origin: origin.clone(),
+                            field: "actions",
+                            msg: format!("action {a} does not fit in 32 bits"),
+                        })?,
+                ),
+                Decision::Move(m) => {
+                    actions.push(MOVE_ACTION);
+                    moves.push(SavedMove::of(t, m));
+                }
+            }
+        }
         let record = GameRecord {
             format_version: GAME_FORMAT_VERSION,
             workload: program.name().to_string(),
@@ -267,6 +385,7 @@ impl GameRecord {
             player: player.to_string(),
             seed,
             actions,
+            moves,
             rewards: game.rewards().to_vec(),
             final_latency_s,
             all_slow_latency_s: setup.all_slow_latency(),
@@ -299,6 +418,20 @@ impl GameRecord {
                     "{} rewards for {} actions",
                     self.rewards.len(),
                     self.actions.len()
+                ),
+            ));
+        }
+        let given: Vec<usize> = (0..self.actions.len())
+            .filter(|&t| self.actions[t] == MOVE_ACTION)
+            .collect();
+        let listed: Vec<u64> = self.moves.iter().map(|m| m.turn).collect();
+        if listed.len() != given.len() || listed.iter().zip(&given).any(|(&a, &b)| a != b as u64) {
+            return Err(invalid(
+                "moves",
+                format!(
+                    "{} moves given in full for {} turns whose action is {MOVE_ACTION}: one for each, in turn order",
+                    self.moves.len(),
+                    given.len()
                 ),
             ));
         }
@@ -440,6 +573,7 @@ impl GameRecord {
         }
         let mut game = setup.start();
         let mut turns = Vec::with_capacity(self.actions.len());
+        let mut given = self.moves.iter();
         for (turn, (&action, &saved)) in self.actions.iter().zip(&self.rewards).enumerate() {
             let buffer = match game.current_buffer() {
                 Some(b) => setup.program().buffer(b).name.clone(),
@@ -453,15 +587,26 @@ impl GameRecord {
                     })
                 }
             };
-            let replayed =
-                game.apply_action(action as usize)
-                    .map_err(|source| ReplayError::Illegal {
-                        workload: workload(),
-                        turn,
+            let illegal = |source| ReplayError::Illegal {
+                workload: workload(),
+                turn,
+                buffer: buffer.clone(),
+                source,
+            };
+            let (decision, action_name) = if action == MOVE_ACTION {
+                // `check` paired every such action with a move, in turn order.
+                let m = given.next().and_then(SavedMove::to_move).ok_or_else(|| {
+                    illegal(GameError::IllegalMove {
                         buffer: buffer.clone(),
-                        source,
-                    })?;
-            let action_name = setup.action_name(action as usize);
+                        reason: "an op number of the saved move does not fit this machine".into(),
+                    })
+                })?;
+                (Decision::Move(m), setup.move_name(&m))
+            } else {
+                let a = action as usize;
+                (Decision::Action(a), setup.action_name(a))
+            };
+            let replayed = game.apply_decision(decision).map_err(illegal)?;
             if !close(saved, replayed) {
                 return Err(ReplayError::Reward {
                     workload: workload(),

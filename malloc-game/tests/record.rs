@@ -304,10 +304,28 @@ fn games_saved_under_rules_v1_are_named_as_such() {
     // A v1 JSON export: its modes are no longer known, but the version is named first.
     let json = rec
         .to_json()
-        .replace("\"format_version\": 4", "\"format_version\": 2")
+        .replace("\"format_version\": 5", "\"format_version\": 2")
         .replace("\"keep\"", "\"resident\"");
     let e = GameRecord::from_json(&json, "v1.json").unwrap_err();
     assert!(e.to_string().contains("v1.json: saved by rules v1"), "{e}");
+}
+
+/// Format version 4 is rules v2: its games skipped turns that rules v3 plays and gave no
+/// move in full, so its actions no longer line up; a file of it says so.
+#[test]
+fn games_saved_under_rules_v2_are_named_as_such() {
+    let rec = record(Arc::new(chain(6)), 3);
+    let path = scratch("rules-v2").join("v2.mmzgame");
+    binio::write_atomic(&path, GAME_MAGIC, 4, &rec).unwrap();
+    let e = GameRecord::load(&path).unwrap_err();
+    assert!(matches!(e, RecordError::RulesV2 { found: 4, .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("v2.mmzgame: saved by rules v2"), "{msg}");
+    let json = rec
+        .to_json()
+        .replace("\"format_version\": 5", "\"format_version\": 4");
+    let e = GameRecord::from_json(&json, "v2.json").unwrap_err();
+    assert!(e.to_string().contains("v2.json: saved by rules v2"), "{e}");
 }
 
 /// Format version 3 came before the reward kind was recorded: its games earned the cost
@@ -329,7 +347,7 @@ fn games_saved_before_reward_kinds_are_named_as_such() {
     );
     let json = rec
         .to_json()
-        .replace("\"format_version\": 4", "\"format_version\": 3");
+        .replace("\"format_version\": 5", "\"format_version\": 3");
     let e = GameRecord::from_json(&json, "v3.json").unwrap_err();
     assert!(
         matches!(e, RecordError::NoRewardKind { found: 3, .. }),

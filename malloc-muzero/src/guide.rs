@@ -558,7 +558,7 @@ impl NetGuide<'_> {
                 line.action_at(t),
             )
         } else {
-            (self.infer(game), Some(line.repair(game)))
+            (self.infer(game), line.repair(game).action())
         };
         let Some(logits) = logits else {
             return UniformGuide.action(line, game, i, rng);

@@ -5,8 +5,8 @@ use crate::args::{self, describe, shape_text, uint};
 use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err, IllegalActionError};
 use crate::program::{Hardware, Program};
-use malloc_game::record::GameRecord;
-use malloc_game::{observation, Game as GameInner, GameSetup};
+use malloc_game::record::{GameRecord, SavedMove};
+use malloc_game::{observation, Decision, Game as GameInner, GameSetup};
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
@@ -115,10 +115,31 @@ impl Game {
     fn rewards<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         self.inner.rewards().into_pyarray(py)
     }
-    /// The moves so far.
+    /// The moves so far, as action numbers; -1 for a move given in full (a turn of a
+    /// mapping's line that no numbered action makes: `play_mapping`).
     fn actions<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        let v: Vec<i64> = self.inner.actions().into_iter().map(|a| a as i64).collect();
+        let v: Vec<i64> = self
+            .inner
+            .actions()
+            .into_iter()
+            .map(|a| {
+                if a == GameInner::MOVE_GIVEN {
+                    -1
+                } else {
+                    a as i64
+                }
+            })
+            .collect();
         v.into_pyarray(py)
+    }
+
+    /// The finished game that plays the mapping file at `path` exactly (its line: every
+    /// valid mapping is one), on this game's program, hardware and options; what
+    /// `mallocmuzero play --player mapping:FILE` plays. A mapping of another program or
+    /// hardware raises `mallocmuzero.Error` naming the file.
+    fn play_mapping(&self, path: std::path::PathBuf) -> PyResult<Game> {
+        let line = harness::evaluate::mapping_line(&path, self.inner.setup()).map_err(err)?;
+        Ok(Game { inner: line })
     }
     fn total_return(&self) -> f64 {
         self.inner.total_return()
@@ -258,6 +279,7 @@ fn encode_state(game: &GameInner) -> PyResult<String> {
         "hardware": s.hardware().to_file(),
         "options": s.options(),
         "actions": game.actions(),
+        "moves": given_moves(game),
     });
     Ok(state.to_string())
 }
@@ -276,12 +298,38 @@ fn decode_state(text: &str) -> PyResult<GameInner> {
     let options = serde_json::from_value(field("options")?).map_err(|e| bad(e.to_string()))?;
     let actions: Vec<usize> =
         serde_json::from_value(field("actions")?).map_err(|e| bad(e.to_string()))?;
+    let moves: Vec<SavedMove> = match v.get("moves") {
+        Some(m) => serde_json::from_value(m.clone()).map_err(|e| bad(e.to_string()))?,
+        None => Vec::new(),
+    };
     let setup = GameSetup::new(Arc::new(program), hw, options).map_err(err)?;
     let mut game = setup.start();
+    let mut moves = moves.iter();
     for a in actions {
-        apply(&mut game, a, None)?;
+        if a != GameInner::MOVE_GIVEN {
+            apply(&mut game, a, None)?;
+            continue;
+        }
+        let m = moves
+            .next()
+            .and_then(SavedMove::to_move)
+            .ok_or_else(|| bad("a move given in full is missing".into()))?;
+        game.apply_move(m)
+            .map_err(|e| IllegalActionError::new_err(e.to_string()))?;
     }
     Ok(game)
+}
+
+/// The moves given in full of `game`, by turn.
+fn given_moves(game: &GameInner) -> Vec<SavedMove> {
+    game.decisions()
+        .iter()
+        .enumerate()
+        .filter_map(|(t, d)| match d {
+            Decision::Move(m) => Some(SavedMove::of(t, m)),
+            Decision::Action(_) => None,
+        })
+        .collect()
 }
 
 /// `num_envs` games of one setup stepped together in Rust: one call steps them all and

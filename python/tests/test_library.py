@@ -191,3 +191,23 @@ def test_trace_without_torch_says_how_to_get_it():
             mmz.trace(object(), ())
     else:
         pytest.skip("torch is installed: tracing itself is checked by scripts/export_workloads.py")
+
+
+def test_a_mapping_file_plays_exactly_as_its_line(cli, tmp_path):
+    """Rules v3: every valid mapping is a line. greedy-size's offsets are not the menu's,
+    so its line has moves given in full (-1 in `actions`); it ends at the very latency the
+    race measured, pickles with those moves, and another program's mapping is refused (`mmz.Error`)."""
+    out = tmp_path / "race"
+    cli("race", "--workload", "alexnet", "--seconds", "1", "--threads", "1", "--solver", "greedy-size", "--out", out, "--json")
+    path = out / "alexnet-tpu-v4i-like" / "greedy-size.mapping.json"
+    results = json.loads((out / "results.json").read_text())["results"]
+    raced = next(r for r in results if r["solver"] == "greedy-size")
+    line = mmz.Game("alexnet").play_mapping(path)
+    assert line.is_terminal()
+    assert -1 in list(line.actions())
+    assert line.final_latency() == raced["best_latency_s"]
+    again = pickle.loads(pickle.dumps(line))
+    assert again.final_latency() == line.final_latency()
+    assert list(again.actions()) == list(line.actions())
+    with pytest.raises(mmz.Error, match="greedy-size.mapping.json"):
+        mmz.Game("resnet50").play_mapping(path)

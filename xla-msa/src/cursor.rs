@@ -4,11 +4,16 @@
 //! use for a decision.
 
 use crate::pass::{Pass, XlaPassStats};
+use crate::walk::Hold;
 use accel_sim::{Allocation, Arrival, BufferId, BufferKind, OpId};
 
 /// A buffer's next event in time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Item {
+    /// The definition of a buffer whose first event in the pass is not a use (it is never
+    /// read, or an earlier pass serves its first use): a turn of its own, where the only
+    /// chunk on offer is the one the defining op writes (XLA makes none).
+    Def,
     /// A use still read from level 0.
     Use(OpId),
     /// An allocation made by an earlier (faster) pass.
@@ -60,17 +65,26 @@ pub(crate) struct Cursor {
     /// earlier pass did and it has a defining op.
     pub(crate) can_define: bool,
     pub(crate) open: Option<Open>,
+    /// How the open chunk ends, when a move said so; `None`: as XLA ends it.
+    pub(crate) until: Option<Hold>,
     pub(crate) stats: XlaPassStats,
 }
 
 impl Cursor {
-    /// The use waiting for a decision, with the items a chunk for it could reach without
-    /// a copy (`[0]` is the use itself).
+    /// The use waiting for a decision (or the definition, at an [`Item::Def`] turn), with
+    /// the items a chunk for it could reach without a copy (`[0]` is the use itself).
     pub(crate) fn pending(&self) -> Option<(OpId, &[(OpId, Item)])> {
         match self.items.get(self.next)? {
-            &(u, Item::Use(_)) => Some((u, &self.items[self.next..=self.reach[self.next]])),
+            &(u, Item::Use(_) | Item::Def) => {
+                Some((u, &self.items[self.next..=self.reach[self.next]]))
+            }
             _ => None,
         }
+    }
+
+    /// Whether the pending turn is a definition's ([`Item::Def`]), not a use's.
+    pub(crate) fn at_definition(&self) -> bool {
+        matches!(self.items.get(self.next), Some((_, Item::Def)))
     }
 
     /// The item after the pending use, if any.
@@ -123,6 +137,7 @@ impl Pass<'_> {
             p: def.unwrap_or(0),
             can_define: def.is_some(),
             open: None,
+            until: None,
             stats: XlaPassStats::default(),
         })
     }
@@ -149,6 +164,16 @@ impl Pass<'_> {
             items.push((self.program.len(), Item::End));
         }
         items.sort_by_key(|x| x.0);
+        // A buffer whose first event is not a use gets a turn at its definition, so that
+        // a chunk the defining op writes can be made where no use would offer one. An
+        // earlier pass that wrote it there holds the definition already.
+        if let Some(d) = self.program.def(b) {
+            let written = prior.first().is_some_and(|a| a.start == d);
+            let first_is_use = matches!(items.first(), Some((_, Item::Use(_))));
+            if !written && !first_is_use {
+                items.insert(0, (d, Item::Def));
+            }
+        }
         items
     }
 

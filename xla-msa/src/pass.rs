@@ -9,6 +9,7 @@ use crate::heap::{Chunk, ChunkHeap, ChunkId};
 use crate::options::{CascadeTiming, EvictionOverBudget, XlaOptions};
 use crate::picker::first_true;
 use crate::timing::Timing;
+use crate::walk::Hold;
 use accel_sim::{
     Allocation, Arrival, BufferId, BufferPlacement, CostModel, CostState, Hardware, Mapping, OpId,
     Program,
@@ -198,14 +199,42 @@ impl Pass<'_> {
     /// The allocation the open chunk `o` of `c` becomes when it ends before op `next`,
     /// changing nothing: a prefetched chunk (or one level 0 also holds) as it is; a
     /// buffer only this level holds evicted right after its definition and held until
-    /// [`Pass::eviction_end`].
+    /// [`Pass::eviction_end`]. Where a move said how the chunk ends ([`Cursor::until`]),
+    /// it ends so, as far as the ops before `next` and the free offset allow; a buffer
+    /// only this level holds is evicted all the same.
     pub(crate) fn closed(&self, c: &Cursor, o: &Open, next: OpId) -> Allocation {
         let mut a = o.allocation(self.st.level);
-        if o.arrival == Arrival::Defined && c.level0_from.is_none() {
-            a.end = self.eviction_end(c.b, o, next);
-            a.eviction = Some(o.start);
+        let must_evict = o.arrival == Arrival::Defined && c.level0_from.is_none();
+        match c.until {
+            None if must_evict => {
+                a.end = self.eviction_end(c.b, o, next);
+                a.eviction = Some(o.start);
+            }
+            None => {}
+            Some(h) => {
+                a.end = self.held_until(c.b, o, h.end.min(next.saturating_sub(1)));
+                if o.arrival == Arrival::Defined {
+                    let asked = h.eviction.map(|e| e.clamp(o.start, a.end));
+                    a.eviction = asked.or(must_evict.then_some(o.start));
+                }
+            }
         }
         a
+    }
+
+    /// The last op up to `want` that the open chunk `o` can be held through at its offset
+    /// (never before the last use it serves).
+    pub(crate) fn held_until(&self, b: BufferId, o: &Open, want: OpId) -> OpId {
+        let size = self.program.buffer(b).size;
+        let from = o.end + 1;
+        if want < from {
+            return o.end;
+        }
+        let fits = |e: OpId| self.st.heap.fits(from, e, o.offset, size);
+        match first_true(from, want + 1, |e| !fits(e)).checked_sub(1) {
+            Some(e) if e >= from => e,
+            _ => o.end,
+        }
     }
 }
 
@@ -299,7 +328,7 @@ impl PassMut<'_> {
             }
             self.xla_step(&mut c, budgets, txn)?;
         }
-        Some(self.finish(c))
+        Some(self.finish(c, budgets))
     }
 
     /// Processes the items that need no decision (an earlier pass's allocation, the
@@ -313,7 +342,7 @@ impl PassMut<'_> {
     ) -> Option<()> {
         while let Some((time, item)) = c.item() {
             match item {
-                Item::Use(_) => return Some(()),
+                Item::Use(_) | Item::Def => return Some(()),
                 Item::Prior(a) => {
                     self.close_open(c, a.start, budgets, txn)?;
                     c.can_define = false;
@@ -354,6 +383,7 @@ impl PassMut<'_> {
             end: u,
             offset,
         });
+        c.until = None;
         c.level0_from = None;
         c.stats.defined += 1;
         Some(())
@@ -384,6 +414,7 @@ impl PassMut<'_> {
             end: u,
             offset,
         });
+        c.until = None;
         c.stats.prefetches += 1;
         Some(())
     }
@@ -415,15 +446,28 @@ impl PassMut<'_> {
         txn: &mut Txn,
     ) -> Option<Allocation> {
         let a = self.view().closed(c, &o, next);
-        let Some(d) = a.eviction else {
-            return Some(a);
-        };
+        c.until = None;
+        self.settle_closed(c, &o, a, budgets, txn)
+    }
+
+    /// Commits what closing `o` as `a` adds: the hold past its last use, and the eviction.
+    fn settle_closed(
+        &mut self,
+        c: &mut Cursor,
+        o: &Open,
+        a: Allocation,
+        budgets: &mut Budgets,
+        txn: &mut Txn,
+    ) -> Option<Allocation> {
         let size = self.program.buffer(c.b).size;
-        let copy = self.cost.copy_s(c.b, self.st.level);
         if a.end > o.end {
             self.commit(txn, o.end + 1, a.end, o.offset, size)?;
         }
-        if !budgets.try_copy(txn, true, d + 1, a.end + 1, copy) {
+        let Some(e) = a.eviction else {
+            return Some(a);
+        };
+        let copy = self.cost.copy_s(c.b, self.st.level);
+        if !budgets.try_copy(txn, true, e + 1, a.end + 1, copy) {
             match self.opts.eviction_over_budget {
                 EvictionOverBudget::Free => c.stats.evictions_over_budget += 1,
                 EvictionOverBudget::Refuse => return None,
@@ -434,10 +478,63 @@ impl PassMut<'_> {
         Some(a)
     }
 
+    /// Writes the buffer into the level at `offset` from its definition and ends that
+    /// chunk as `hold` says, before the pending use (which reads elsewhere): a chunk that
+    /// serves no use, made for the faster write. Only before the buffer's first segment
+    /// ends; the caller checked that it fits and ends before the use. `None` if not.
+    pub(crate) fn write_before(
+        &mut self,
+        c: &mut Cursor,
+        offset: u64,
+        hold: Hold,
+        budgets: &mut Budgets,
+        txn: &mut Txn,
+    ) -> Option<()> {
+        let (u, _) = c.pending()?;
+        let d = c.p;
+        if c.open.is_some() || !c.can_define || hold.end >= u || hold.end < d {
+            return None;
+        }
+        let size = self.program.buffer(c.b).size;
+        self.commit(txn, d, d, offset, size)?;
+        let o = Open {
+            arrival: Arrival::Defined,
+            start: d,
+            end: d,
+            offset,
+        };
+        c.level0_from = None;
+        c.stats.defined += 1;
+        c.until = Some(hold);
+        let a = self.view().closed(c, &o, u);
+        c.until = None;
+        let a = self.settle_closed(c, &o, a, budgets, txn)?;
+        c.out.push(a);
+        c.can_define = false;
+        c.seg_lo = c.seg_lo.max(a.end + 1);
+        Some(())
+    }
+
     /// The buffer's allocations of this pass once its items are done: the open one stays
     /// in the level after its last use, with no eviction needed (an output was closed at
-    /// its End item). What the buffer's turn did joins the pass's stats.
-    pub(crate) fn finish(&mut self, mut c: Cursor) -> Vec<Allocation> {
+    /// its End item), or as a move said it ends. What the buffer's turn did joins the
+    /// pass's stats.
+    pub(crate) fn finish(&mut self, mut c: Cursor, budgets: &mut Budgets) -> Vec<Allocation> {
+        if let (Some(o), Some(h)) = (c.open, c.until.take()) {
+            c.open = None;
+            let live_end = self.program.live_range(c.b).1;
+            let mut a = o.allocation(self.st.level);
+            a.end = self.view().held_until(c.b, &o, h.end.min(live_end));
+            if o.arrival == Arrival::Defined {
+                a.eviction = h.eviction.map(|e| e.clamp(o.start, a.end));
+            }
+            // Nothing of the pass is undone once the buffer is done: a refusal leaves
+            // the chunk as it stood.
+            let a = self
+                .settle_closed(&mut c, &o, a, budgets, &mut Txn::none())
+                .unwrap_or(o.allocation(self.st.level));
+            c.out.push(a);
+        }
         let (s, mine) = (&mut self.st.stats, &c.stats);
         s.defined += mine.defined;
         s.prefetches += mine.prefetches;

@@ -38,6 +38,17 @@ pub enum Choice {
     },
 }
 
+/// How a chunk ends, where a move says so instead of XLA's rule: the last op it is held
+/// through and, for a chunk the defining op wrote, the op after which its copy back to
+/// level 0 is issued (`None`: no eviction, unless level 0 needs the buffer back, when it
+/// is evicted right after the definition as XLA does). A hold is cut short where the ops
+/// before the buffer's next event, or the free offset, end first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Hold {
+    pub end: OpId,
+    pub eviction: Option<OpId>,
+}
+
 /// What XLA's rules offer at a buffer's pending use, worked out on demand and changing
 /// nothing. Keep and define are XLA's no-copy moves, which XLA makes only where its
 /// no-copy rule allows them ([`Choices::no_copy`]); prefetches are planned as if the
@@ -99,6 +110,49 @@ impl Choices<'_> {
         self.c.p
     }
 
+    /// Whether the turn is at the buffer's definition (its first event in the pass is not
+    /// a use): only the chunk the defining op writes is on offer, and XLA makes none.
+    pub fn at_definition(&self) -> bool {
+        self.c.at_definition()
+    }
+
+    /// Whether a chunk of the buffer at `offset` is free over ops `start..=` the use.
+    pub fn fits(&self, start: OpId, offset: u64) -> bool {
+        start <= self.u && self.pass.st.heap.fits(start, self.u, offset, self.size)
+    }
+
+    /// Whether any move but reading level 0 could be made at the use: a chunk held
+    /// through it (some offset free over the use alone, and a chunk could start by then:
+    /// written at the definition, or copied in from level 0), or a chunk the defining op
+    /// writes that ends before it ([`Choices::can_write_before`] at some offset).
+    pub fn any_chunk(&self) -> bool {
+        let heap = &self.pass.st.heap;
+        let top = self.pass.opts.top_gap;
+        let free_at = |t: OpId| heap.best_fit(t, t, self.size, None, top).is_some();
+        let can_start =
+            self.define_start().is_some() || self.prefetch_from().is_some_and(|lo| lo <= self.u);
+        let write_before = self.c.open.is_none()
+            && self.c.can_define
+            && !self.at_definition()
+            && self.c.p < self.u
+            && free_at(self.c.p);
+        (can_start && free_at(self.u)) || write_before
+    }
+
+    /// Whether the defining op could write the buffer into the level at `offset` and
+    /// `hold` end that chunk before the use (a chunk serving no use, evicted so that level
+    /// 0 holds the buffer for the use): the first segment, no chunk held, the chunk free
+    /// over the definition, and the hold ending before the use.
+    pub fn can_write_before(&self, offset: u64, hold: Hold) -> bool {
+        let d = self.c.p;
+        self.c.open.is_none()
+            && self.c.can_define
+            && !self.at_definition()
+            && d <= hold.end
+            && hold.end < self.u
+            && self.pass.st.heap.fits(d, d, offset, self.size)
+    }
+
     /// The chunk the buffer holds so far (through its last use decided), if any.
     pub fn held(&self) -> Option<Allocation> {
         self.c.open_allocation(self.level())
@@ -150,7 +204,9 @@ impl Choices<'_> {
                 Some(a) if a.eviction.is_some() => Some(a.end + 1),
                 _ => c.level0_from,
             };
-            (closed, level0_from.map(|v| v.max(c.seg_lo)))
+            // A chunk held past its last use (as a move may say) ends before the next.
+            let after = closed.map_or(0, |a| a.end + 1);
+            (closed, level0_from.map(|v| v.max(c.seg_lo).max(after)))
         })
     }
 
@@ -163,8 +219,12 @@ impl Choices<'_> {
 
     /// The first op a prefetch for the use may start at: level 0 holds the data by then,
     /// and it is after the previous use. `None`: no copy can be made (only the level
-    /// holds the buffer and it cannot be evicted in time).
+    /// holds the buffer and it cannot be evicted in time, or the turn is the definition's,
+    /// which no copy serves).
     pub fn prefetch_from(&self) -> Option<OpId> {
+        if self.at_definition() {
+            return None;
+        }
         self.closing().1
     }
 
@@ -281,6 +341,9 @@ impl Choices<'_> {
     /// (each only where the no-copy rule allows), else end the chunk and prefetch, else
     /// read level 0.
     pub fn xla(&self) -> Choice {
+        if self.at_definition() {
+            return Choice::Level0;
+        }
         if self.no_copy() {
             if self.keep().is_some() {
                 return Choice::Keep;
@@ -303,6 +366,9 @@ impl Choices<'_> {
     /// (XLA's `kFailOutOfMemory`, which a re-pack may cure): no chunk for writing the
     /// buffer into the level, or none for even the shortest prefetch the picker allows.
     fn out_of_memory(&self) -> bool {
+        if self.at_definition() {
+            return false;
+        }
         let no_define =
             self.no_copy() && self.c.open.is_none() && self.c.can_define && self.define().is_none();
         no_define
@@ -558,13 +624,39 @@ impl Walk {
             .is_some()
     }
 
+    /// Says how the chunk the buffer now holds ends, if it ends before the buffer's next
+    /// turn in the level (`None`: as XLA ends it). Made after a move that opens or keeps a
+    /// chunk; a later move that keeps it may say it again.
+    pub fn hold_until(&mut self, hold: Option<Hold>) {
+        if let Some(c) = self.cursor.as_mut().filter(|c| c.open.is_some()) {
+            c.until = hold;
+        }
+    }
+
+    /// Before a move at the pending use: the defining op writes the buffer into the level
+    /// at `offset`, held and evicted as `hold` says, ending before the use
+    /// ([`Choices::can_write_before`]). `false`, changing nothing, where it cannot.
+    pub fn write_before(&mut self, rules: &Rules, offset: u64, hold: Hold) -> bool {
+        let ok = self
+            .choices(rules)
+            .is_some_and(|ch| ch.can_write_before(offset, hold));
+        let (Some(st), Some(c)) = (self.passes.last_mut(), self.cursor.as_mut()) else {
+            return false;
+        };
+        ok && rules
+            .ctx()
+            .pass_mut(st)
+            .write_before(c, offset, hold, &mut self.budgets, &mut Txn::none())
+            .is_some()
+    }
+
     /// Ends the buffer's turn once no use is pending: its allocations of this pass (the
-    /// chunk still held stays in the level after its last use).
+    /// chunk still held stays in the level after its last use, or as a move said).
     pub fn finish_buffer(&mut self, rules: &Rules) -> Option<(BufferId, Vec<Allocation>)> {
         let st = self.passes.last_mut()?;
         let c = self.cursor.take()?;
         let b = c.b;
-        Some((b, rules.ctx().pass_mut(st).finish(c)))
+        Some((b, rules.ctx().pass_mut(st).finish(c, &mut self.budgets)))
     }
 
     /// The buffer whose turn it is.

@@ -3,8 +3,9 @@
 //! A line is a finished game with its decisions keyed by what they decide: (pass, buffer,
 //! use). A move re-decides a few consecutive turns at random and replays the rest of the
 //! game, repairing it from the old line: each later turn plays the old line's decision for
-//! the same (pass, buffer, use) where it is still legal, else the same mode at slot 0, else
-//! the greedy move (a changed decision can open turns the old line never had). The new line
+//! the same (pass, buffer, use) where it is still legal (a numbered action, or a move
+//! given in full: a line may start from any valid mapping's), else the same mode at slot
+//! 0, else the greedy move (a changed decision can open turns the old line never had). The new line
 //! is accepted by its simulated latency: always when faster, else with probability
 //! `exp(-d / T)` for a relative slowdown `d`, the temperature `T` falling geometrically
 //! from `t_start` to `t_end` over the time allowed.
@@ -13,11 +14,12 @@
 //! clone in `O(1)`), so its cost is the turns after the change. Chains run one per thread
 //! from the best of the starting games, and every `sync_every`
 //! moves a chain that is behind the best game of all chains continues from it. The starts
-//! are the xla, greedy, greedy-size and beam:64 games, and any the caller gives.
+//! are the xla, greedy, greedy-size and beam:64 games, and any the caller gives (any
+//! valid mapping's line: the MIP's, say); the incumbent notes which one won.
 
 use super::guide::{MoveGuide, Span, UniformGuide};
 use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
-use crate::game::{Game, GameSetup};
+use crate::game::{Decision, Game, GameSetup};
 use crate::players::{greedy_action, BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -72,6 +74,23 @@ const START_BEAM_WIDTH: usize = 64;
 /// The share of the budget the starting beam may take.
 const START_BEAM_SHARE: f64 = 0.1;
 
+/// A game a search may start from, and its name (`mip`, `xla`, ...), which the search's
+/// incumbent notes when it starts there.
+#[derive(Clone, Debug)]
+pub struct Start {
+    pub name: String,
+    pub game: Game,
+}
+
+impl Start {
+    pub fn new(name: &str, game: Game) -> Start {
+        Start {
+            name: name.to_string(),
+            game,
+        }
+    }
+}
+
 /// What a turn decides: (pass, buffer, use).
 type Key = (usize, usize, usize);
 
@@ -81,18 +100,18 @@ pub struct Line {
     game: Game,
     latency: f64,
     keys: Vec<Key>,
-    actions: Vec<usize>,
+    decisions: Vec<Decision>,
     /// `snaps[i]`: the game before turn `i * every`.
     snaps: Vec<Game>,
     every: usize,
-    by_key: HashMap<Key, usize>,
+    by_key: HashMap<Key, Decision>,
 }
 
 /// Builds a line turn by turn.
 struct Recorder {
     every: usize,
     keys: Vec<Key>,
-    actions: Vec<usize>,
+    decisions: Vec<Decision>,
     snaps: Vec<Game>,
 }
 
@@ -104,28 +123,27 @@ impl Recorder {
         let rec = Recorder {
             every,
             keys: line.keys[..from].to_vec(),
-            actions: line.actions[..from].to_vec(),
+            decisions: line.decisions[..from].to_vec(),
             snaps: line.snaps[..k].to_vec(),
         };
         (rec, line.snaps[k].clone())
     }
 
-    fn play(&mut self, game: &mut Game, action: usize) {
+    fn play(&mut self, game: &mut Game, decision: Decision) {
         let t = game.turn();
         if t % self.every == 0 && self.snaps.len() == t / self.every {
             self.snaps.push(game.clone());
         }
         let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
         self.keys.push((game.pass(), b, u));
-        self.actions.push(action);
-        if game.apply_action(action).is_err() {
-            // Unreachable: every action played here was checked legal. Action 0 is legal
-            // on every turn, so the line still ends in a valid mapping.
+        if game.apply_decision(decision).is_err() {
+            // Unreachable: every decision played here was checked legal. Action 0 is
+            // legal on every turn, so the line still ends in a valid mapping.
             let _ = game.apply_action(0);
-            if let Some(a) = self.actions.last_mut() {
-                *a = 0;
-            }
         }
+        // As the game recorded it (a move a numbered action makes is that action).
+        let played = game.decision_at(t).unwrap_or(Decision::Action(0));
+        self.decisions.push(played);
     }
 
     fn finish(self, game: Game) -> Option<Line> {
@@ -134,13 +152,13 @@ impl Recorder {
             .keys
             .iter()
             .copied()
-            .zip(self.actions.iter().copied())
+            .zip(self.decisions.iter().copied())
             .collect();
         Some(Line {
             game,
             latency,
             keys: self.keys,
-            actions: self.actions,
+            decisions: self.decisions,
             snaps: self.snaps,
             every: self.every,
             by_key,
@@ -165,15 +183,15 @@ impl Line {
         let mut rec = Recorder {
             every: snapshot_every.max(1),
             keys: Vec::new(),
-            actions: Vec::new(),
+            decisions: Vec::new(),
             snaps: Vec::new(),
         };
         let mut game = finished.setup().start();
-        for (t, a) in finished.actions().into_iter().enumerate() {
+        for (t, d) in finished.decisions().into_iter().enumerate() {
             if t % 256 == 0 && cancelled() {
                 return None;
             }
-            rec.play(&mut game, a);
+            rec.play(&mut game, d);
         }
         rec.finish(game)
     }
@@ -186,14 +204,20 @@ impl Line {
     }
     /// Turns played.
     pub fn len(&self) -> usize {
-        self.actions.len()
+        self.decisions.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.decisions.is_empty()
     }
-    /// The action of turn `t`.
+    /// The numbered action of turn `t` ([`Game::MOVE_GIVEN`] for a move given in full).
     pub fn action_at(&self, t: usize) -> Option<usize> {
-        self.actions.get(t).copied()
+        self.decisions
+            .get(t)
+            .map(|d| d.action().unwrap_or(Game::MOVE_GIVEN))
+    }
+    /// What turn `t` decided.
+    pub fn decision_at(&self, t: usize) -> Option<Decision> {
+        self.decisions.get(t).copied()
     }
 
     /// The game before turn `t` (`t < len`), and a recorder that continues the line from
@@ -202,8 +226,8 @@ impl Line {
         let every = self.every;
         let (mut rec, mut game) = Recorder::resume(self, t / every * every, every);
         while game.turn() < t {
-            let a = self.actions[game.turn()];
-            rec.play(&mut game, a);
+            let d = self.decisions[game.turn()];
+            rec.play(&mut game, d);
         }
         (rec, game)
     }
@@ -221,71 +245,69 @@ impl Line {
             if game.is_terminal() {
                 break;
             }
-            let a = if game.is_legal(a) {
-                a
+            let d = if game.is_legal(a) {
+                Decision::Action(a)
             } else {
                 self.repair(&game)
             };
-            rec.play(&mut game, a);
+            rec.play(&mut game, d);
         }
         while !game.is_terminal() {
             if game.turn() % 256 == 0 && cancelled() {
                 return None;
             }
-            let a = self.repair(&game);
-            rec.play(&mut game, a);
+            let d = self.repair(&game);
+            rec.play(&mut game, d);
         }
         rec.finish(game)
     }
 
     /// This line's decision for the pending turn where it is still legal, else the same
     /// mode at slot 0, else the greedy move.
-    pub fn repair(&self, game: &Game) -> usize {
+    pub fn repair(&self, game: &Game) -> Decision {
         let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
-        if let Some(&a) = self.by_key.get(&(game.pass(), b, u)) {
-            if game.is_legal(a) {
-                return a;
+        if let Some(&d) = self.by_key.get(&(game.pass(), b, u)) {
+            if game.is_legal_decision(&d) {
+                return d;
             }
-            let options = game.setup().options();
-            if let Some(slot0) = options.decode(a).map(|(mode, _)| options.encode(mode, 0)) {
-                if game.is_legal(slot0) {
-                    return slot0;
-                }
+            if let Some(slot0) = game.same_mode_slot0(&d) {
+                return Decision::Action(slot0);
             }
         }
-        greedy_action(game)
+        Decision::Action(greedy_action(game))
     }
 }
 
 impl LocalSearch {
-    /// The best of the heuristics' games and `given` to start from (each also offered).
-    /// On a large program each heuristic's game takes seconds: once the deadline has
-    /// passed, the rest are skipped. The beam is cut at [`START_BEAM_SHARE`] of the time
-    /// left.
+    /// The best of the heuristics' games and `given` to start from (each also offered;
+    /// the incumbent notes the winner's name). On a large program each heuristic's game
+    /// takes seconds: once the deadline has passed, the rest are skipped. The beam is cut
+    /// at [`START_BEAM_SHARE`] of the time left.
     fn start(
         setup: &Arc<GameSetup>,
-        given: &[Game],
+        given: &[Start],
         limit: &Limit,
         incumbent: &Incumbent,
     ) -> Option<Game> {
-        let xla = || vec![XlaPlayer.play(setup, 0)];
-        let greedy = || vec![GreedyPlayer.play(setup, 0)];
+        let xla = || vec![Start::new("xla", XlaPlayer.play(setup, 0))];
+        let greedy = || vec![Start::new("greedy", GreedyPlayer.play(setup, 0))];
         let given = || given.to_vec();
         let beam = || {
             let left = limit.deadline.saturating_duration_since(Instant::now());
             let until = Instant::now() + left.mul_f64(START_BEAM_SHARE);
             let beam = BeamPlayer::new(START_BEAM_WIDTH);
+            let name = format!("beam:{START_BEAM_WIDTH}");
             beam.play_until(setup, &|| Instant::now() >= until)
                 .into_iter()
+                .map(|g| Start::new(&name, g))
                 .collect()
         };
         let greedy_size = || {
+            // Its line (rules v3: every valid mapping is one).
             let m = GreedySize.solve(setup.program(), setup.hardware());
-            vec![setup
-                .trajectory_of(&m)
-                .unwrap_or_else(|_| setup.nearest_trajectory(&m))]
+            vec![Start::new("greedy-size", setup.nearest_trajectory(&m))]
         };
-        let makers: [&dyn Fn() -> Vec<Game>; 5] = [&given, &xla, &greedy, &beam, &greedy_size];
+        let makers: [&dyn Fn() -> Vec<Start>; 5] = [&given, &xla, &greedy, &beam, &greedy_size];
         let mut starts = Vec::new();
         for make in makers {
             if !starts.is_empty() && limit.expired() {
@@ -293,14 +315,16 @@ impl LocalSearch {
             }
             starts.extend(make());
         }
-        for g in &starts {
-            incumbent.offer(g);
+        for s in &starts {
+            incumbent.offer(&s.game);
         }
-        let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
-        starts
+        let latency = |s: &Start| s.game.final_latency().unwrap_or(f64::INFINITY);
+        let best = starts
             .into_iter()
-            .filter(|g| g.final_latency().is_some())
-            .min_by(|a, b| latency(a).total_cmp(&latency(b)))
+            .filter(|s| s.game.final_latency().is_some())
+            .min_by(|a, b| latency(a).total_cmp(&latency(b)))?;
+        incumbent.set_start(&best.name);
+        Some(best.game)
     }
 
     /// One move from `cur`, its choices made by `guide`: the new line and its first
@@ -320,14 +344,14 @@ impl LocalSearch {
                 break;
             }
             let a = guide.action(cur, &game, i, rng);
-            rec.play(&mut game, a);
+            rec.play(&mut game, Decision::Action(a));
         }
         while !game.is_terminal() {
             if game.turn() % 256 == 0 && cancelled() {
                 return None;
             }
-            let a = cur.repair(&game);
-            rec.play(&mut game, a);
+            let d = cur.repair(&game);
+            rec.play(&mut game, d);
         }
         rec.finish(game).map(|line| (line, first))
     }
@@ -344,7 +368,7 @@ impl LocalSearch {
         let Some(mut cur) = line_of(from) else {
             return;
         };
-        if cur.actions.is_empty() {
+        if cur.decisions.is_empty() {
             return;
         }
         let mut rng = StdRng::seed_from_u64(thread_seed(ctx.seed, k));
@@ -467,12 +491,12 @@ impl AnytimeSolver for LocalSearch {
 
 impl LocalSearch {
     /// [`AnytimeSolver::run`] with `given` finished games among the starts (another
-    /// solver's mapping as its [`GameSetup::nearest_trajectory`]): the chains start from
+    /// solver's mapping as its line, [`GameSetup::trajectory_of`]): the chains start from
     /// the fastest of them and the heuristics' games.
     pub fn run_from(
         &self,
         setup: &Arc<GameSetup>,
-        given: &[Game],
+        given: &[Start],
         seed: u64,
         limit: &Limit,
         incumbent: &Incumbent,
@@ -487,7 +511,7 @@ impl LocalSearch {
     pub fn run_guided<'g>(
         &self,
         setup: &Arc<GameSetup>,
-        given: &[Game],
+        given: &[Start],
         seed: u64,
         limit: &Limit,
         incumbent: &Incumbent,
@@ -546,7 +570,7 @@ mod tests {
             if game.is_terminal() {
                 break;
             }
-            let old = (i == 0).then(|| cur.actions[t]);
+            let old = (i == 0).then(|| cur.action_at(t).unwrap_or(0));
             let choices: Vec<usize> = game
                 .legal_actions()
                 .into_iter()
@@ -556,11 +580,11 @@ mod tests {
                 0 => old.unwrap_or(0),
                 n => choices[rng.random_range(0..n)],
             };
-            rec.play(&mut game, a);
+            rec.play(&mut game, Decision::Action(a));
         }
         while !game.is_terminal() {
-            let a = cur.repair(&game);
-            rec.play(&mut game, a);
+            let d = cur.repair(&game);
+            rec.play(&mut game, d);
         }
         rec.finish(game).unwrap()
     }

@@ -16,7 +16,7 @@ pub mod local_search;
 mod restarts;
 
 pub use guide::{uniform_span, MoveGuide, Span, UniformGuide, MAX_CHANGED};
-pub use local_search::{Line, LocalSearch, LocalSearchConfig};
+pub use local_search::{Line, LocalSearch, LocalSearchConfig, Start};
 pub use restarts::{BeamWidening, RandomRestarts};
 
 use crate::game::{Game, GameSetup};
@@ -39,6 +39,8 @@ struct Found {
     best: Option<Game>,
     /// (seconds since the start, best latency then) at each improvement.
     curve: Vec<(f64, f64)>,
+    /// The line the search started from (a search that starts from one).
+    start: Option<String>,
 }
 
 impl Incumbent {
@@ -85,6 +87,17 @@ impl Incumbent {
     /// The best game so far.
     pub fn best(&self) -> Option<Game> {
         self.lock().best.clone()
+    }
+
+    /// Notes which line the search started from (the local search: the fastest of its
+    /// starts, by name: `xla`, `beam:64`, `mip`, ...).
+    pub fn set_start(&self, name: &str) {
+        self.lock().start = Some(name.to_string());
+    }
+
+    /// The line the search started from, if it said.
+    pub fn start(&self) -> Option<String> {
+        self.lock().start.clone()
     }
 
     /// Counts `n` more moves tried (a solver's threads each add theirs).

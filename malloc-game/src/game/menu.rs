@@ -8,10 +8,10 @@ use accel_sim::{Allocation, Arrival, OpId};
 use std::sync::Arc;
 use xla_msa::{Candidate, Choices};
 
-/// A legal move other than action 0: the chunk it opens or extends, held through the
+/// A legal move other than action 0 (a numbered action on offer): the chunk it opens or extends, held through the
 /// pending use, and the free gap that chunk sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Move {
+pub(super) struct Offer {
     pub(super) action: usize,
     pub(super) mode: Mode,
     pub(super) allocation: Allocation,
@@ -44,7 +44,7 @@ fn gap_at(cands: &[Candidate], offset: u64, size: u64) -> u64 {
 
 /// The moves on offer at the pending use, appended to `menu`; returns the chunk held so
 /// far as it would end before that use.
-fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Move>) -> Option<Allocation> {
+fn menu_of(ch: &Choices<'_>, options: &GameOptions, menu: &mut Vec<Offer>) -> Option<Allocation> {
     GAPS.with(|cell| {
         let (mut search_gaps, mut cands) = cell.take();
         let closed = menu_with(ch, options, menu, &mut search_gaps, &mut cands);
@@ -65,7 +65,7 @@ thread_local! {
 fn menu_with(
     ch: &Choices<'_>,
     options: &GameOptions,
-    menu: &mut Vec<Move>,
+    menu: &mut Vec<Offer>,
     search_gaps: &mut Vec<Candidate>,
     cands: &mut Vec<Candidate>,
 ) -> Option<Allocation> {
@@ -87,7 +87,7 @@ fn menu_with(
         let slots = |start: OpId,
                      first: Option<u64>,
                      cands: &[Candidate],
-                     menu: &mut Vec<Move>,
+                     menu: &mut Vec<Offer>,
                      arrival| {
             let Some(first) = first else { return };
             let others = cands
@@ -96,7 +96,7 @@ fn menu_with(
                 .map(|c| (c.offset, c.gap));
             let all = std::iter::once((first, gap_at(cands, first, size))).chain(others);
             for (k, (offset, gap)) in all.take(options.slots).enumerate() {
-                menu.push(Move {
+                menu.push(Offer {
                     action: options.encode(mi, k),
                     mode,
                     allocation: ch.chunk(start, offset, arrival),
@@ -110,7 +110,7 @@ fn menu_with(
                     // The gap over the extension: over the whole hold, the chunk's own
                     // bytes would hide it.
                     ch.gaps(held.end + 1, cands);
-                    menu.push(Move {
+                    menu.push(Offer {
                         action: options.encode(mi, 0),
                         mode,
                         allocation: kept,

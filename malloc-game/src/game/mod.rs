@@ -22,12 +22,14 @@
 use accel_sim::OpId;
 
 mod menu;
+mod moves;
 mod setup;
 mod state;
 mod tally;
 mod trajectory;
 mod turns;
 
+pub use moves::{Decision, Hold, Move, Read};
 pub use setup::GameSetup;
 pub use state::Game;
 
@@ -44,6 +46,8 @@ pub enum GameError {
         buffer: String,
         reason: String,
     },
+    #[error("the move is illegal for buffer `{buffer}`: {reason}")]
+    IllegalMove { buffer: String, reason: String },
 }
 
 /// Where a mapping leaves the game's trajectories ([`GameSetup::trajectory_of`]).

@@ -76,9 +76,15 @@ impl GameSetup {
             .iter()
             .map(|&level| {
                 let cap = hw.levels[level].capacity;
+                // A turn per use, or one at the definition where no use comes first.
                 (0..n)
                     .filter(|&b| program.buffer(b).size <= cap)
-                    .map(|b| program.uses(b).len())
+                    .map(|b| {
+                        program
+                            .uses(b)
+                            .len()
+                            .max(usize::from(program.def(b).is_some()))
+                    })
                     .sum::<usize>()
             })
             .sum();
@@ -138,7 +144,8 @@ impl GameSetup {
     pub fn xla_options(&self) -> &XlaOptions {
         self.rules.options()
     }
-    /// The most turns a game can take: every use of every buffer that fits, per pass.
+    /// The most turns a game can take: every use of every buffer that fits (or its
+    /// definition, for a buffer never read), per pass.
     pub fn max_turns(&self) -> usize {
         self.max_turns
     }
@@ -162,7 +169,7 @@ impl GameSetup {
             tally: Tally::new(self.cost_model(), self.program().buffers().len()),
             sim: self.live0.clone(),
             rewards: imbl::Vector::new(),
-            actions: imbl::Vector::new(),
+            decisions: imbl::Vector::new(),
             final_latency: None,
         };
         g.start_pass(false);
@@ -188,6 +195,33 @@ impl GameSetup {
             }
         };
         (s, extra)
+    }
+
+    /// A short human name of a move given in full: `prefetch from op 12 at offset 4096,
+    /// held to op 40`.
+    pub fn move_name(&self, m: &super::moves::Move) -> String {
+        use super::moves::Read;
+        let mut name = match m.read {
+            Read::Level0 => "level 0".to_string(),
+            Read::Keep => "keep".to_string(),
+            Read::Define { offset } => format!("define at offset {offset}"),
+            Read::Prefetch { start, offset } => {
+                format!("prefetch from op {start} at offset {offset}")
+            }
+        };
+        if let Some(h) = m.hold {
+            name.push_str(&format!(", held to op {}", h.end));
+            if let Some(e) = h.eviction {
+                name.push_str(&format!(", evicted after op {e}"));
+            }
+        }
+        if let Some((offset, h)) = m.written_before {
+            name.push_str(&format!(
+                ", after a chunk the definition writes at offset {offset}, held to op {}",
+                h.end
+            ));
+        }
+        name
     }
 
     /// A short human name of an action: `prefetch slot 0`, `keep`; `level 0` for action 0.

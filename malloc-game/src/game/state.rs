@@ -2,7 +2,8 @@
 //! one, the rewards, whether it is over, the observation; and what the players and the
 //! viewer read of a turn (each move's chunk and its effect on the latency).
 
-use super::menu::Move;
+use super::menu::Offer;
+use super::moves::Decision;
 use super::setup::GameSetup;
 use super::tally::Tally;
 use super::GameError;
@@ -30,14 +31,15 @@ pub struct Game {
     /// The current buffer's allocations as the cost tally and the simulation hold them.
     pub(super) shown: Vec<Allocation>,
     /// The legal moves of the pending use, in action order.
-    pub(super) menu: Vec<Move>,
+    pub(super) menu: Vec<Offer>,
     /// The open chunk as it would be closed before the pending use (evicted if need be).
     pub(super) closed: Option<Allocation>,
     pub(super) tally: Tally,
     /// The simulation of the mapping so far.
     pub(super) sim: LiveSim,
     pub(super) rewards: imbl::Vector<f64>,
-    pub(super) actions: imbl::Vector<usize>,
+    /// What each turn decided.
+    pub(super) decisions: imbl::Vector<Decision>,
     pub(super) final_latency: Option<f64>,
 }
 
@@ -92,13 +94,28 @@ impl Game {
     pub fn rewards(&self) -> Vec<f64> {
         self.rewards.iter().copied().collect()
     }
-    /// The actions played so far.
+    /// The numbered actions played so far; a turn decided by a move given in full
+    /// ([`Game::apply_move`]) is [`Game::MOVE_GIVEN`] ([`Game::decisions`] has it).
     pub fn actions(&self) -> Vec<usize> {
-        self.actions.iter().copied().collect()
+        self.decisions.iter().map(numbered).collect()
     }
-    /// The action of turn `t`, once played.
+    /// The numbered action of turn `t`, once played ([`Game::actions`]).
     pub fn action_at(&self, t: usize) -> Option<usize> {
-        self.actions.get(t).copied()
+        self.decisions.get(t).map(numbered)
+    }
+    /// What each turn decided so far.
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.decisions.iter().copied().collect()
+    }
+    /// What turn `t` decided, once played.
+    pub fn decision_at(&self, t: usize) -> Option<Decision> {
+        self.decisions.get(t).copied()
+    }
+    /// Whether every turn so far played a numbered action.
+    pub fn all_numbered(&self) -> bool {
+        self.decisions
+            .iter()
+            .all(|d| matches!(d, Decision::Action(_)))
     }
     /// Sum of the rewards so far; at the end, `(S0 - S) / S0`.
     pub fn total_return(&self) -> f64 {
@@ -210,6 +227,12 @@ impl Game {
         }
     }
 
+    /// Whether the game is not over and action 0 is the only numbered action on offer (a
+    /// turn that exists for moves given in full alone).
+    pub fn only_action_0(&self) -> bool {
+        !self.is_terminal() && self.menu.is_empty()
+    }
+
     /// Whether `action` is legal now.
     pub fn is_legal(&self, action: usize) -> bool {
         !self.is_terminal() && (action == 0 || self.menu.iter().any(|m| m.action == action))
@@ -298,7 +321,25 @@ impl Game {
     /// The current buffer and its allocations after `action`, if it is legal now.
     fn moved(&self, action: usize) -> Option<(BufferId, Vec<Allocation>)> {
         let b = self.walk.buffer()?;
-        (!self.is_terminal() && self.is_legal(action)).then(|| (b, self.after(action)))
+        if self.is_terminal() || !self.is_legal(action) {
+            return None;
+        }
+        if action != 0 && self.at_definition() {
+            // The chunk a definition's turn writes ends before the buffer's next turn (an
+            // output's is evicted for the program end): its move is judged with that end,
+            // which a planner would otherwise not see.
+            let mut next = self.clone();
+            next.apply_action(action).ok()?;
+            return Some((b, next.allocations_so_far(b).to_vec()));
+        }
+        Some((b, self.after(action)))
+    }
+
+    /// Whether the pending turn is a buffer's definition, not one of its uses.
+    pub(crate) fn at_definition(&self) -> bool {
+        self.walk
+            .choices(&self.setup.rules)
+            .is_some_and(|c| c.at_definition())
     }
 
     /// Plays `action` for the pending use; returns its reward.
@@ -314,17 +355,23 @@ impl Game {
                 None => return Err(self.illegal(action)),
             }
         };
+        Ok(self.decide(Decision::Action(action), |g| g.play(mv)))
+    }
+
+    /// Makes a checked decision with `play` (the walk's part) and goes on to the next
+    /// turn; returns its reward.
+    pub(super) fn decide(&mut self, d: Decision, play: impl FnOnce(&mut Game)) -> f64 {
         let before = self.latency();
-        self.play(mv);
+        play(self);
         self.turn += 1;
-        self.actions.push_back(action);
+        self.decisions.push_back(d);
         let last = self.settle();
         let mut reward = (before - self.latency()) / self.setup.s0;
         if let Some(last) = last {
             reward += last;
         }
         self.rewards.push_back(reward);
-        Ok(reward)
+        reward
     }
 
     fn illegal(&self, action: usize) -> GameError {
@@ -342,6 +389,18 @@ impl Game {
             buffer: setup.program().buffer(b).name.clone(),
             reason,
         }
+    }
+}
+
+impl Game {
+    /// What [`Game::actions`] gives for a turn decided by a move given in full.
+    pub const MOVE_GIVEN: usize = usize::MAX;
+}
+
+fn numbered(d: &Decision) -> usize {
+    match d {
+        Decision::Action(a) => *a,
+        Decision::Move(_) => Game::MOVE_GIVEN,
     }
 }
 

@@ -3,15 +3,15 @@
 //! offer, the next buffer of the pass's order, the next pass) the game does before the
 //! next turn, keeping the cost tally and the simulation up to date.
 
-use super::menu::Move;
+use super::menu::Offer;
 use super::state::{finished_mapping, Game};
 use crate::options::Mode;
 use std::sync::Arc;
 use xla_msa::Choice;
 
 impl Game {
-    /// Makes the move (`None`: action 0) at the pending use.
-    pub(super) fn play(&mut self, mv: Option<Move>) {
+    /// Makes the numbered move (`None`: action 0) at the pending use.
+    pub(super) fn play(&mut self, mv: Option<Offer>) {
         let choice = match mv {
             None => Choice::Level0,
             Some(m) => match m.mode {
@@ -27,11 +27,20 @@ impl Game {
                 },
             },
         };
+        self.play_choice(choice, None);
+    }
+
+    /// Makes `choice` at the pending use; `hold`, where given, says how the chunk the use
+    /// then reads from ends.
+    pub(super) fn play_choice(&mut self, choice: Choice, hold: Option<xla_msa::Hold>) {
         if self.walk.pending().is_some() {
-            // Every move was checked when the menu was made: none can fail (evictions
-            // are made even over budget, as XLA does on its last try).
+            // Every move was checked before: none can fail (evictions are made even over
+            // budget, as XLA does on its last try).
             let done = self.walk.apply(&self.setup.rules, choice);
-            debug_assert!(done, "a move from the menu failed: {mv:?}");
+            debug_assert!(done, "a checked move failed: {choice:?}");
+            if hold.is_some() && choice != Choice::Level0 {
+                self.walk.hold_until(hold);
+            }
         }
         self.sync_latencies();
     }
@@ -83,7 +92,15 @@ impl Game {
                 }
                 if self.walk.pending().is_some() {
                     self.make_menu();
-                    if !self.menu.is_empty() {
+                    // A turn wherever a move other than level 0 exists: one of the menu's,
+                    // or one given in full (another start or offset, or a chunk written
+                    // before the use).
+                    let any = || {
+                        self.walk
+                            .choices(&setup.rules)
+                            .is_some_and(|ch| ch.any_chunk())
+                    };
+                    if !self.menu.is_empty() || any() {
                         return None;
                     }
                     self.play(None);

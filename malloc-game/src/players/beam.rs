@@ -342,6 +342,12 @@ fn expand(
     let lines = pool.map_owned(games, |(c, mut game)| {
         // The child came from the game's own legal moves.
         super::play_legal(&mut game, c.action);
+        // A turn where the menu offers only action 0 (rules v3 stops there for moves
+        // given in full) is no choice for the beam: played at once, so that the lines of
+        // a step have made the same number of choices, as under rules v2.
+        while game.only_action_0() {
+            super::play_legal(&mut game, 0);
+        }
         let mut line = Line {
             game,
             greedy: c.greedy,

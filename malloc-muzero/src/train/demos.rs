@@ -13,9 +13,10 @@ use xla_msa::{GreedySize, Solver};
 /// The demonstrations a run may ask for.
 pub const DEMONSTRATION_NAMES: &[&str] = &["xla", "greedy-size", "beam", "greedy"];
 
-/// The game of heuristic `name` on `setup`. greedy-size's mapping is seldom a trajectory
-/// of the game (its offsets and whole live ranges), so its demonstration is the nearest
-/// game ([`GameSetup::nearest_trajectory`]), with that game's own true return.
+/// The game of heuristic `name` on `setup`. greedy-size's mapping is seldom a line of
+/// numbered actions (its offsets and whole live ranges), and a demonstration teaches
+/// action indices, so its demonstration is the nearest game of numbered actions
+/// ([`GameSetup::nearest_numbered`]), with that game's own true return.
 pub(super) fn demonstration(setup: &Arc<GameSetup>, name: &str) -> Option<Game> {
     let game = match name {
         "xla" => XlaPlayer.play(setup, 0),
@@ -23,9 +24,7 @@ pub(super) fn demonstration(setup: &Arc<GameSetup>, name: &str) -> Option<Game> 
         "beam" => BeamPlayer::new(malloc_game::players::beam::DEFAULT_WIDTH).play(setup, 0),
         "greedy-size" => {
             let mapping = GreedySize.solve(setup.program(), setup.hardware());
-            setup
-                .trajectory_of(&mapping)
-                .unwrap_or_else(|_| setup.nearest_trajectory(&mapping))
+            setup.nearest_numbered(&mapping)
         }
         _ => return None,
     };
@@ -46,7 +45,7 @@ pub(super) fn history_of(game: &Game, imitate: bool) -> Result<GameHistory, Trai
 /// leaves the best game's line, its states are ones the imitation never saw; these labels
 /// lead it back.
 pub(super) fn corrected_history(game: &Game, best: &Line) -> Result<GameHistory, TrainError> {
-    labelled(game, &|state: &Game, _| Some(best.repair(state)))
+    labelled(game, &|state: &Game, _| best.repair(state).action())
 }
 
 /// `game`'s observations, actions, true rewards and return-to-go, with the policy target
@@ -56,6 +55,15 @@ fn labelled(
     target: &dyn Fn(&Game, usize) -> Option<usize>,
 ) -> Result<GameHistory, TrainError> {
     let setup = game.setup();
+    // The learner's histories hold action indices: a game with moves given in full
+    // teaches as the nearest game of numbered actions, with that game's own rewards.
+    let numbered;
+    let game = if game.all_numbered() {
+        game
+    } else {
+        numbered = setup.nearest_numbered(&game.mapping());
+        &numbered
+    };
     let (obs_len, a) = (
         observation::observation_len(setup.options()),
         setup.action_count(),

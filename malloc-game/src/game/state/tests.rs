@@ -2,6 +2,7 @@
 //! a mapping outside the rules.
 
 use super::*;
+use crate::game::Decision;
 use crate::game::GameSetup;
 
 fn small() -> Arc<Program> {
@@ -90,7 +91,8 @@ fn a_mapping_outside_the_rules_is_named() {
     // The all-slow mapping is the all-zero trajectory.
     let g = setup.trajectory_of(&Mapping::all_slow(&p)).unwrap();
     assert!(g.actions().iter().all(|&a| a == 0));
-    // A chunk at an offset no slot offers (not a gap start, misaligned for best fit).
+    // A chunk at an offset no slot offers (not a gap start): a line all the same, with a
+    // move given in full, ending in the very mapping.
     let mut m = Mapping::all_slow(&p);
     m.buffers[2].allocations = vec![Allocation {
         level: 1,
@@ -101,7 +103,13 @@ fn a_mapping_outside_the_rules_is_named() {
         eviction: None,
     }];
     m.validate(&p, &hw()).unwrap();
+    let g = setup.trajectory_of(&m).unwrap();
+    assert!(g.decisions().iter().any(|d| matches!(d, Decision::Move(_))));
+    assert_eq!(g.mapping(), m);
+    // A misaligned offset breaks the rules: the error names the buffer and why.
+    m.buffers[2].allocations[0].offset = 100;
+    assert!(m.validate(&p, &hw()).is_err());
     let e = setup.trajectory_of(&m).unwrap_err();
-    assert!(e.reason.contains("no legal move"), "{e}");
+    assert!(e.reason.contains("offset 100 is not free"), "{e}");
     assert_eq!(e.buffer, "a");
 }
