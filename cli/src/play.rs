@@ -90,10 +90,8 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         let latency = game.final_latency().unwrap_or(f64::NAN);
         let ret = game.total_return();
         if let Some(dir) = &args.save {
-            // `beam:32` -> `beam-32`: a colon is not a portable file-name character.
-            let tag = player.name().replace(':', "-");
-            let file = format!("{}-{tag}-{seed}.game", program.name());
-            let path = dir.join(malloc_game::record::safe_file_name(&file));
+            let file = malloc_game::record::saved_game_name(program.name(), &player.name(), seed);
+            let path = dir.join(file);
             // The save's error names the file already.
             GameRecord::from_game(&game, &player.name(), seed, None)?.save(&path)?;
         }
