@@ -84,12 +84,15 @@ impl fmt::Display for FoundKind {
 /// Why a folder is not one a command may write.
 #[derive(Debug, thiserror::Error)]
 pub enum KindError {
-    #[error("{dir} is {found}, made by {}; {} writes only into {} or a new folder: choose another folder", .found.kind.command(), .want.command(), .want.noun())]
+    #[error("{dir} is {found}, made by {}; {}: choose another folder", .found.kind.command(), .purpose.rule(*.want))]
     Other {
         dir: String,
         found: FoundKind,
         want: FolderKind,
+        purpose: Purpose,
     },
+    #[error("{dir}: it is {what}, not a folder: a run folder is a folder (a new one, or one of a run); choose another")]
+    NotAFolder { dir: String, what: String },
     #[error("{dir} holds the files of more than one kind of run: {}; no command writes into it: choose another folder", join(.found))]
     Mixed { dir: String, found: Vec<FoundKind> },
     #[error("{path}: names the folder kind `{word}`, which this build does not know (it knows train, train-egrl, race)")]
@@ -104,6 +107,28 @@ pub enum KindError {
     Write(#[from] crate::BinError),
 }
 
+/// What a command does with a folder, for the refusal's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// It writes there (`--out`, `--resume`).
+    Write,
+    /// It only reads a run there (`evaluate --checkpoint`, `train --init`).
+    Read,
+}
+
+impl Purpose {
+    fn rule(self, want: FolderKind) -> String {
+        match self {
+            Purpose::Write => format!(
+                "{} writes only into {} or a new folder",
+                want.command(),
+                want.noun()
+            ),
+            Purpose::Read => format!("what is read here is {}", want.noun()),
+        }
+    }
+}
+
 fn join(found: &[FoundKind]) -> String {
     let parts: Vec<String> = found.iter().map(|f| f.to_string()).collect();
     parts.join(" and ")
@@ -115,6 +140,14 @@ fn join(found: &[FoundKind]) -> String {
 /// `checkpoint.bin` or a `run.json` of format `egrl-run` (EGRL), `checkpoints/` or any
 /// other `run.json` (training). Files of more than one kind are an error naming them.
 pub fn folder_kind(dir: &Path) -> Result<Option<FoundKind>, KindError> {
+    if let Ok(meta) = fs::metadata(dir) {
+        if !meta.is_dir() {
+            return Err(KindError::NotAFolder {
+                dir: dir.display().to_string(),
+                what: crate::file_kind(&meta).to_string(),
+            });
+        }
+    }
     let marker = dir.join(KIND_FILE);
     if let Some(word) = read_small(&marker, KIND_FILE_MAX)? {
         let word = String::from_utf8_lossy(&word).trim().to_string();
@@ -175,13 +208,15 @@ pub fn folder_kind(dir: &Path) -> Result<Option<FoundKind>, KindError> {
 }
 
 /// Refuses `dir` if it holds a run of another kind than `want` (a folder of no run is
-/// anyone's). Reads only: called before a command locks or creates anything.
-pub fn check_folder_kind(dir: &Path, want: FolderKind) -> Result<(), KindError> {
+/// anyone's), or is not a folder. Reads only: called before a command locks or creates
+/// anything, and by a command that only reads a run (`purpose`).
+pub fn check_folder_kind(dir: &Path, want: FolderKind, purpose: Purpose) -> Result<(), KindError> {
     match folder_kind(dir)? {
         Some(found) if found.kind != want => Err(KindError::Other {
             dir: dir.display().to_string(),
             found,
             want,
+            purpose,
         }),
         _ => Ok(()),
     }
@@ -198,6 +233,7 @@ pub fn claim_folder(dir: &Path, want: FolderKind) -> Result<(), KindError> {
                 dir: dir.display().to_string(),
                 found: found.clone(),
                 want,
+                purpose: Purpose::Write,
             });
         }
         if found.evidence == KIND_FILE {
@@ -335,8 +371,19 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(check_folder_kind(&dir, FolderKind::Egrl).is_err());
-        assert!(check_folder_kind(&dir, FolderKind::Race).is_ok());
+        assert!(check_folder_kind(&dir, FolderKind::Egrl, Purpose::Write).is_err());
+        assert!(check_folder_kind(&dir, FolderKind::Race, Purpose::Write).is_ok());
+        let err = check_folder_kind(&dir, FolderKind::Training, Purpose::Read)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("what is read here is a training run folder"),
+            "{err}"
+        );
+        let file = root.join("file");
+        fs::write(&file, "x").unwrap();
+        let err = folder_kind(&file).unwrap_err().to_string();
+        assert!(err.contains("a regular file, not a folder"), "{err}");
         // An older folder gets its kind file when its own command claims it.
         let old = root.join("old");
         fs::create_dir_all(old.join("checkpoints")).unwrap();

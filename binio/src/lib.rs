@@ -19,7 +19,8 @@ mod lock;
 mod own;
 
 pub use kind::{
-    check_folder_kind, claim_folder, folder_kind, FolderKind, FoundKind, KindError, KIND_FILE,
+    check_folder_kind, claim_folder, folder_kind, FolderKind, FoundKind, KindError, Purpose,
+    KIND_FILE,
 };
 pub use lock::{FolderLock, LockError, LOCK_FILE};
 pub use own::{create_own_folder, open_own, refuse_link};

@@ -65,7 +65,7 @@ impl RunFolder {
         config: EgrlConfig,
     ) -> Result<(RunFolder, Egrl), EgrlError> {
         // A training run's or a race's folder is refused before anything is made in it.
-        binio::check_folder_kind(root, binio::FolderKind::Egrl)?;
+        binio::check_folder_kind(root, binio::FolderKind::Egrl, binio::Purpose::Write)?;
         if root.join("run.json").exists() {
             return Err(file_error(
                 &root.join("run.json"),
@@ -115,7 +115,7 @@ impl RunFolder {
     /// thread count (results do not depend on it).
     pub fn resume(root: &Path, threads: Option<usize>) -> Result<(RunFolder, Egrl), EgrlError> {
         let info_path = root.join("run.json");
-        binio::check_folder_kind(root, binio::FolderKind::Egrl)?;
+        binio::check_folder_kind(root, binio::FolderKind::Egrl, binio::Purpose::Write)?;
         let value: serde_json::Value = read_json(&info_path)?;
         let lock = binio::FolderLock::acquire(root)?;
         binio::claim_folder(root, binio::FolderKind::Egrl)?;

@@ -98,7 +98,7 @@ impl RaceFolder {
     ) -> Result<RaceFolder, FolderError> {
         let lock = match dir {
             Some(dir) => {
-                binio::check_folder_kind(dir, binio::FolderKind::Race)?;
+                binio::check_folder_kind(dir, binio::FolderKind::Race, binio::Purpose::Write)?;
                 let lock = binio::FolderLock::acquire(dir)?;
                 binio::claim_folder(dir, binio::FolderKind::Race)?;
                 binio::remove_temp_files(dir)?;

@@ -286,7 +286,7 @@ fn rules_v1() -> u32 {
 /// Reads a run's `run.json`; a folder of another kind of run (a race's, an EGRL run's) is
 /// refused, naming what it is.
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
-    binio::check_folder_kind(dir, binio::FolderKind::Training)?;
+    binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Read)?;
     read_info_at(&dir.join("run.json"))
 }
 
@@ -854,7 +854,10 @@ mod tests {
         std::fs::remove_dir(run.games()).unwrap();
         symlink(&outside, run.games()).unwrap();
         let err = run.create().unwrap_err().to_string();
-        assert!(err.contains("games") && err.contains("symbolic link"), "{err}");
+        assert!(
+            err.contains("games") && err.contains("symbolic link"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -252,7 +252,7 @@ impl Trainer {
         }
         let run_dir = RunDir::new(dir);
         // A race's or an EGRL run's folder is refused before anything is made in it.
-        binio::check_folder_kind(dir, binio::FolderKind::Training)?;
+        binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Write)?;
         // Before anything is read: a second writer would see a half-made run.
         let lock = binio::FolderLock::acquire(dir)?;
         binio::claim_folder(dir, binio::FolderKind::Training)?;
@@ -302,8 +302,9 @@ impl Trainer {
         restart: bool,
     ) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
-        // Read first so a folder without a run (or of another kind of run) is refused as
+        // Read first so a folder of another kind of run, or without a run, is refused as
         // such, and not created.
+        binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Write)?;
         super::read_run_info(dir)?;
         let lock = binio::FolderLock::acquire(dir)?;
         binio::claim_folder(dir, binio::FolderKind::Training)?;
