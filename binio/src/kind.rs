@@ -60,9 +60,20 @@ impl FolderKind {
     /// The command that writes it, as a user types it.
     fn command(self) -> &'static str {
         match self {
-            FolderKind::Training => "`mallocmuzero train` (--out, --resume)",
-            FolderKind::Egrl => "`mallocmuzero train-egrl` (--out, --resume)",
+            FolderKind::Training => "`mallocmuzero train`",
+            FolderKind::Egrl => "`mallocmuzero train-egrl`",
             FolderKind::Race => "`mallocmuzero race --out`",
+        }
+    }
+
+    /// How the run in folder `dir` of this kind goes on.
+    fn continued(self, dir: &str) -> String {
+        match self {
+            FolderKind::Training => format!("continue it with `mallocmuzero train --resume {dir}`"),
+            FolderKind::Egrl => {
+                format!("continue it with `mallocmuzero train-egrl --resume {dir}`")
+            }
+            FolderKind::Race => "continue it by running its race into it again".to_string(),
         }
     }
 }
@@ -84,7 +95,7 @@ impl fmt::Display for FoundKind {
 /// Why a folder is not one a command may write.
 #[derive(Debug, thiserror::Error)]
 pub enum KindError {
-    #[error("{dir} is {found}, made by {}; {}: choose another folder", .found.kind.command(), .purpose.rule(*.want))]
+    #[error("{dir} is {found}, made by {} ({}); {}: choose another folder", .found.kind.command(), .found.kind.continued(.dir), .purpose.rule(*.want))]
     Other {
         dir: String,
         found: FoundKind,
@@ -366,9 +377,7 @@ mod tests {
             err.contains(&format!(
                 "{} is a race folder (.mallocmuzero.kind)",
                 dir.display()
-            )) && err.contains(
-                "`mallocmuzero train` (--out, --resume) writes only into a training run folder"
-            ),
+            )) && err.contains("`mallocmuzero train` writes only into a training run folder"),
             "{err}"
         );
         assert!(check_folder_kind(&dir, FolderKind::Egrl, Purpose::Write).is_err());

@@ -444,3 +444,25 @@ fn write_svg(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_folder_names_stay_short_and_distinct() {
+        assert_eq!(
+            folder_name("resnet50", "tpu-v4i-like"),
+            "resnet50-tpu-v4i-like"
+        );
+        assert_eq!(folder_name("a/b c", "hw"), "a_b_c-hw");
+        let long = "w".repeat(300);
+        let a = folder_name(&long, "tpu-v4i-like");
+        let b = folder_name(&long, "nnp-i-like");
+        assert!(
+            a.len() <= MAX_FOLDER_NAME && b.len() <= MAX_FOLDER_NAME,
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
+}

@@ -602,14 +602,15 @@ impl RunDir {
         for d in dirs {
             let e = entries(&d)?;
             let ours = e.into_iter().filter(|e| binio::is_temp_file_name(&e.name));
-            found.extend(ours.filter(|e| e.is_file).map(|e| e.path));
+            // A link named like one goes itself (never what it leads to); a folder stays.
+            found.extend(ours.filter(|e| !e.is_dir).map(|e| e.path));
         }
         let root_files = ["run.json", "program.json", "metrics.jsonl"];
         for e in entries(&self.root)? {
             let ours = root_files
                 .iter()
                 .any(|f| e.name.starts_with(&format!(".{f}.tmp.")));
-            if ours && e.is_file {
+            if ours && !e.is_dir {
                 found.push(e.path);
             }
         }
@@ -746,12 +747,11 @@ fn is_checkpoint_name(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// An entry of a run's folder, as it is: a link is neither a file nor a folder here, so
+/// An entry of a run's folder, as it is: a link to a folder is not a folder here, so
 /// nothing is swept or removed through one.
 struct Entry {
     name: String,
     path: PathBuf,
-    is_file: bool,
     is_dir: bool,
 }
 
@@ -770,7 +770,6 @@ fn entries(dir: &Path) -> Result<Vec<Entry>, TrainError> {
         out.push(Entry {
             name: e.file_name().to_string_lossy().to_string(),
             path: e.path(),
-            is_file: t.is_file(),
             is_dir: t.is_dir(),
         });
     }
