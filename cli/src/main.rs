@@ -195,7 +195,7 @@ fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
         .with_context(|| format!("{}", out.display()))?;
     outln!(
         "{}: {} ops, {} buffers -> {}",
-        program.name(),
+        output::shown(program.name()),
         program.len(),
         program.buffers().len(),
         out.display()
