@@ -13,6 +13,8 @@
 //!   [`LiveSim`], the same simulation kept up to date as a mapping changes;
 //! - [`read_text`]: reading a user's text file with a size cap and a byte-order mark
 //!   allowed;
+//! - [`terminal_text`]: a name from a user's file as a terminal may print it (its control
+//!   characters escaped);
 //! - `fixtures` (feature `fixtures`): small programs shared by the workspace's tests.
 
 mod cost;
@@ -22,6 +24,7 @@ mod hardware;
 mod mapping;
 mod program;
 mod sim;
+mod terminal;
 mod textfile;
 
 pub use cost::{read_level, write_level, CostModel, CostState, CostTally, MemTimes, Tightenings};
@@ -37,6 +40,7 @@ pub use program::{
     Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES, MAX_FLOPS_PER_OP,
 };
 pub use sim::{Bound, LiveSim, OpState, OpTiming, SimReport, Simulator};
+pub use terminal::terminal_text;
 pub use textfile::{
     json_differences, objects_where_objects, parse_json, read_text, read_text_capped,
     TextFileError, MAX_TEXT_BYTES,

@@ -28,7 +28,8 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, BinError> {
 }
 
 /// Appends `value` as one line to the JSON-lines file at `path` (created if missing) in one
-/// write, so a kill leaves at most a cut last line, which readers skip.
+/// write, so a kill leaves at most a cut last line, which readers skip. The file is the run
+/// folder's own ([`crate::open_own`]): a link in its place is refused, not written through.
 pub fn append_json_line<T: Serialize>(path: &Path, value: &T) -> Result<(), BinError> {
     let mut line = serde_json::to_string(value).map_err(json_error(path))?;
     line.push('\n');
@@ -36,11 +37,9 @@ pub fn append_json_line<T: Serialize>(path: &Path, value: &T) -> Result<(), BinE
         path: path.display().to_string(),
         source,
     };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(werr)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    let mut f = crate::open_own(path, &mut options).map_err(werr)?;
     f.write_all(line.as_bytes()).map_err(werr)
 }
 
@@ -59,7 +58,12 @@ pub fn write_json_lines<'a, T: Serialize + 'a>(
 
 fn read_capped(path: &Path) -> Result<Vec<u8>, BinError> {
     let shown = || path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| match source.kind() {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // A FIFO in a file's place would block the open until someone writes it.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => BinError::Missing { path: shown() },
         _ => BinError::Read {
             path: shown(),
@@ -70,10 +74,18 @@ fn read_capped(path: &Path) -> Result<Vec<u8>, BinError> {
         path: shown(),
         limit: MAX_JSON_BYTES,
     };
-    if file
-        .metadata()
-        .is_ok_and(|m| m.is_file() && m.len() > MAX_JSON_BYTES)
-    {
+    let meta = file.metadata().map_err(|source| BinError::Read {
+        path: shown(),
+        source,
+    })?;
+    if !meta.is_file() {
+        let what = format!("it is {}, not a regular file", crate::file_kind(&meta));
+        return Err(BinError::Read {
+            path: shown(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
+        });
+    }
+    if meta.len() > MAX_JSON_BYTES {
         return Err(too_large());
     }
     let mut bytes = Vec::new();
@@ -117,6 +129,46 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&lines).unwrap(), "1\n2\n");
         write_json_lines(&lines, &[3u32]).unwrap();
         assert_eq!(std::fs::read_to_string(&lines).unwrap(), "3\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A run folder's JSON files never lead a write out of it: a link in a whole file's
+    /// place is replaced (the rename), one in an appended file's place refused; and a FIFO
+    /// in a file's place is an error, not a wait.
+    #[cfg(unix)]
+    #[test]
+    fn links_in_a_run_folder_are_replaced_or_refused_never_followed() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("binio-json-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let outside = dir.join("outside.txt");
+        std::fs::write(&outside, b"theirs").unwrap();
+        let whole = dir.join("run.json");
+        symlink(&outside, &whole).unwrap();
+        write_json(&whole, &7u32).unwrap();
+        assert!(!std::fs::symlink_metadata(&whole)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(read_json::<u32>(&whole).unwrap(), 7);
+        let appended = dir.join("metrics.jsonl");
+        symlink(&outside, &appended).unwrap();
+        let e = append_json_line(&appended, &1u32).unwrap_err().to_string();
+        assert!(
+            e.contains("metrics.jsonl") && e.contains("symbolic link"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&outside).unwrap(), b"theirs");
+        let fifo = dir.join("fifo.json");
+        if std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            let e = read_json::<u32>(&fifo).unwrap_err().to_string();
+            assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

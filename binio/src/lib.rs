@@ -14,9 +14,16 @@
 //! make a reader allocate without bound.
 
 pub mod json;
+mod kind;
 mod lock;
+mod own;
 
+pub use kind::{
+    check_folder_kind, claim_folder, folder_kind, FolderKind, FoundKind, KindError, Purpose,
+    KIND_FILE,
+};
 pub use lock::{FolderLock, LockError, LOCK_FILE};
+pub use own::{create_own_folder, open_own, refuse_link};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -386,22 +393,25 @@ fn refuse_special_target(path: &Path) -> io::Result<()> {
     if meta.is_file() {
         return Ok(());
     }
-    let what = if meta.is_dir() {
-        "a folder"
-    } else {
-        special_kind(&meta)
-    };
+    let what = file_kind(&meta);
     Err(io::Error::new(
         io::ErrorKind::InvalidInput,
         format!("it is {what}, not a regular file; name a file to write"),
     ))
 }
 
+/// What a file is, in words (`a folder`, `a FIFO`, ...), for messages.
 #[cfg(unix)]
-fn special_kind(meta: &fs::Metadata) -> &'static str {
+pub(crate) fn file_kind(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
-    if t.is_fifo() {
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
         "a FIFO"
     } else if t.is_char_device() || t.is_block_device() {
         "a device"
@@ -413,8 +423,17 @@ fn special_kind(meta: &fs::Metadata) -> &'static str {
 }
 
 #[cfg(not(unix))]
-fn special_kind(_: &fs::Metadata) -> &'static str {
-    "a special file"
+pub(crate) fn file_kind(meta: &fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
 }
 
 /// Whether `name` is a temporary file of [`write_bytes_atomic`]'s (`.NAME.tmp.PID.N`).

@@ -21,6 +21,8 @@ pub const LOCK_FILE: &str = ".mallocmuzero.lock";
 pub enum LockError {
     #[error("{dir}: in use by another process ({holder}); one process writes a run folder at a time: wait for it to end, stop it, or choose another folder")]
     Held { dir: String, holder: String },
+    #[error("{dir}: it is {what}, not a folder: a run folder is a folder (a new one, or one of a run); choose another")]
+    NotAFolder { dir: String, what: String },
     #[error("{path}: cannot lock the folder: {source}")]
     Io {
         path: String,
@@ -39,25 +41,20 @@ pub struct FolderLock {
 
 impl FolderLock {
     /// Locks `dir` (created if missing) for this process, or says which process holds it.
-    /// Never waits: a second writer is refused before it spends anything.
+    /// Never waits: a second writer is refused before it spends anything. The lock file is
+    /// the folder's own ([`crate::open_own`]): one that is a link (symbolic or hard) is
+    /// refused, never written through, so the pid lands nowhere but in the folder.
     pub fn acquire(dir: &Path) -> Result<FolderLock, LockError> {
         let path = dir.join(LOCK_FILE);
         let io_err = |source| LockError::Io {
             path: path.display().to_string(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        make_folder(dir)?;
         // Not truncated on open: the holder's pid stays readable to the one refused.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_err)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        let mut file = crate::open_own(&path, &mut options).map_err(io_err)?;
         // Called through the trait: from Rust 1.89 on, std's inherent `File::try_lock`
         // would be taken instead, which this workspace's minimum Rust does not have.
         match fs4::FileExt::try_lock(&file) {
@@ -86,6 +83,27 @@ impl FolderLock {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Creates the run folder `dir` if missing; a path that is not a folder is refused in
+/// words (`create_dir_all` says only "File exists").
+fn make_folder(dir: &Path) -> Result<(), LockError> {
+    let refuse = |what: &str| LockError::NotAFolder {
+        dir: dir.display().to_string(),
+        what: what.to_string(),
+    };
+    match (std::fs::metadata(dir), std::fs::symlink_metadata(dir)) {
+        (Ok(m), _) if m.is_dir() => return Ok(()),
+        (Ok(m), _) => return Err(refuse(crate::file_kind(&m))),
+        (Err(_), Ok(m)) if m.file_type().is_symlink() => {
+            return Err(refuse("a symbolic link to nothing"))
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+        path: dir.display().to_string(),
+        source,
+    })
 }
 
 /// The holder's pid as its lock file says, for the refusal's message. The holder may not
@@ -128,6 +146,58 @@ mod tests {
         let again = FolderLock::acquire(&dir).unwrap();
         drop(again);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_lock_file_is_refused_and_its_target_untouched() {
+        use std::os::unix::fs::symlink;
+        let root = temp_dir("linked");
+        std::fs::create_dir_all(&root).unwrap();
+        let outside = root.join("outside");
+        std::fs::write(&outside, b"precious").unwrap();
+        let run = root.join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        // A link to a file, then a dangling one (the open would create its target).
+        for target in [outside.clone(), root.join("made-elsewhere")] {
+            let _ = std::fs::remove_file(run.join(LOCK_FILE));
+            symlink(&target, run.join(LOCK_FILE)).unwrap();
+            let err = FolderLock::acquire(&run).unwrap_err().to_string();
+            assert!(
+                err.contains(LOCK_FILE) && err.contains("symbolic link"),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+        assert!(!root.join("made-elsewhere").exists());
+        std::fs::remove_file(run.join(LOCK_FILE)).unwrap();
+        std::fs::hard_link(&outside, run.join(LOCK_FILE)).unwrap();
+        let err = FolderLock::acquire(&run).unwrap_err().to_string();
+        assert!(err.contains("hard links"), "{err}");
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_is_not_a_folder() {
+        let root = temp_dir("file");
+        std::fs::create_dir_all(&root).unwrap();
+        let file = root.join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let err = FolderLock::acquire(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("a regular file, not a folder") && err.contains("/f"),
+            "{err}"
+        );
+        #[cfg(unix)]
+        {
+            let dangling = root.join("dangling");
+            std::os::unix::fs::symlink(root.join("none"), &dangling).unwrap();
+            let err = FolderLock::acquire(&dangling).unwrap_err().to_string();
+            assert!(err.contains("a symbolic link to nothing"), "{err}");
+            assert!(!root.join("none").exists());
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -111,10 +111,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     } else {
         outln!(
             "{} ({} ops, {} buffers) on {}, one core unless noted:",
-            program.name(),
+            crate::output::shown(program.name()),
             program.len(),
             program.buffers().len(),
-            hw.name
+            crate::output::shown(&hw.name)
         );
         outln!("  simulations of the xla mapping: {sim_per_s:>12.0} /s");
         outln!("  cost-model placement deltas:    {delta_per_s:>12.0} /s");

@@ -76,12 +76,12 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
     };
     running.store(true, Ordering::SeqCst);
     if !args.json {
-        eprintln!(
+        errln!(
             "{} on {} ({} decisions) on {} into {}{}",
             search.config().variant.name(),
-            search.problem().program().name(),
+            crate::output::shown(search.problem().program().name()),
             search.problem().decisions().len(),
-            search.problem().hardware().name,
+            crate::output::shown(&search.problem().hardware().name),
             folder.root().display(),
             // Generations counted from 1, as metrics.jsonl and --generations count them.
             match search.generation() {
@@ -120,7 +120,7 @@ pub fn run(args: &TrainEgrlArgs) -> Result<()> {
     bar.finish_and_clear();
     report(&folder, &search, args.json)?;
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
-        eprintln!(
+        errln!(
             "interrupted after generation {}: checkpoint and best mapping written; continue with: mallocmuzero train-egrl --resume {}",
             search.generation(),
             folder.root().display()
@@ -186,7 +186,7 @@ fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egr
             e => e.into(),
         })?;
     for n in notes {
-        eprintln!("{n}");
+        errln!("{n}");
     }
     Ok(made)
 }

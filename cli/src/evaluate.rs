@@ -84,12 +84,12 @@ fn warn_of_slow_settings(args: &EvaluateArgs) {
     const SIMULATIONS_WARN: usize = 4096;
     const ROUNDS_WARN: usize = 16384;
     if let Some(n) = args.simulations.filter(|&n| n > SIMULATIONS_WARN) {
-        eprintln!(
+        errln!(
             "warning: --simulations {n}: the agent searches {n} simulations at every turn of its game (the default is 16, resnet50 has 437 turns): expect hours; the progress line counts turns"
         );
     }
     if let Some(n) = args.proposal_rounds.filter(|&n| n > ROUNDS_WARN) {
-        eprintln!(
+        errln!(
             "warning: --proposal-rounds {n}: each round replays the best game with new proposals (the default is 64, about 1-6 s a program): expect hours"
         );
     }
@@ -124,7 +124,7 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
         if let Solver::MuZero(agent) = solver {
             for case in &cases {
                 for w in agent.warnings(&case.program, &case.hw) {
-                    eprintln!("warning: {w}");
+                    errln!("warning: {w}");
                 }
             }
         }
@@ -224,6 +224,7 @@ fn gap_fraction(text: &str) -> Result<f64, String> {
 }
 
 fn print_table(rows: &[Row]) {
+    use crate::output::shown;
     use accel_sim::format_size;
     outln!(
         "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8}",
@@ -250,10 +251,10 @@ fn print_table(rows: &[Row]) {
         };
         outln!(
             "{:<16} {:<13} {:>10} {:<12} {:>11} {:>11} {:>8} {:>8} {:>10} {:>8.1}",
-            r.workload,
-            r.hardware,
+            shown(&r.workload),
+            shown(&r.hardware),
             format_size(r.fast_capacity_bytes),
-            r.solver,
+            shown(&r.solver),
             f(r.proxy_latency_s, 1e6, 1),
             f(r.latency_s, 1e6, 1),
             r.speedup_vs_xla.map_or("-".into(), |s| format!("{s:.3}x")),
@@ -262,7 +263,7 @@ fn print_table(rows: &[Row]) {
             r.solve_s * 1e3,
         );
         if let Some(e) = &r.error {
-            outln!("    invalid mapping: {e}");
+            outln!("    invalid mapping: {}", shown(e));
         }
         if let Some(p) = &r.proof {
             outln!("    {}", proof_line(p));
@@ -274,7 +275,8 @@ fn print_table(rows: &[Row]) {
             outln!("    {}", bound_line(r.lower_bound_s, r.bound_source));
         }
     }
-    outln!("\n`gap`: each solver's simulated latency over the case's best proven lower bound on the simulated latency of any mapping, minus 1 (docs/exact.md).");
+    outln!();
+    outln!("`gap`: each solver's simulated latency over the case's best proven lower bound on the simulated latency of any mapping, minus 1 (docs/exact.md).");
 }
 
 /// A gap to the bound, as a table cell.

@@ -12,6 +12,7 @@
 mod output;
 mod bench;
 mod case;
+mod clash;
 mod egrl;
 mod evaluate;
 mod play;
@@ -111,7 +112,8 @@ fn main() {
         Some(Command::TrainEgrl(args)) => egrl::run(&args),
     };
     if let Err(e) = result {
-        eprintln!("error: {}", one_line(&e));
+        // One line, whatever names its message quotes.
+        errln!("error: {}", output::shown(&one_line(&e)));
         std::process::exit(2);
     }
 }
@@ -167,6 +169,21 @@ fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
             out.display()
         );
     }
+    let source = workload_file(workload);
+    let inputs: Vec<clash::Named> = source
+        .iter()
+        .map(|path| clash::Named {
+            flag: "--workload",
+            what: "the program being cut",
+            path,
+        })
+        .collect();
+    let output = clash::Named {
+        flag: "--out",
+        what: "",
+        path: out,
+    };
+    clash::refuse_clashes(&inputs, &[output])?;
     let ops = if ops.starts_with("..") {
         format!("0{ops}")
     } else {
@@ -178,12 +195,22 @@ fn cut(workload: &str, ops: &str, out: &std::path::Path) -> Result<()> {
         .with_context(|| format!("{}", out.display()))?;
     outln!(
         "{}: {} ops, {} buffers -> {}",
-        program.name(),
+        output::shown(program.name()),
         program.len(),
         program.buffers().len(),
         out.display()
     );
     Ok(())
+}
+
+/// The program file a `--workload` spec reads, if it names one (`FILE`, `FILE@A..B`); a
+/// built-in's name reads none.
+pub(crate) fn workload_file(spec: &str) -> Option<std::path::PathBuf> {
+    let file = spec.rsplit_once('@').map_or(spec, |(f, _)| f);
+    [spec, file]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
 }
 
 fn workloads(json: bool) -> Result<()> {
@@ -311,7 +338,8 @@ fn suite(json: bool) -> Result<()> {
             format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
         );
     }
-    outln!("\nbeneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
+    outln!();
+    outln!("beneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
     Ok(())
 }
 

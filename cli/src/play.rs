@@ -132,10 +132,8 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         let latency = game.final_latency().unwrap_or(f64::NAN);
         let ret = game.total_return();
         if let Some(dir) = &args.save {
-            // `beam:32` -> `beam-32`: a colon is not a portable file-name character.
-            let tag = player.name().replace(':', "-");
-            let file = format!("{}-{tag}-{seed}.game", program.name());
-            let path = dir.join(malloc_game::record::safe_file_name(&file));
+            let file = malloc_game::record::saved_game_name(program.name(), &player.name(), seed);
+            let path = dir.join(file);
             // The save's error names the file already.
             GameRecord::from_game(&game, &player.name(), seed, None)?.save(&path)?;
         }
@@ -254,7 +252,42 @@ fn replay_program(args: &ReplayArgs, record: &GameRecord) -> Result<Program> {
     Ok(bench_workloads::load(&record.workload)?)
 }
 
+/// Refuses an output of `replay` on a file it reads (the game, the `--compare` game, the
+/// `--workload` file) or on another of its outputs, before anything is read or written.
+fn refuse_clashing_outputs(args: &ReplayArgs) -> Result<()> {
+    use crate::clash::Named;
+    let workload = args.workload.as_deref().and_then(crate::workload_file);
+    let mut inputs = vec![Named {
+        flag: "GAME",
+        what: "the game being read",
+        path: &args.game,
+    }];
+    if let Some(path) = &args.compare {
+        let (flag, what) = ("--compare", "the game compared against");
+        inputs.push(Named { flag, what, path });
+    }
+    if let Some(path) = &workload {
+        let (flag, what) = ("--workload", "the program being read");
+        inputs.push(Named { flag, what, path });
+    }
+    let outputs: Vec<Named> = [
+        ("--html", &args.html),
+        ("--export-json", &args.export_json),
+        ("--render", &args.render),
+        ("--timeline", &args.timeline),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p)| {
+        let what = "";
+        p.as_deref().map(|path| Named { flag, what, path })
+    })
+    .collect();
+    crate::clash::refuse_clashes(&inputs, &outputs)
+}
+
 pub fn run_replay(args: &ReplayArgs) -> Result<()> {
+    use crate::output::shown;
+    refuse_clashing_outputs(args)?;
     let t0 = Instant::now();
     let record = load_record(&args.game)?;
     let program: Arc<Program> = Arc::new(replay_program(args, &record)?);
@@ -352,8 +385,8 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         for (i, t) in replay.turns.iter().enumerate() {
             outln!(
                 "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2} {:>14.2}",
-                truncate(&t.buffer, 40),
-                t.action_name,
+                truncate(&shown(&t.buffer), 40),
+                shown(&t.action_name),
                 t.reward,
                 t.latency_s * 1e6,
                 t.proxy_latency_s * 1e6
@@ -363,10 +396,10 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
     outln!(
         "verified {} turns of {} ({} on {}, player {}, seed {}, {} rewards): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
         replay.turns.len(),
-        args.game.display(),
-        program.name(),
-        hw.name,
-        record.player,
+        shown(&args.game.display().to_string()),
+        shown(program.name()),
+        shown(&hw.name),
+        shown(&record.player),
         record.seed,
         record.options.reward.as_str(),
         game.total_return(),

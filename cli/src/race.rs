@@ -159,12 +159,12 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         &mut |case, name, config| {
             run_one(case, name, config, args.json).inspect_err(|_| {
                 if let Some(p) = &kept {
-                    eprintln!("the results so far are kept in {}", p.display());
+                    errln!("the results so far are kept in {}", p.display());
                 }
             })
         },
         &mut |case, name, why| {
-            eprintln!(
+            errln!(
                 "{} on {}: the saved {name} result does not check out ({why}): racing it again",
                 case.program.name(),
                 case.hw.name
@@ -213,6 +213,7 @@ fn run_one(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let on = format!("{} on {}: {name}", case.program.name(), case.hw.name);
+    let on = crate::output::shown(&on).into_owned();
     bar.set_message(on.clone());
     let t0 = Instant::now();
     let ticker = bar.clone();
@@ -239,7 +240,7 @@ fn run_one(
     bar.finish_and_clear();
     let r = result?;
     if !quiet {
-        eprintln!(
+        errln!(
             "{on}: {} ({} improvements)",
             r.best_latency_s
                 .map_or("no mapping".into(), |l| format!("{:.2} us", l * 1e6)),
@@ -250,6 +251,7 @@ fn run_one(
 }
 
 fn print_table(results: &[RaceResult]) {
+    use crate::output::shown;
     outln!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
         "workload",
@@ -270,9 +272,9 @@ fn print_table(results: &[RaceResult]) {
             .and_then(|x| x.best_latency_s);
         outln!(
             "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
-            r.workload,
-            r.hardware,
-            r.solver,
+            shown(&r.workload),
+            shown(&r.hardware),
+            shown(&r.solver),
             l.map_or("-".into(), |l| format!("{:.2}", l * 1e6)),
             match (xla, l) {
                 (Some(x), Some(l)) => format!("{:.4}x", x / l),
@@ -296,7 +298,12 @@ fn print_table(results: &[RaceResult]) {
     }
     outln!();
     for (w, h, b, s) in cases {
-        outln!("{w} on {h}: {}", crate::evaluate::bound_line(b, s));
+        outln!(
+            "{} on {}: {}",
+            shown(w),
+            shown(h),
+            crate::evaluate::bound_line(b, s)
+        );
     }
     outln!("`gap`: best simulated latency over the case's best proven lower bound, minus 1 (docs/exact.md).");
     outln!("`primal`: the primal integral, the mean over the budget of 1 - bound / best so far (1 before the first mapping; docs/race.md).");

@@ -55,7 +55,7 @@ impl Talk {
                     if due && !s.msg.is_empty() && !done.load(Ordering::SeqCst) {
                         let line =
                             format!("[{:>6.1} s] {}", started.elapsed().as_secs_f64(), s.msg);
-                        bar.suspend(|| eprintln!("{line}"));
+                        bar.suspend(|| errln!("{line}"));
                         s.logged = Some(Instant::now());
                     }
                 }
@@ -71,7 +71,9 @@ impl Talk {
 
     /// Shows `msg`. A message about new work is logged once it has stood a moment; one
     /// that only counts progress of the same work (`same_work`) keeps the log's pace.
+    /// Names in it are shown as [`crate::output::shown`] says.
     pub fn say(&self, msg: String, same_work: bool) {
+        let msg = crate::output::shown(&msg).into_owned();
         if let Ok(mut s) = self.said.lock() {
             if !same_work {
                 s.since = Instant::now();

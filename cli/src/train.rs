@@ -125,7 +125,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         None => start(args, config)?,
     };
     if let Some(note) = trainer.resume_note() {
-        bar.suspend(|| eprintln!("note: {note}"));
+        bar.suspend(|| errln!("note: {note}"));
     }
     if !args.json {
         announce(&trainer, args.resume.is_some(), args.restart);
@@ -159,7 +159,7 @@ fn exit_if_interrupted(interrupted: bool, iterations: u64, dir: &Path) {
             0 => "no iteration completed, so no checkpoint (the best mapping found is written)",
             _ => "checkpoint and best mapping written",
         };
-        eprintln!(
+        errln!(
             "interrupted after {iterations} iterations: {saved}; continue with: mallocmuzero train --resume {}",
             dir.display()
         );
@@ -217,14 +217,14 @@ pub(crate) fn install_interrupt_handler(
 ) -> Result<()> {
     ctrlc::set_handler(move || {
         if !running.load(Ordering::SeqCst) {
-            bar.suspend(|| eprintln!("interrupted while preparing the run: nothing to checkpoint yet (every file written is whole); exiting"));
+            bar.suspend(|| errln!("interrupted while preparing the run: nothing to checkpoint yet (every file written is whole); exiting"));
             std::process::exit(INTERRUPTED);
         }
         if stop.swap(true, Ordering::SeqCst) {
-            eprintln!("interrupted again: exiting now (resume continues from the last checkpoint)");
+            errln!("interrupted again: exiting now (resume continues from the last checkpoint)");
             std::process::exit(INTERRUPTED);
         }
-        bar.suspend(|| eprintln!("interrupt: {stopping} (Ctrl-C again to exit at once)"));
+        bar.suspend(|| errln!("interrupt: {stopping} (Ctrl-C again to exit at once)"));
     })
     .context("cannot install the Ctrl-C handler")
 }
@@ -241,7 +241,7 @@ fn flag_over_file<T: std::fmt::Display>(
     let Some(given) = given else { return };
     let (file, given_s) = (field.to_string(), given.to_string());
     if from_file && file != default.to_string() && file != given_s {
-        eprintln!("note: {flag} {given_s} overrides the config file's {file}");
+        errln!("note: {flag} {given_s} overrides the config file's {file}");
     }
     *field = given;
 }
@@ -276,7 +276,7 @@ fn config_of(args: &TrainArgs, config: Option<TrainConfig>) -> Result<TrainConfi
     config.keep_checkpoints |= args.keep_checkpoints;
     if let (Some(file), Some(given)) = (&config.init, &args.init) {
         if from_file && *file != given.display().to_string() {
-            eprintln!(
+            errln!(
                 "note: --init {} overrides the config file's init {file}",
                 given.display()
             );
@@ -439,18 +439,18 @@ fn announce(trainer: &Trainer, resume: bool, restart: bool) {
         (true, n) => format!(" (resumed after iteration {})", n - 1),
     };
     if trainer.is_multi() {
-        eprintln!(
+        errln!(
             "training one network on {} cases into {}{how}",
             trainer.case_names().len(),
             trainer.dir().display(),
         );
         return;
     }
-    eprintln!(
+    errln!(
         "training on {} ({} buffers) on {} into {}{how}",
-        trainer.info().workload,
+        crate::output::shown(&trainer.info().workload),
         setup.program().buffers().len(),
-        setup.hardware().name,
+        crate::output::shown(&setup.hardware().name),
         trainer.dir().display(),
     );
 }
@@ -518,7 +518,7 @@ fn report_cases(summary: &TrainSummary, dir: &Path) {
             .map_or("-".to_string(), |b| format!("{:.4}x", c.xla_latency_s / b));
         outln!(
             "{:<40} {:>11.2} {:>11} {:>8} {:>11}",
-            c.name,
+            crate::output::shown(&c.name),
             c.xla_latency_s * 1e6,
             us(c.best_latency_s),
             speedup,

@@ -361,7 +361,7 @@ fn a_run_folder_of_the_other_trainer_is_named_as_such() {
     ]);
     refused(
         &["train-egrl", "--resume", s(&muzero_run)],
-        &["mallocMuZero", "train --resume", "run.json"],
+        &["a training run folder", "mallocmuzero train --resume"],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

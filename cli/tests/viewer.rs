@@ -100,7 +100,12 @@ fn bad_input_is_one_error_naming_the_file() {
     // A game of the same program on other hardware.
     refused(
         &["replay", &g, "--compare", &h, "--html", &out],
-        &["--compare", &h, "different hardware or game options"],
+        &[
+            "--compare",
+            &h,
+            "different settings: hardware.levels[1].capacity is",
+            "in A and 2097152 in B",
+        ],
     );
     // A truncated game, as GAME and as --compare.
     let bytes = std::fs::read(&g).unwrap();

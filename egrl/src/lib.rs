@@ -53,6 +53,9 @@ pub enum EgrlError {
     /// The run folder is another process's.
     #[error(transparent)]
     Lock(#[from] binio::LockError),
+    /// The folder holds another kind of run ([`binio::FolderKind`]).
+    #[error(transparent)]
+    Kind(#[from] binio::KindError),
     #[error(transparent)]
     Workload(#[from] bench_workloads::WorkloadError),
     #[error(transparent)]

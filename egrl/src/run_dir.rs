@@ -65,6 +65,8 @@ impl RunFolder {
         hw: Hardware,
         config: EgrlConfig,
     ) -> Result<(RunFolder, Egrl), EgrlError> {
+        // A training run's or a race's folder is refused before anything is made in it.
+        binio::check_folder_kind(root, binio::FolderKind::Egrl, binio::Purpose::Write)?;
         if root.join("run.json").exists() {
             return Err(file_error(
                 &root.join("run.json"),
@@ -79,6 +81,7 @@ impl RunFolder {
         )?);
         let egrl = Egrl::new(problem, config.clone())?;
         let lock = binio::FolderLock::acquire(root)?;
+        binio::claim_folder(root, binio::FolderKind::Egrl)?;
         // Again under the lock: another start may have written it since.
         if root.join("run.json").exists() {
             return Err(file_error(
@@ -86,8 +89,9 @@ impl RunFolder {
                 "a run is already here: resume it (--resume) or choose another folder",
             ));
         }
-        std::fs::create_dir_all(root.join("best"))
-            .map_err(|e| file_error(root, &format!("cannot create: {e}")))?;
+        let best = root.join("best");
+        binio::create_own_folder(&best)
+            .map_err(|e| file_error(&best, &format!("cannot create: {e}")))?;
         let info = RunInfo {
             format: RUN_FORMAT.into(),
             version: RUN_VERSION,
@@ -112,11 +116,17 @@ impl RunFolder {
     /// thread count (results do not depend on it).
     pub fn resume(root: &Path, threads: Option<usize>) -> Result<(RunFolder, Egrl), EgrlError> {
         let info_path = root.join("run.json");
+        binio::check_folder_kind(root, binio::FolderKind::Egrl, binio::Purpose::Write)?;
         let value: serde_json::Value = read_json(&info_path)?;
         let lock = binio::FolderLock::acquire(root)?;
-        // What a write killed midway left (only the folder's one writer may sweep).
+        binio::claim_folder(root, binio::FolderKind::Egrl)?;
+        // What a write killed midway left (only the folder's one writer may sweep), in the
+        // run's own folders: `best/` is never a link out of the run.
+        let best = root.join("best");
+        binio::create_own_folder(&best)
+            .map_err(|e| file_error(&best, &format!("cannot create: {e}")))?;
         binio::remove_temp_files(root)?;
-        binio::remove_temp_files(&root.join("best"))?;
+        binio::remove_temp_files(&best)?;
         // A mallocMuZero run has no `format`; without this it failed on a missing field.
         if value.get("format").is_none() && value.get("rules").is_some() {
             return Err(file_error(
@@ -195,7 +205,7 @@ impl RunFolder {
         let mapping = problem.decode(&best.assignment).mapping;
         let file = MappingFile::from_mapping(problem.program(), &mapping);
         let dir = self.root.join("best");
-        std::fs::create_dir_all(&dir)
+        binio::create_own_folder(&dir)
             .map_err(|e| file_error(&dir, &format!("cannot create: {e}")))?;
         write_json(&dir.join("mapping.json"), &file)?;
         let summary = Summary {

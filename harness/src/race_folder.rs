@@ -24,6 +24,9 @@ pub const RESULTS_VERSION: u32 = 2;
 pub enum FolderError {
     #[error(transparent)]
     Lock(#[from] binio::LockError),
+    /// The folder holds another kind of run ([`binio::FolderKind`]).
+    #[error(transparent)]
+    Kind(#[from] binio::KindError),
     #[error(transparent)]
     Bin(#[from] binio::BinError),
     #[error(transparent)]
@@ -81,8 +84,11 @@ impl RaceFolder {
     /// (one race writes a folder at a time), the temporary files of writes a killed race
     /// left in it swept, and the results of an earlier race into it read back. An earlier
     /// race with another budget, seed or threads, or of an older build, is an error
-    /// rather than a mix. Nothing is written until [`RaceFolder::save`], but for the
-    /// renaming of an older build's training result ([`RaceFolder::migrate`]).
+    /// rather than a mix; so is a folder of another kind of run (a training run's, an EGRL
+    /// run's), and a case's folder that is a link out of the race's. Nothing is written
+    /// until [`RaceFolder::save`], but for the lock, the folder's kind
+    /// ([`binio::claim_folder`]) and the renaming of an older build's training result
+    /// ([`RaceFolder::migrate`]).
     pub fn open(
         dir: Option<&Path>,
         cases: &[Case],
@@ -92,10 +98,14 @@ impl RaceFolder {
     ) -> Result<RaceFolder, FolderError> {
         let lock = match dir {
             Some(dir) => {
+                binio::check_folder_kind(dir, binio::FolderKind::Race, binio::Purpose::Write)?;
                 let lock = binio::FolderLock::acquire(dir)?;
+                binio::claim_folder(dir, binio::FolderKind::Race)?;
                 binio::remove_temp_files(dir)?;
                 for case in cases {
-                    binio::remove_temp_files(&dir.join(case_folder(case)))?;
+                    let case_dir = dir.join(case_folder(case));
+                    binio::refuse_link(&case_dir).map_err(|e| io(&case_dir, e))?;
+                    binio::remove_temp_files(&case_dir)?;
                 }
                 Some(lock)
             }
@@ -145,6 +155,7 @@ impl RaceFolder {
             }
             if let Some(dir) = &self.dir {
                 let case_dir = dir.join(folder_name(&r.workload, &r.hardware));
+                binio::refuse_link(&case_dir).map_err(|e| io(&case_dir, e))?;
                 let from = case_dir.join(format!("{old}.mapping.json"));
                 let to = case_dir.join(format!("{}.mapping.json", race::MUZERO_TRAIN));
                 if from.exists() && !to.exists() {
@@ -217,8 +228,10 @@ impl RaceFolder {
         let Some(dir) = self.case_dir(case) else {
             return Ok(None);
         };
+        binio::create_own_folder(&dir).map_err(|e| io(&dir, e))?;
         let run = dir.join("muzero-run");
-        if run.exists() {
+        // A link in its place goes itself, never what it leads to.
+        if std::fs::symlink_metadata(&run).is_ok() {
             std::fs::remove_dir_all(&run).map_err(|e| io(&run, e))?;
         }
         Ok(Some(run))
@@ -228,7 +241,7 @@ impl RaceFolder {
     /// `results.json`.
     pub fn record(&mut self, case: &Case, result: &RaceResult) -> Result<(), FolderError> {
         if let (Some(dir), Some(m)) = (self.case_dir(case), &result.mapping) {
-            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            binio::create_own_folder(&dir).map_err(|e| io(&dir, e))?;
             let path = dir.join(format!("{}.mapping.json", result.solver));
             race::save_mapping(case, m, &path)?;
         }
@@ -356,14 +369,19 @@ pub fn race_into(
 }
 
 /// The folder of `case` in a race's folder: `<workload>-<hardware>`, path separators and
-/// spaces made `_`.
+/// spaces made `_`, and a name too long for a file system shortened with a hash of the
+/// whole ([`malloc_game::record::bounded_name`]), so that two long names stay two folders.
 pub fn case_folder(case: &Case) -> String {
     folder_name(case.program.name(), &case.hw.name)
 }
 
 fn folder_name(workload: &str, hardware: &str) -> String {
-    format!("{workload}-{hardware}").replace(['/', '\\', ' '], "_")
+    let name = format!("{workload}-{hardware}").replace(['/', '\\', ' '], "_");
+    malloc_game::record::bounded_name(&name, MAX_FOLDER_NAME)
 }
+
+/// The longest case folder name, in bytes: under the common file systems' 255.
+const MAX_FOLDER_NAME: usize = 200;
 
 fn io(path: &Path, e: std::io::Error) -> FolderError {
     FolderError::Io {
@@ -413,7 +431,7 @@ fn write_svg(
         case.hw.name
     );
     let svg = crate::curves::curves_svg(&title, results, seconds, xla);
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    binio::create_own_folder(dir).map_err(|e| io(dir, e))?;
     binio::write_bytes_atomic(&dir.join("curves.svg"), svg.as_bytes())?;
     if results.iter().any(|r| !r.evaluations_curve.is_empty()) {
         let title = format!(
@@ -425,4 +443,26 @@ fn write_svg(
         binio::write_bytes_atomic(&dir.join("evaluations.svg"), svg.as_bytes())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_folder_names_stay_short_and_distinct() {
+        assert_eq!(
+            folder_name("resnet50", "tpu-v4i-like"),
+            "resnet50-tpu-v4i-like"
+        );
+        assert_eq!(folder_name("a/b c", "hw"), "a_b_c-hw");
+        let long = "w".repeat(300);
+        let a = folder_name(&long, "tpu-v4i-like");
+        let b = folder_name(&long, "nnp-i-like");
+        assert!(
+            a.len() <= MAX_FOLDER_NAME && b.len() <= MAX_FOLDER_NAME,
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
 }

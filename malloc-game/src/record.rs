@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 
+mod names;
+
+pub use names::{bounded_name, safe_file_name, saved_game_name};
+
 /// The format version of saved games (binary header and the `format_version` field).
 // 2: binio files carry a checksum. 3: rules v2 (a turn per use, docs/mallocgame.md).
 // 4: the options name the reward kind (`simulated` or `proxy`). 5: rules v3 (a turn at a
@@ -169,31 +173,6 @@ pub struct SearchStats {
     /// One count per action (`GameOptions::action_count` entries).
     pub visits: Vec<u32>,
     pub root_value: f32,
-}
-
-/// `name` made safe as one file name: every character but ASCII letters, digits, `-`, `_`
-/// and `.` becomes `_`, a leading `.` too (no hidden files, no `..`), and the result is at
-/// most 120 bytes. Program names come from user files, and a name such as `../x` must not
-/// steer a write out of the folder it was meant for.
-pub fn safe_file_name(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(120)
-        .collect();
-    if out.starts_with('.') {
-        out.replace_range(0..1, "_");
-    }
-    if out.is_empty() {
-        out.push('_');
-    }
-    out
 }
 
 /// A saved game that cannot be made, read or trusted.
@@ -741,25 +720,6 @@ mod hardware_serde {
 mod tests {
     use super::*;
 
-    #[test]
-    fn file_names_cannot_leave_their_folder() {
-        assert_eq!(safe_file_name("../escaped"), "_._escaped");
-        assert_eq!(safe_file_name("a/b\\c d"), "a_b_c_d");
-        assert_eq!(safe_file_name(".."), "_.");
-        assert_eq!(safe_file_name(""), "_");
-        assert_eq!(
-            safe_file_name("resnet50-beam-32-0.game"),
-            "resnet50-beam-32-0.game"
-        );
-        assert_eq!(safe_file_name(&"x".repeat(500)).len(), 120);
-        for s in ["../x", "/etc/passwd", "..\\..\\y", "\u{0}a", "ü/.."] {
-            let f = safe_file_name(s);
-            assert!(
-                !f.contains('/') && !f.contains('\\') && !f.starts_with('.'),
-                "{s}: {f}"
-            );
-        }
-    }
     use accel_sim::{Buffer, BufferKind, Hardware, Op};
 
     fn program(flops: f64) -> Arc<Program> {

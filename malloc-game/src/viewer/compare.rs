@@ -17,8 +17,11 @@ pub enum CompareError {
     Program { a: String, b: String },
     #[error("the games are of different versions of program `{workload}` (content hashes {a:#018x} and {b:#018x})")]
     ProgramVersion { workload: String, a: u64, b: u64 },
-    #[error("the games were played on different hardware or game options (`{a}` and `{b}`)")]
-    Rules { a: String, b: String },
+    /// Settings that differ, each as its field's path and both values (A's, then B's).
+    #[error("the games were played under different settings: {}", said(.differences))]
+    Rules {
+        differences: Vec<(String, String, String)>,
+    },
 }
 
 /// One decision the games made differently, or that only one of them made.
@@ -45,6 +48,49 @@ pub struct Comparison {
     pub gap_s: f64,
 }
 
+/// [`accel_sim::json_differences`], with lists of one length (a hardware's levels) walked
+/// item by item too: `hardware.levels[1].capacity`, not the whole list twice.
+fn leaf_differences(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    prefix: &str,
+) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (path, x, y) in accel_sim::json_differences(a, b, prefix) {
+        match (x.as_array(), y.as_array()) {
+            (Some(xs), Some(ys)) if xs.len() == ys.len() => {
+                for (i, (xi, yi)) in xs.iter().zip(ys).enumerate() {
+                    out.extend(leaf_differences(xi, yi, &format!("{path}[{i}]")));
+                }
+            }
+            _ => out.push((path, x, y)),
+        }
+    }
+    out
+}
+
+/// The first few settings that differ, in words.
+fn said(differences: &[(String, String, String)]) -> String {
+    const SHOWN: usize = 3;
+    let mut parts: Vec<String> = differences
+        .iter()
+        .take(SHOWN)
+        .map(|(path, a, b)| format!("{path} is {a} in A and {b} in B"))
+        .collect();
+    if differences.len() > SHOWN {
+        parts.push(format!("{} more", differences.len() - SHOWN));
+    }
+    parts.join("; ")
+}
+
+/// At most `max` characters of `s`, an ellipsis marking a cut.
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
 /// Compares game `a` against game `b`.
 pub fn compare(a: &GameView, b: &GameView) -> Result<Comparison, CompareError> {
     if a.workload != b.workload {
@@ -60,11 +106,13 @@ pub fn compare(a: &GameView, b: &GameView) -> Result<Comparison, CompareError> {
             b: b.program_hash,
         });
     }
-    if a.rules != b.rules {
-        return Err(CompareError::Rules {
-            a: a.hardware.clone(),
-            b: b.hardware.clone(),
-        });
+    if a.settings != b.settings {
+        let shown = |v: &serde_json::Value| clip(&v.to_string(), 60);
+        let differences = leaf_differences(&a.settings, &b.settings, "")
+            .iter()
+            .map(|(path, x, y)| (path.clone(), shown(x), shown(y)))
+            .collect();
+        return Err(CompareError::Rules { differences });
     }
     let s0 = a.s0;
     let first_difference = (0..a.turns().max(b.turns())).find(|&t| {

@@ -13,7 +13,7 @@ mod compare;
 mod page;
 
 pub use compare::{compare, CompareError, Comparison, Difference};
-pub use page::{compare_html, game_html};
+pub use page::{compare_html, game_html, script_json};
 
 use crate::game::Game;
 use crate::players::Player;
@@ -85,8 +85,10 @@ pub struct GameView {
     keys: Vec<(usize, BufferId, usize)>,
     #[serde(skip)]
     program_hash: u64,
+    /// The game's hardware and options (`{"hardware": .., "options": ..}`): two games are
+    /// comparable when these are equal.
     #[serde(skip)]
-    rules: String,
+    settings: serde_json::Value,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -382,7 +384,7 @@ impl GameView {
             left_out,
             keys,
             program_hash: program.content_hash(),
-            rules: rules_of(game),
+            settings: settings_of(game),
         }
     }
 
@@ -460,13 +462,14 @@ fn walk(g: &Game, from: (usize, usize), buffers: &mut Buffers, states: &mut Open
     }
 }
 
-/// The hardware and game options of a game, as text: two games are comparable when these
-/// are equal.
-fn rules_of(game: &Game) -> String {
+/// The hardware and game options of a game: two games are comparable when these are
+/// equal.
+fn settings_of(game: &Game) -> serde_json::Value {
     let setup = game.setup();
-    let hw = serde_json::to_string(&setup.hardware().to_file()).unwrap_or_default();
-    let opts = serde_json::to_string(setup.options()).unwrap_or_default();
-    format!("{hw}\n{opts}")
+    serde_json::json!({
+        "hardware": serde_json::to_value(setup.hardware().to_file()).unwrap_or_default(),
+        "options": serde_json::to_value(setup.options()).unwrap_or_default(),
+    })
 }
 
 /// Action 0 and every legal action of `g`'s pending use, with its offset and, for slot 0

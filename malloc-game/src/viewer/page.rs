@@ -41,9 +41,18 @@ pub fn compare_html(a: &GameView, b: &GameView) -> Result<String, CompareError> 
     ))
 }
 
+/// `data` as JSON text to put inside a `<script>` element of a page: every `<` written
+/// `\u003c` (the same JSON string). Names in the data come from user files, and inside a
+/// script element `</script` ends it while `<!--` (with `<script`) changes how the rest is
+/// read, blanking the page; with no `<` left, the element's text is only the data. Every
+/// page with inline data goes through here.
+pub fn script_json(data: &serde_json::Value) -> String {
+    // `<` appears in JSON text only inside strings, where `\u003c` means the same.
+    data.to_string().replace('<', "\\u003c")
+}
+
 fn page(title: &str, data: &serde_json::Value) -> String {
-    // `</` cannot end the data's script element once written `<\/` (the same JSON string).
-    let json = data.to_string().replace("</", "<\\/");
+    let json = script_json(data);
     let title = html_escape(title);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

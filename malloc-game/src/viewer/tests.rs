@@ -182,6 +182,25 @@ fn games_of_other_programs_or_hardware_are_refused() {
     let c = GameView::of(&GreedyPlayer.play(&other, 0), "g", 0, None, &limits);
     let e = compare(&a, &c).unwrap_err();
     assert!(matches!(e, CompareError::Rules { .. }), "{e}");
+    // Both on the hardware of one name: the message says what differs, and how.
+    let msg = e.to_string();
+    assert!(
+        msg.contains("hardware.levels[1].capacity is") && msg.contains(" in A and 4194304 in B"),
+        "{msg}"
+    );
+    let reward = GameOptions {
+        reward: crate::Reward::Proxy,
+        ..GameOptions::default()
+    };
+    let setup_r = GameSetup::new(
+        Arc::new(bench_workloads::load("unet").unwrap()),
+        Hardware::tpu_v4i_like(),
+        reward,
+    )
+    .unwrap();
+    let d = GameView::of(&GreedyPlayer.play(&setup_r, 0), "g", 0, None, &limits);
+    let msg = compare(&a, &d).unwrap_err().to_string();
+    assert!(msg.contains("options.reward is"), "{msg}");
 }
 
 #[test]
@@ -211,6 +230,40 @@ fn pages_are_self_contained() {
     );
     let page = compare_html(&view, &xla).unwrap();
     assert!(page.contains("\"mode\":\"compare\""));
+}
+
+/// Names from user files never blank a page: no `<` of theirs reaches the inline data
+/// (`<!--` and `<script` change how a script element is read; `</script` ends it), on a
+/// game's page, a comparison's, and the one `train` writes beside a best game.
+#[test]
+fn no_name_can_end_or_hide_the_inline_data() {
+    let setup = setup("alexnet");
+    let game = GreedyPlayer.play(&setup, 0);
+    let hostile = "<!--<script>x</script>-->";
+    let limits = ViewLimits::default();
+    let mut view = GameView::of(&game, hostile, 0, None, &limits);
+    view.workload = hostile.into();
+    view.buffers.name[0] = hostile.into();
+    view.levels[0].name = hostile.into();
+    let mut xla = GameView::of(&XlaPlayer.play(&setup, 0), "xla", 0, None, &limits);
+    xla.workload = hostile.into();
+    let train_page = crate::viewer::against_xla_html(&game, hostile, 0, None, &limits);
+    for html in [
+        game_html(&view),
+        compare_html(&view, &xla).unwrap(),
+        train_page,
+    ] {
+        let start = html.find("id=\"mmz-data\">").unwrap() + "id=\"mmz-data\">".len();
+        let data = &html[start..start + html[start..].find("</script>").unwrap()];
+        assert!(!data.contains('<'), "{}", &data[..200]);
+        let v: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(v["a"]["player"], hostile);
+        // The title is escaped as HTML.
+        assert!(!html[..start].contains("<!--<"), "title");
+    }
+    let v = serde_json::json!({"s": "a\\<b"});
+    let text = script_json(&v);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
 }
 
 #[test]

@@ -20,6 +20,9 @@ pub enum TrainError {
     /// The run folder is another process's ([`binio::FolderLock`]).
     #[error(transparent)]
     Lock(#[from] binio::LockError),
+    /// The folder holds another kind of run ([`binio::FolderKind`]).
+    #[error(transparent)]
+    Kind(#[from] binio::KindError),
     /// A move the game refused during self-play or evaluation.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),

@@ -283,8 +283,10 @@ fn rules_v1() -> u32 {
     1
 }
 
-/// Reads a run's `run.json`.
+/// Reads a run's `run.json`; a folder of another kind of run (a race's, an EGRL run's) is
+/// refused, naming what it is.
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
+    binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Read)?;
     read_info_at(&dir.join("run.json"))
 }
 
@@ -378,14 +380,13 @@ impl RunDir {
         self.root.join("metrics.jsonl")
     }
 
+    /// Makes the run's folders. The root is the user's to name (a link to a folder is
+    /// theirs to give); the folders inside are the run's own, never links out of it, so
+    /// that nothing the run writes or deletes in them is elsewhere.
     pub fn create(&self) -> Result<(), TrainError> {
-        for d in [
-            self.root.clone(),
-            self.games(),
-            self.best(),
-            self.checkpoints(),
-        ] {
-            std::fs::create_dir_all(&d).map_err(io_error(&d))?;
+        std::fs::create_dir_all(&self.root).map_err(io_error(&self.root))?;
+        for d in [self.games(), self.best(), self.checkpoints()] {
+            binio::create_own_folder(&d).map_err(io_error(&d))?;
         }
         Ok(())
     }
@@ -428,7 +429,7 @@ impl RunDir {
         }
         if info.is_multi() {
             let programs = self.root.join(PROGRAMS);
-            std::fs::create_dir_all(&programs).map_err(io_error(&programs))?;
+            binio::create_own_folder(&programs).map_err(io_error(&programs))?;
             for (k, setup) in setups.iter().enumerate() {
                 if copy_index(&info.cases, k) == k {
                     copy(&program_copy(&self.root, k), setup.program())?;
@@ -592,26 +593,28 @@ impl RunDir {
     /// any in the run's own subfolders, and those of the run's files in its root (which
     /// may be a folder of the user's).
     fn remove_temp_files(&self) -> Result<(), TrainError> {
-        let mut dirs = vec![self.best(), self.games(), self.checkpoints()];
+        let programs = self.root.join(PROGRAMS);
+        binio::refuse_link(&programs).map_err(io_error(&programs))?;
+        let mut dirs = vec![self.best(), self.games(), self.checkpoints(), programs];
         dirs.extend(subdirs(&self.checkpoints())?);
         dirs.extend(subdirs(&self.best())?);
-        dirs.push(self.root.join(PROGRAMS));
         let mut found: Vec<PathBuf> = Vec::new();
         for d in dirs {
             let e = entries(&d)?;
-            let ours = e.into_iter().filter(|(n, _)| binio::is_temp_file_name(n));
-            found.extend(ours.map(|(_, p)| p));
+            let ours = e.into_iter().filter(|e| binio::is_temp_file_name(&e.name));
+            // A link named like one goes itself (never what it leads to); a folder stays.
+            found.extend(ours.filter(|e| !e.is_dir).map(|e| e.path));
         }
         let root_files = ["run.json", "program.json", "metrics.jsonl"];
-        for (name, path) in entries(&self.root)? {
-            if root_files
+        for e in entries(&self.root)? {
+            let ours = root_files
                 .iter()
-                .any(|f| name.starts_with(&format!(".{f}.tmp.")))
-            {
-                found.push(path);
+                .any(|f| e.name.starts_with(&format!(".{f}.tmp.")));
+            if ours && !e.is_dir {
+                found.push(e.path);
             }
         }
-        for path in found.into_iter().filter(|p| p.is_file()) {
+        for path in found {
             std::fs::remove_file(&path).map_err(io_error(&path))?;
         }
         Ok(())
@@ -643,7 +646,7 @@ impl RunDir {
     }
 
     fn remove_eval_games_after(&self, through: Option<u64>) -> Result<(), TrainError> {
-        for (name, path) in entries(&self.games())? {
+        for Entry { name, path, .. } in entries(&self.games())? {
             let it = name
                 .strip_prefix("eval-")
                 .and_then(|n| n.strip_suffix(".game"))
@@ -656,18 +659,24 @@ impl RunDir {
     }
 
     /// Removes the checkpoint folders other than `keep`'s: all of them, or only those of
-    /// later iterations (a kill's unfinished one) where `keep_older`.
+    /// later iterations (a kill's unfinished one) where `keep_older`. Anything else named
+    /// like one (a link) is removed itself, never what it leads to.
     fn remove_checkpoints_except(
         &self,
         keep: Option<&Latest>,
         keep_older: bool,
     ) -> Result<(), TrainError> {
-        for path in subdirs(&self.checkpoints())? {
-            let name = path.file_name().map(|n| n.to_string_lossy().to_string());
-            let name = name.unwrap_or_default();
+        for Entry {
+            name, path, is_dir, ..
+        } in entries(&self.checkpoints())?
+        {
             let Some(it) = name.strip_prefix("iter-") else {
                 continue;
             };
+            if !is_dir {
+                std::fs::remove_file(&path).map_err(io_error(&path))?;
+                continue;
+            }
             let older = match (keep, it.parse::<u64>()) {
                 (Some(k), Ok(i)) => i < k.iteration,
                 _ => false,
@@ -690,7 +699,7 @@ impl RunDir {
     /// `keep_older` (`keep_checkpoints`).
     pub fn save_checkpoint(&self, s: &Snapshot, keep_older: bool) -> Result<(), TrainError> {
         let here = self.checkpoint(&s.latest.dir);
-        std::fs::create_dir_all(&here).map_err(io_error(&here))?;
+        binio::create_own_folder(&here).map_err(io_error(&here))?;
         binio::write_bytes_atomic(&here.join("weights.safetensors"), &s.weights)?;
         binio::write_bytes_atomic(&here.join("optimizer.bin"), &s.optimizer)?;
         for (name, buffer) in [("replay.bin", &s.replay), ("demos.bin", &s.demos)] {
@@ -738,8 +747,16 @@ fn is_checkpoint_name(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The names and paths of the entries of `dir` (none if it does not exist).
-fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>, TrainError> {
+/// An entry of a run's folder, as it is: a link to a folder is not a folder here, so
+/// nothing is swept or removed through one.
+struct Entry {
+    name: String,
+    path: PathBuf,
+    is_dir: bool,
+}
+
+/// The entries of `dir` (none if it does not exist).
+fn entries(dir: &Path) -> Result<Vec<Entry>, TrainError> {
     let read = match std::fs::read_dir(dir) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -748,44 +765,25 @@ fn entries(dir: &Path) -> Result<Vec<(String, PathBuf)>, TrainError> {
     let mut out = Vec::new();
     for e in read {
         let e = e.map_err(io_error(dir))?;
-        out.push((e.file_name().to_string_lossy().to_string(), e.path()));
+        // The entry's own type: a symbolic link is not followed.
+        let t = e.file_type().map_err(io_error(&e.path()))?;
+        out.push(Entry {
+            name: e.file_name().to_string_lossy().to_string(),
+            path: e.path(),
+            is_dir: t.is_dir(),
+        });
     }
     Ok(out)
 }
 
+/// The folders in `dir`, links to folders left out.
 fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
     Ok(entries(dir)?
         .into_iter()
-        .map(|(_, p)| p)
-        .filter(|p| p.is_dir())
+        .filter(|e| e.is_dir)
+        .map(|e| e.path)
         .collect())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latest_checkpoint_outside_the_run_is_refused() {
-        let root = std::env::temp_dir().join(format!("mmz-latest-{}", std::process::id()));
-        let run = RunDir::new(&root);
-        std::fs::create_dir_all(run.checkpoints()).unwrap();
-        let latest = |dir: &str| {
-            format!(
-                r#"{{"iteration": 3, "dir": "{dir}", "train_steps": 1, "positions": 1, "elapsed_s": 1.0}}"#
-            )
-        };
-        let path = run.checkpoints().join("latest.json");
-        for hostile in ["../../../../etc", "/etc", "iter-", "iter-1/../../x", ""] {
-            std::fs::write(&path, latest(hostile)).unwrap();
-            let err = run.read_latest().unwrap_err().to_string();
-            assert!(
-                err.contains("latest.json") && err.contains("`dir`"),
-                "{err}"
-            );
-        }
-        std::fs::write(&path, latest("iter-000003")).unwrap();
-        assert_eq!(run.read_latest().unwrap().unwrap().dir, "iter-000003");
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-}
+mod tests;

@@ -251,8 +251,13 @@ impl Trainer {
             same_game(&first.setup, c)?;
         }
         let run_dir = RunDir::new(dir);
+        // A race's or an EGRL run's folder is refused before anything is made in it.
+        binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Write)?;
         // Before anything is read: a second writer would see a half-made run.
         let lock = binio::FolderLock::acquire(dir)?;
+        binio::claim_folder(dir, binio::FolderKind::Training)?;
+        // Its folders before anything in them is removed: none leads out of the run.
+        run_dir.create()?;
         let exists = |what| TrainError::RunExists {
             dir: dir.display().to_string(),
             what,
@@ -275,7 +280,6 @@ impl Trainer {
             Ok(None) => run_dir.clear_best(&info)?,
         }
         let setups: Vec<Arc<GameSetup>> = cases.into_iter().map(|c| c.setup).collect();
-        run_dir.create()?;
         run_dir.write_info(&info, &setups)?;
         Trainer::open(run_dir, lock, info, setups, false)
     }
@@ -298,9 +302,13 @@ impl Trainer {
         restart: bool,
     ) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
-        // Read first so a folder without a run is refused as such (and not created).
+        // Read first so a folder of another kind of run, or without a run, is refused as
+        // such, and not created.
+        binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Write)?;
         super::read_run_info(dir)?;
         let lock = binio::FolderLock::acquire(dir)?;
+        binio::claim_folder(dir, binio::FolderKind::Training)?;
+        run_dir.create()?;
         let mut info = super::read_run_info(dir)?;
         let setups = info.setups(dir)?;
         if let Some(c) = config.filter(|c| *c != info.config) {
@@ -315,7 +323,6 @@ impl Trainer {
             run_dir.write_info(&info, &setups)?;
         }
         checked(info.config.clone(), info.is_multi())?;
-        run_dir.create()?;
         Trainer::open(run_dir, lock, info, setups, restart)
     }
 
@@ -341,7 +348,7 @@ impl Trainer {
         let mut cases = Vec::with_capacity(setups.len());
         for (k, (setup, name)) in setups.into_iter().zip(&names).enumerate() {
             let best_dir = dir.case_best(&info, k);
-            std::fs::create_dir_all(&best_dir).map_err(super::error::io_error(&best_dir))?;
+            binio::create_own_folder(&best_dir).map_err(super::error::io_error(&best_dir))?;
             cases.push(CaseRun::new(setup, &best_dir, name, c)?);
         }
         let (latest, resume_note) = match restart {
