@@ -1,7 +1,9 @@
-"""Writes the HLO text of the JAX programs in scripts/jax_programs.py (needs jax==0.10.2).
+"""Writes the HLO text of the JAX programs in scripts/jax_programs.py and
+scripts/jax_scale_programs.py (needs jax==0.10.2).
 
     python3 scripts/export_jax_hlo.py --checks   # bench-workloads/tests/data/hlo/
     python3 scripts/export_jax_hlo.py --bundle   # bench-workloads/data/jax/
+    python3 scripts/export_jax_hlo.py --scale    # bench-workloads/data/scale/
 
 --checks writes each cross-check program's scheduled module (NAME.hlo.txt), its module
 before optimization (NAME.lowered.hlo.txt), and XLA's own figures for them (xla.json:
@@ -9,11 +11,17 @@ cost_analysis() and memory_analysis() of the compiled program, and which entry p
 hold weights), which bench-workloads/tests/hlo_xla.rs compares the loader against.
 --bundle writes the bundled workloads' scheduled modules (the module before optimization
 for those in jax_programs.BUNDLED_LOWERED).
+--scale writes the scale tier: each model of jax_scale_programs.MODELS as its scheduled
+module (NAME.hlo.txt.gz) and its module before optimization (NAME-lowered.hlo.txt.gz),
+gzip-compressed, and scale.json: for each program its file, stage, weight parameter count,
+description and XLA's figures of the compiled program (bench-workloads/src/scale.rs reads
+it; ONLY=NAME,NAME rewrites some models and keeps the others' entries).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -22,6 +30,7 @@ import jax
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax_programs  # noqa: E402
+import jax_scale_programs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,6 +67,14 @@ def write(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
+    os.replace(tmp, path)
+
+
+def write_gz(path, text):
+    """gzip with no name and no time in its header, so the same text gives the same bytes."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as f:
+        f.write(text.encode())
     os.replace(tmp, path)
 
 
@@ -101,19 +118,69 @@ def bundle(out):
         print(f"{name}: weights {len(params)}: {description}")
 
 
+def scale(out, only):
+    os.makedirs(out, exist_ok=True)
+    manifest_path = os.path.join(out, "scale.json")
+    kept = []
+    if only and os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            kept = [p for p in json.load(f)["programs"] if p["model"] not in only]
+    programs = []
+    for name, make in jax_scale_programs.MODELS.items():
+        if only and name not in only:
+            continue
+        fn, args, weights, description = make()
+        params = weight_parameters(args, weights)
+        assert params == list(range(len(params))), "weights must be the first arguments"
+        lowered = jax.jit(fn, keep_unused=True).lower(*args)
+        compiled = lowered.compile()
+        xla = figures(compiled)
+        del args
+        for stage, suffix, text in (
+            ("optimized", "", compiled.as_text()),
+            ("lowered", "-lowered", lowered.as_text(dialect="hlo")),
+        ):
+            file = f"{name}{suffix}.hlo.txt.gz"
+            write_gz(os.path.join(out, file), text)
+            programs.append(
+                {
+                    "name": name + suffix,
+                    "model": name,
+                    "file": file,
+                    "stage": stage,
+                    "weights": len(params),
+                    "description": description,
+                    "xla": xla,
+                }
+            )
+            print(f"{name}{suffix}: {len(text)} chars, weights {len(params)}", flush=True)
+    order = list(jax_scale_programs.MODELS)
+    programs = sorted(kept + programs, key=lambda p: (order.index(p["model"]), p["stage"] == "lowered"))
+    table = {"jax": jax.__version__, "programs": programs}
+    write(manifest_path, json.dumps(table, indent=1) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checks", action="store_true")
     ap.add_argument("--bundle", action="store_true")
+    ap.add_argument("--scale", action="store_true")
     ap.add_argument("--checks-dir", default=os.path.join(ROOT, "bench-workloads/tests/data/hlo"))
     ap.add_argument("--bundle-dir", default=os.path.join(ROOT, "bench-workloads/data/jax"))
+    ap.add_argument("--scale-dir", default=os.path.join(ROOT, "bench-workloads/data/scale"))
     a = ap.parse_args()
-    if not (a.checks or a.bundle):
-        ap.error("give --checks, --bundle or both")
+    if not (a.checks or a.bundle or a.scale):
+        ap.error("give --checks, --bundle, --scale or several")
     if a.checks:
         checks(a.checks_dir)
     if a.bundle:
         bundle(a.bundle_dir)
+    if a.scale:
+        only = {n for n in os.environ.get("ONLY", "").split(",") if n}
+        unknown = only - set(jax_scale_programs.MODELS)
+        if unknown:
+            ap.error(f"ONLY: no such model {sorted(unknown)} (models: {list(jax_scale_programs.MODELS)})")
+        scale(a.scale_dir, only)
 
 
 if __name__ == "__main__":

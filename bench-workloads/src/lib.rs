@@ -8,13 +8,16 @@
 //! - [`synthetic`]: small hand-shaped programs (chain, diamond, random DAG).
 //! - [`alphatensor`]: a large matrix product computed block-wise with an AlphaTensor
 //!   factorization.
-//! - [`suite`]: the benchmark cases (workload, hardware, fast capacity).
+//! - [`scale`]: the scale tier, full-size JAX models as XLA's HLO (gzip-compressed).
+//! - [`suite`]: the benchmark cases (workload, hardware, fast capacity): the suite and
+//!   the scale suite.
 //! - [`small`]: windows of the models with their proven cost-model optima.
 
 pub mod alphatensor;
 pub mod csv;
 pub mod hlo;
 pub mod json;
+pub mod scale;
 pub mod small;
 pub mod suite;
 pub mod synthetic;
@@ -24,7 +27,7 @@ use accel_sim::{Program, ProgramError};
 /// A workload that could not be loaded; names the file (or workload) and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    #[error("unknown workload `{name}` (built in: {list})", list = names().join(", "))]
+    #[error("unknown workload `{name}` (built in: {list}; the scale tier: {scale})", list = names().join(", "), scale = scale::names().join(", "))]
     Unknown { name: String },
     #[error(transparent)]
     File(#[from] accel_sim::TextFileError),
@@ -38,7 +41,9 @@ pub enum WorkloadError {
     },
 }
 
-/// Names of every built-in workload: traced models, then generated ones.
+/// Names of the built-in workloads: traced models, bundled JAX programs, then generated
+/// ones. The scale tier's ([`scale::names`]) load by name too but are not among these:
+/// each is thousands of ops, too many for the loops over every workload here.
 pub fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = json::EMBEDDED.iter().map(|(n, _)| *n).collect();
     v.extend(hlo::names());
@@ -47,8 +52,14 @@ pub fn names() -> Vec<&'static str> {
     v
 }
 
-/// A built-in workload by name, or a user file: a path ending in `.json` (program format),
-/// `.csv` (minimalloc lifetimes) or `.hlo`/`.hlo.txt` (XLA's HLO text); any followed by `@A..B` is its ops `A..B` alone
+/// Whether `name` is a workload built into this build, of either tier.
+pub fn is_builtin(name: &str) -> bool {
+    names().contains(&name) || scale::names().contains(&name)
+}
+
+/// A built-in workload by name (either tier), or a user file: a path ending in `.json`
+/// (program format), `.csv` (minimalloc lifetimes) or `.hlo`/`.hlo.txt` (XLA's HLO text,
+/// gzip-compressed when it ends in `.gz`); any followed by `@A..B` is its ops `A..B` alone
 /// ([`Program::window`]: `resnet50@0..40`).
 pub fn load(spec: &str) -> Result<Program, WorkloadError> {
     if let Some((base, window)) = split_window(spec) {
@@ -108,6 +119,9 @@ fn load_whole(spec: &str) -> Result<Program, WorkloadError> {
     if let Some(p) = alphatensor::builtin(spec) {
         return p;
     }
+    if let Some(p) = scale::builtin(spec) {
+        return p;
+    }
     if let Some(p) = synthetic::builtin(spec) {
         return Ok(p);
     }
@@ -115,11 +129,58 @@ fn load_whole(spec: &str) -> Result<Program, WorkloadError> {
     if hlo::is_hlo_path(spec) {
         return hlo::load_file(path);
     }
+    if let Some(hlo_name) = spec.strip_suffix(".gz").filter(|s| hlo::is_hlo_path(s)) {
+        return load_gzipped_hlo(path, hlo_name);
+    }
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => json::load_file(path),
         Some("csv") => csv::load_file(path).map(|c| c.program),
         _ => Err(WorkloadError::Unknown { name: spec.into() }),
     }
+}
+
+/// An HLO text file compressed with gzip, named as [`hlo::load_file`] names the file it
+/// would be inflated to (`model.hlo.txt.gz`: `model`).
+fn load_gzipped_hlo(path: &std::path::Path, hlo_name: &str) -> Result<Program, WorkloadError> {
+    let shown = path.display().to_string();
+    // A compressed file is at most the text cap: it inflates to more, checked as it does.
+    let bytes = read_bytes_capped(path, accel_sim::MAX_TEXT_BYTES)?;
+    let text = scale::gunzip(&bytes, &shown)?;
+    let file = std::path::Path::new(hlo_name)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file.strip_suffix(".txt").unwrap_or(&file);
+    let name = stem.strip_suffix(".hlo").unwrap_or(stem);
+    let options = hlo::Options {
+        name: (!name.is_empty()).then(|| name.to_string()),
+        ..hlo::Options::default()
+    };
+    hlo::parse_program_with(&text, &shown, &options)
+}
+
+/// A file's bytes, refused past `limit` (a link to `/dev/zero` is not read to the end).
+fn read_bytes_capped(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, WorkloadError> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let io = |source| accel_sim::TextFileError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(io(std::io::Error::other("it is a folder")).into());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(accel_sim::TextFileError::TooLarge {
+            path: shown,
+            limit_mib: limit >> 20,
+        }
+        .into());
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

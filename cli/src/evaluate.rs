@@ -2,6 +2,7 @@
 
 use crate::case::{single_case, CaseArgs};
 use anyhow::{bail, Result};
+use bench_workloads::suite::SuiteName;
 use clap::Args;
 use harness::{evaluate_case, Case, EvalProgress, Row, Solver, SolverContext};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,9 +12,11 @@ use std::path::PathBuf;
 pub struct EvaluateArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// Every case of the benchmark suite (each with its own hardware and capacity).
-    #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity", "mapping"])]
-    pub suite: bool,
+    /// Every case of a suite, each with its own hardware and capacities: `--suite` alone
+    /// (or `--suite standard`) the benchmark suite's 14 cases, `--suite scale` the scale
+    /// tier's on both presets.
+    #[arg(long, num_args = 0..=1, default_missing_value = "standard", value_name = "NAME", value_parser = clap::value_parser!(SuiteName), conflicts_with_all = ["workload", "hw", "fast_capacity", "mapping"])]
+    pub suite: Option<SuiteName>,
     #[arg(long = "solver", help = solver_help())]
     pub solvers: Vec<String>,
     /// Seed of the game players.
@@ -60,7 +63,7 @@ impl Default for EvaluateArgs {
                 workload: Some("resnet50".into()),
                 ..CaseArgs::default()
             },
-            suite: false,
+            suite: None,
             solvers: Vec::new(),
             seed: 0,
             threads: None,
@@ -96,8 +99,8 @@ fn warn_of_slow_settings(args: &EvaluateArgs) {
 }
 
 pub fn run(args: &EvaluateArgs) -> Result<()> {
-    let cases = if args.suite {
-        Case::suite()?
+    let cases = if let Some(name) = args.suite {
+        Case::suite_named(name)?
     } else {
         vec![single_case(&args.case)?]
     };

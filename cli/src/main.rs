@@ -52,9 +52,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the benchmark suite: each case's hardware, fast capacity, and the bytes that
-    /// would benefit from fast memory at once.
+    /// List a suite (the benchmark suite, or `scale`): each case's hardware, fast
+    /// capacity, and the bytes that would benefit from fast memory at once.
     Suite {
+        /// `standard` (the 14 cases, the default) or `scale` (the scale tier's).
+        #[arg(value_parser = clap::value_parser!(bench_workloads::suite::SuiteName))]
+        name: Option<bench_workloads::suite::SuiteName>,
         #[arg(long)]
         json: bool,
     },
@@ -101,7 +104,7 @@ fn main() {
         None => evaluate::run(&evaluate::EvaluateArgs::default()),
         Some(Command::Workloads { json }) => workloads(json),
         Some(Command::Hardware { json }) => hardware(json),
-        Some(Command::Suite { json }) => suite(json),
+        Some(Command::Suite { name, json }) => suite(name.unwrap_or_default(), json),
         Some(Command::Cut { workload, ops, out }) => cut(&workload, &ops, &out),
         Some(Command::Evaluate(args)) => evaluate::run(&args),
         Some(Command::Bench(args)) => bench::run(&args),
@@ -215,7 +218,14 @@ pub(crate) fn workload_file(spec: &str) -> Option<std::path::PathBuf> {
 
 fn workloads(json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for name in bench_workloads::names() {
+    let tiers = [
+        ("standard", bench_workloads::names()),
+        ("scale", bench_workloads::scale::names()),
+    ];
+    for (tier, name) in tiers
+        .iter()
+        .flat_map(|(tier, names)| names.iter().map(move |n| (*tier, *n)))
+    {
         let p = bench_workloads::load(name).with_context(|| format!("workload `{name}`"))?;
         let weights: u64 = p
             .buffers()
@@ -225,6 +235,7 @@ fn workloads(json: bool) -> Result<()> {
             .sum();
         rows.push(serde_json::json!({
             "name": name,
+            "tier": tier,
             "ops": p.len(),
             "buffers": p.buffers().len(),
             "gflops": p.total_flops() / 1e9,
@@ -237,8 +248,14 @@ fn workloads(json: bool) -> Result<()> {
         outln!("{}", serde_json::json!({ "workloads": rows }));
         return Ok(());
     }
+    let width = rows
+        .iter()
+        .map(|r| r["name"].as_str().unwrap_or_default().len())
+        .max()
+        .unwrap_or(0)
+        .max(18);
     outln!(
-        "{:<18} {:>6} {:>8} {:>10} {:>11} {:>11}",
+        "{:<width$} {:>6} {:>8} {:>10} {:>11} {:>11}",
         "workload",
         "ops",
         "buffers",
@@ -246,9 +263,13 @@ fn workloads(json: bool) -> Result<()> {
         "weights",
         "peak live"
     );
-    for r in &rows {
+    for (i, r) in rows.iter().enumerate() {
+        let tier = r["tier"].as_str().unwrap_or_default();
+        if i > 0 && rows[i - 1]["tier"].as_str() != Some(tier) {
+            outln!("\n{tier} tier (`evaluate --suite {tier}`, `suite {tier}`):");
+        }
         outln!(
-            "{:<18} {:>6} {:>8} {:>10.2} {:>11} {:>11}",
+            "{:<width$} {:>6} {:>8} {:>10.2} {:>11} {:>11}",
             r["name"].as_str().unwrap_or_default(),
             r["ops"].as_u64().unwrap_or_default(),
             r["buffers"].as_u64().unwrap_or_default(),
@@ -296,19 +317,20 @@ fn hardware(json: bool) -> Result<()> {
     Ok(())
 }
 
-fn suite(json: bool) -> Result<()> {
+fn suite(name: bench_workloads::suite::SuiteName, json: bool) -> Result<()> {
     use accel_sim::format_size;
     let mut rows = Vec::new();
-    for case in bench_workloads::suite::cases() {
-        let p = bench_workloads::load(case.workload)?;
-        let hw = case.hardware();
+    for case in harness::Case::suite_named(name)? {
+        let (p, hw) = (&case.program, &case.hw);
         let fastest = hw.fastest();
-        let beneficial = bench_workloads::suite::beneficial_peak(&p, &hw, fastest);
-        let capacity: u64 = hw.levels[1..].iter().map(|l| l.capacity).sum();
+        let beneficial = bench_workloads::suite::beneficial_peak(p, hw, fastest);
+        let capacities: Vec<u64> = hw.levels[1..].iter().map(|l| l.capacity).collect();
+        let capacity: u64 = capacities.iter().sum();
         rows.push(serde_json::json!({
-            "workload": case.workload,
-            "hardware": case.hardware,
+            "workload": p.name(),
+            "hardware": hw.name,
             "fast_capacity_bytes": capacity,
+            "fast_level_capacities_bytes": capacities,
             "beneficial_peak_bytes": beneficial,
             "beneficial_over_capacity": beneficial as f64 / capacity as f64,
             "peak_live_bytes": p.peak_live_bytes(),
@@ -318,8 +340,14 @@ fn suite(json: bool) -> Result<()> {
         outln!("{}", serde_json::json!({ "suite": rows }));
         return Ok(());
     }
+    let width = rows
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap_or_default().len())
+        .max()
+        .unwrap_or(0)
+        .max(18);
     outln!(
-        "{:<18} {:<13} {:>12} {:>16} {:>10} {:>12}",
+        "{:<width$} {:<13} {:>20} {:>16} {:>10} {:>12}",
         "workload",
         "hardware",
         "fast cap",
@@ -328,18 +356,29 @@ fn suite(json: bool) -> Result<()> {
         "peak live"
     );
     for r in &rows {
+        let levels: Vec<String> = r["fast_level_capacities_bytes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|c| format_size(c.as_u64().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
         outln!(
-            "{:<18} {:<13} {:>12} {:>16} {:>9.1}x {:>12}",
+            "{:<width$} {:<13} {:>20} {:>16} {:>9.1}x {:>12}",
             r["workload"].as_str().unwrap_or_default(),
             r["hardware"].as_str().unwrap_or_default(),
-            format_size(r["fast_capacity_bytes"].as_u64().unwrap_or_default()),
+            levels.join(" + "),
             format_size(r["beneficial_peak_bytes"].as_u64().unwrap_or_default()),
             r["beneficial_over_capacity"].as_f64().unwrap_or_default(),
             format_size(r["peak_live_bytes"].as_u64().unwrap_or_default()),
         );
     }
     outln!();
-    outln!("beneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use.");
+    outln!("beneficial peak: the most bytes live at once among buffers that some op reads or writes faster from the fastest level (XLA's memory-boundedness > 0); weights and inputs count from their first use. x cap: over all fast levels together.");
+    if name == bench_workloads::suite::SuiteName::Scale {
+        outln!("capacities: the scale rule, each fast level of the preset divided by the smallest power of two that leaves them together at most 1/{} of the program's peak live bytes (docs/workloads.md).", bench_workloads::suite::SCALE_PEAK_SHARE);
+    }
     Ok(())
 }
 

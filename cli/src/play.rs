@@ -243,7 +243,7 @@ fn replay_program(args: &ReplayArgs, record: &GameRecord) -> Result<Program> {
             .load_program(dir)
             .with_context(|| format!("loading the program of the run folder of {shown}"));
     }
-    if !bench_workloads::names().contains(&record.workload.as_str()) {
+    if !bench_workloads::is_builtin(&record.workload) {
         bail!(
             "{shown}: the game was played on `{}`, which is not a built-in workload: pass the program file with --workload FILE",
             record.workload

@@ -8,6 +8,7 @@
 
 use crate::case::{single_case, CaseArgs, GameArgs};
 use anyhow::{anyhow, bail, Result};
+use bench_workloads::suite::SuiteName;
 use clap::Args;
 use harness::race::{self, RaceConfig, RaceResult};
 use harness::race_folder::{race_into, FolderError};
@@ -22,9 +23,11 @@ use std::time::{Duration, Instant};
 pub struct RaceArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// Every case of the benchmark suite.
-    #[arg(long, conflicts_with_all = ["workload", "hw", "fast_capacity"])]
-    pub suite: bool,
+    /// Every case of a suite, each with its own hardware and capacities: `--suite` alone
+    /// (or `--suite standard`) the benchmark suite's 14 cases, `--suite scale` the scale
+    /// tier's on both presets.
+    #[arg(long, num_args = 0..=1, default_missing_value = "standard", value_name = "NAME", value_parser = clap::value_parser!(SuiteName), conflicts_with_all = ["workload", "hw", "fast_capacity"])]
+    pub suite: Option<SuiteName>,
     /// Wall-clock seconds each solver gets.
     #[arg(long, value_parser = crate::positive_seconds)]
     pub seconds: f64,
@@ -108,8 +111,8 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         }
         None => egrl::EgrlConfig::default(),
     };
-    let cases = if args.suite {
-        Case::suite()?
+    let cases = if let Some(name) = args.suite {
+        Case::suite_named(name)?
     } else {
         vec![single_case(&args.case)?]
     };

@@ -343,13 +343,80 @@ fn play_saves_games_that_replay_and_render() {
 #[test]
 fn listings_are_json() {
     let w = json(&["workloads", "--json"]);
-    assert!(w["workloads"].as_array().unwrap().len() >= 14);
+    let w = w["workloads"].as_array().unwrap();
+    assert!(w.len() >= 14);
+    // Both tiers, the scale tier last.
+    let scale: Vec<_> = w.iter().filter(|r| r["tier"] == "scale").collect();
+    assert!(scale.len() >= 10, "{}", scale.len());
+    assert!(w
+        .iter()
+        .all(|r| r["tier"] == "standard" || r["tier"] == "scale"));
+    assert!(scale
+        .iter()
+        .all(|r| (500..=20_000).contains(&r["ops"].as_u64().unwrap())));
     let h = json(&["hardware", "--json"]);
     assert_eq!(h["hardware"].as_array().unwrap().len(), 2);
-    let s = json(&["suite", "--json"]);
-    for c in s["suite"].as_array().unwrap() {
-        assert!(c["beneficial_over_capacity"].as_f64().unwrap() > 1.0, "{c}");
+    for args in [&["suite", "--json"][..], &["suite", "scale", "--json"]] {
+        let s = json(args);
+        for c in s["suite"].as_array().unwrap() {
+            assert!(c["beneficial_over_capacity"].as_f64().unwrap() > 1.0, "{c}");
+        }
     }
+    let s = json(&["suite", "scale", "--json"]);
+    assert_eq!(s["suite"].as_array().unwrap().len(), 2 * scale.len());
+}
+
+/// `--suite` alone is the benchmark suite's 14 cases; `--suite scale` the scale tier's
+/// (every program on both presets); any other name is refused with the known ones.
+#[test]
+fn suite_takes_an_optional_name() {
+    let cases = |v: &serde_json::Value| {
+        let mut c: Vec<(String, String)> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["workload"].to_string(), r["hardware"].to_string()))
+            .collect();
+        c.dedup();
+        c
+    };
+    let standard = json(&["evaluate", "--suite", "--solver", "all-slow", "--json"]);
+    assert_eq!(cases(&standard).len(), 14);
+    let named = json(&[
+        "evaluate", "--suite", "standard", "--solver", "all-slow", "--json",
+    ]);
+    assert_eq!(cases(&named), cases(&standard));
+    // The flag may come last, before another flag, or with its value.
+    let last = json(&["evaluate", "--solver", "all-slow", "--json", "--suite"]);
+    assert_eq!(cases(&last), cases(&standard));
+    let scale = json(&["evaluate", "--suite", "scale", "--solver", "xla", "--json"]);
+    let scale_cases = cases(&scale);
+    assert!(scale_cases.len() >= 20, "{}", scale_cases.len());
+    assert!(scale_cases.iter().all(|(w, _)| w.starts_with("\"jax-")));
+    for r in scale["results"].as_array().unwrap() {
+        assert_eq!(r["valid"], true, "{r}");
+        let cap = r["fast_capacity_bytes"].as_u64().unwrap();
+        assert!(r["fast_bytes_used"].as_u64().unwrap() <= cap, "{r}");
+    }
+    let race = json(&[
+        "race",
+        "--suite",
+        "scale",
+        "--seconds",
+        "0.01",
+        "--solver",
+        "xla",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(race["results"].as_array().unwrap().len(), scale_cases.len());
+    let (code, _, err) = run(&["evaluate", "--suite", "big", "--solver", "xla"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown suite `big` (known: standard, scale)"),
+        "{err}"
+    );
 }
 
 /// `race --json` gives each solver's best latency, validity and curve; `--out` keeps the

@@ -20,6 +20,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use xla_msa as baselines;
 
+/// The `--fast-capacity` that asks for the scale suite's rule ([`suite::scale_hardware`]).
+pub const SCALE_RULE: &str = "scale-rule";
+
 /// The workload and hardware when none is named.
 pub const DEFAULT_WORKLOAD: &str = "resnet50";
 pub const DEFAULT_HARDWARE: &str = "tpu-v4i-like";
@@ -75,8 +78,9 @@ pub struct Case {
 
 impl Case {
     /// The case a user names: a built-in workload or a program file, a preset or a config
-    /// file, and optionally a capacity (`16MiB` or `1:16MiB`). A suite workload on its
-    /// suite hardware without a capacity gets the suite's capacity.
+    /// file, and optionally a capacity (`16MiB` or `1:16MiB`, or `scale-rule`: the scale
+    /// suite's rule for this program, [`suite::scale_hardware`]). A workload of either suite
+    /// on its suite hardware without a capacity gets that suite's capacities.
     pub fn named(
         workload: Option<&str>,
         hardware: Option<&str>,
@@ -87,9 +91,12 @@ impl Case {
         let program = bench_workloads::load(workload)?;
         let mut hw = Hardware::by_name_or_file(hardware)?;
         match fast_capacity {
+            Some(SCALE_RULE) => hw = suite::scale_hardware(&program, hw),
             Some(spec) => hw = hw.with_capacity_spec(spec)?,
             None => {
                 if let Some(c) = suite::case_of(workload, hardware) {
+                    hw = c.hardware();
+                } else if let Some(c) = suite::scale_case_of(workload, hardware) {
                     hw = c.hardware();
                 }
             }
@@ -100,6 +107,11 @@ impl Case {
     /// A case, refused when a fast level cannot hold even the smallest buffer (a mistake
     /// worth an error rather than a table of all-slow mappings).
     pub fn new(program: Program, hw: Hardware) -> Result<Case, EvalError> {
+        Case::with_program(Arc::new(program), hw)
+    }
+
+    /// [`Case::new`] of a program shared with other cases.
+    pub fn with_program(program: Arc<Program>, hw: Hardware) -> Result<Case, EvalError> {
         let smallest = program.buffers().iter().map(|b| b.size).min().unwrap_or(0);
         for (level, l) in hw.levels.iter().enumerate().skip(1) {
             if l.capacity < smallest {
@@ -113,10 +125,7 @@ impl Case {
                 });
             }
         }
-        Ok(Case {
-            program: Arc::new(program),
-            hw,
-        })
+        Ok(Case { program, hw })
     }
 
     /// Every case of the benchmark suite.
@@ -125,6 +134,27 @@ impl Case {
             .into_iter()
             .map(|c| Case::new(bench_workloads::load(c.workload)?, c.hardware()))
             .collect()
+    }
+
+    /// Every case of the suite `name`: the benchmark suite's 14, or the scale suite's (each
+    /// program loaded once for both its presets).
+    pub fn suite_named(name: suite::SuiteName) -> Result<Vec<Case>, EvalError> {
+        match name {
+            suite::SuiteName::Standard => Case::suite(),
+            suite::SuiteName::Scale => {
+                let mut cases = Vec::new();
+                let mut loaded: Option<(&str, Arc<Program>)> = None;
+                for c in suite::scale_cases() {
+                    let program = match &loaded {
+                        Some((w, p)) if *w == c.workload => Arc::clone(p),
+                        _ => Arc::new(bench_workloads::load(c.workload)?),
+                    };
+                    loaded = Some((c.workload, Arc::clone(&program)));
+                    cases.push(Case::with_program(program, c.hardware())?);
+                }
+                Ok(cases)
+            }
+        }
     }
 
     /// The bytes of every fast level together.
@@ -636,6 +666,57 @@ mod tests {
         let rows = evaluate_case(&other, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
         assert_eq!(rows[0].bound_source, BoundSource::Physical);
         assert_eq!(rows[0].lower_bound_s, rows[0].bound_latency_s);
+    }
+
+    /// The scale suite: its cases at the rule's capacities, each binding: xla's mapping
+    /// is well above the physical bound (fast memory unbounded), and all-slow is above xla.
+    #[test]
+    fn the_scale_suite_binds_on_every_case() {
+        let cases = Case::suite_named(suite::SuiteName::Scale).unwrap();
+        assert_eq!(cases.len(), suite::scale_cases().len());
+        assert_eq!(cases.len(), 2 * bench_workloads::scale::names().len());
+        let solvers = Solver::all_named(
+            &["all-slow".into(), "xla".into()],
+            &SolverContext::default(),
+        )
+        .unwrap();
+        for case in &cases {
+            let want = suite::scale_case_of(case.program.name(), &case.hw.name).unwrap();
+            assert_eq!(case.hw, want.hardware());
+            let rows = evaluate_case(case, &solvers, &GameOptions::default(), &mut |_| {}).unwrap();
+            let (slow, xla) = (&rows[0], &rows[1]);
+            let what = format!("{} on {}", xla.workload, xla.hardware);
+            assert!(xla.valid && slow.valid, "{what}");
+            let (x, s) = (xla.latency_s.unwrap(), slow.latency_s.unwrap());
+            assert!(
+                x > 1.1 * xla.bound_latency_s,
+                "{what}: xla {x} bound {}",
+                xla.bound_latency_s
+            );
+            assert!(s > x, "{what}: all-slow {s} xla {x}");
+        }
+        // The standard suite is still the 14 cases.
+        assert_eq!(
+            Case::suite_named(suite::SuiteName::Standard).unwrap().len(),
+            14
+        );
+    }
+
+    #[test]
+    fn a_scale_workload_gets_the_scale_capacities_and_any_program_the_scale_rule() {
+        let case = Case::named(Some("jax-resnet50-train"), Some("tpu-v4i-like"), None).unwrap();
+        let want = suite::scale_case_of("jax-resnet50-train", "tpu-v4i-like").unwrap();
+        assert_eq!(case.hw, want.hardware());
+        assert_eq!(case.hw.levels[1].capacity, 64 << 20);
+        // The rule by name, for a program outside the tier: alexnet's peak (122 MiB) / 16
+        // holds 4 MiB of the 128 MiB CMEM at most: 128 MiB / 32.
+        let ruled = Case::named(Some("alexnet"), Some("tpu-v4i-like"), Some(SCALE_RULE)).unwrap();
+        let divisor = suite::scale_divisor(&ruled.program, &Hardware::tpu_v4i_like());
+        assert_eq!(divisor, 32);
+        assert_eq!(ruled.hw.levels[1].capacity, 4 << 20);
+        let nnp = Case::named(Some("alexnet"), Some("nnp-i-like"), Some(SCALE_RULE)).unwrap();
+        let caps: Vec<u64> = nnp.hw.levels[1..].iter().map(|l| l.capacity).collect();
+        assert_eq!(caps, [6 << 20, 1 << 20]);
     }
 
     #[test]

@@ -165,7 +165,9 @@ pub fn out_of_range(which: &str, action: &str, count: usize) -> PyErr {
 /// Converters for `#[pyo3(from_py_with = ...)]` on parameters with a default value (which
 /// a `&Bound<PyAny>` parameter cannot have), one per parameter so that each names its own.
 pub mod named {
-    use super::{flag, number, uint};
+    use super::{describe, flag, number, type_name, uint};
+    use bench_workloads::suite::SuiteName;
+    use pyo3::exceptions::PyTypeError;
     use pyo3::prelude::*;
 
     pub fn seed(ob: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -180,8 +182,23 @@ pub mod named {
     pub fn exact_gap(ob: &Bound<'_, PyAny>) -> PyResult<f64> {
         number(ob, "exact_gap")
     }
-    pub fn suite(ob: &Bound<'_, PyAny>) -> PyResult<bool> {
-        flag(ob, "suite")
+    /// `suite=True` (the benchmark suite), `False` (none), or a suite's name
+    /// (`"standard"`, `"scale"`).
+    pub fn suite(ob: &Bound<'_, PyAny>) -> PyResult<Option<SuiteName>> {
+        if let Ok(name) = ob.cast::<pyo3::types::PyString>() {
+            let name = name.to_string();
+            return name
+                .parse()
+                .map(Some)
+                .map_err(|e: String| crate::errors::bad_arg(format!("suite: {e}")));
+        }
+        if type_name(ob) != "bool" {
+            return Err(PyTypeError::new_err(format!(
+                "suite: expected a bool (True or False) or a suite's name (\"standard\", \"scale\"), got {}",
+                describe(ob)
+            )));
+        }
+        Ok(ob.is_truthy()?.then_some(SuiteName::Standard))
     }
     pub fn interrupted(ob: &Bound<'_, PyAny>) -> PyResult<bool> {
         flag(ob, "interrupted")

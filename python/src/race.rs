@@ -14,7 +14,8 @@ use malloc_muzero::train::TrainConfig;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
-/// Races `solvers` on a case (or on every suite case with `suite=True`), each for
+/// Races `solvers` on a case (or on every case of a suite: `suite=True` the benchmark
+/// suite's 14, `suite="scale"` the scale tier's), each for
 /// `seconds` of wall-clock time on `threads` threads, one after another, and returns one
 /// dict per (case, solver): the results of `mallocmuzero race --json`, field for field,
 /// plus `reused`. `solvers` is a list of the race's names (`race_solver_names()`), `None`
@@ -34,7 +35,7 @@ use std::path::PathBuf;
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, seconds,
-    suite = false, seed = 0, threads = 1, out = None, checkpoint = None, config = None,
+    suite = None, seed = 0, threads = 1, out = None, checkpoint = None, config = None,
     search_model = None, egrl_config = None,
     exact_objective = None, slots = None, order = None, fast_levels = None, reward = None
 ))]
@@ -46,7 +47,9 @@ pub fn race(
     hw: Option<Hw>,
     fast_capacity: Option<&Bound<'_, PyAny>>,
     seconds: &Bound<'_, PyAny>,
-    #[pyo3(from_py_with = crate::args::named::suite)] suite: bool,
+    #[pyo3(from_py_with = crate::args::named::suite)] suite: Option<
+        bench_workloads::suite::SuiteName,
+    >,
     #[pyo3(from_py_with = crate::args::named::seed)] seed: u64,
     #[pyo3(from_py_with = crate::args::named::threads)] threads: usize,
     out: Option<PathBuf>,
@@ -85,13 +88,13 @@ pub fn race(
     let egrl = egrl_config_of(egrl_config)?;
     let fast_levels: Option<usize> = opt_uint(fast_levels, "fast_levels")?;
     let options = OptionArgs::parse(slots, order, None, reward)?;
-    let cases = if suite {
+    let cases = if let Some(name) = suite {
         if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
             return Err(bad_arg(
-                "suite=True names its own cases: drop workload, hw and fast_capacity",
+                "suite names its own cases: drop workload, hw and fast_capacity",
             ));
         }
-        py.detach(Case::suite).map_err(err)?
+        py.detach(|| Case::suite_named(name)).map_err(err)?
     } else {
         vec![case_of(workload, hw, fast_capacity)?]
     };

@@ -194,7 +194,7 @@ impl SavedGame {
             let info = malloc_muzero::train::read_run_info(dir).map_err(err)?;
             return Ok(Arc::new(info.load_program(dir).map_err(err)?));
         }
-        if !bench_workloads::names().contains(&self.record.workload.as_str()) {
+        if !bench_workloads::is_builtin(&self.record.workload) {
             return Err(bad_arg(format!(
                 "{}: the game was played on `{}`, which is not a built-in workload: pass its program",
                 self.path.display(),

@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::path::PathBuf;
 
-/// Runs `solvers` on a case (or on every suite case with `suite=True`), validates and
+/// Runs `solvers` on a case (or on every case of a suite: `suite=True` the benchmark
+/// suite's 14, `suite="scale"` the scale tier's), validates and
 /// simulates each mapping, and returns one dict per (case, solver): the rows of
 /// `mallocmuzero evaluate --json` (`results`), field for field. `solvers` is a list of the
 /// command line's solver names (`solver_names()`; `solvers=['xla']`), `None` its default
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 /// exception.
 #[pyfunction]
 #[pyo3(signature = (
-    workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = false,
+    workload = None, solvers = None, hw = None, fast_capacity = None, *, suite = None,
     seed = 0, threads = 1, checkpoint = None, simulations = None, proposal_rounds = None,
     search_model = None,
     exact_seconds = 60.0, exact_gap = 0.0, exact_objective = None,
@@ -37,7 +38,7 @@ pub fn evaluate(
     solvers: Option<&Bound<'_, PyAny>>,
     hw: Option<Hw>,
     fast_capacity: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = named::suite)] suite: bool,
+    #[pyo3(from_py_with = named::suite)] suite: Option<bench_workloads::suite::SuiteName>,
     #[pyo3(from_py_with = named::seed)] seed: u64,
     #[pyo3(from_py_with = named::threads)] threads: usize,
     checkpoint: Option<PathBuf>,
@@ -81,13 +82,13 @@ pub fn evaluate(
             "exact_gap: must be in [0, 1), got {exact_gap}"
         )));
     }
-    let cases = if suite {
+    let cases = if let Some(name) = suite {
         if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
             return Err(bad_arg(
-                "suite=True names its own cases: drop workload, hw and fast_capacity",
+                "suite names its own cases: drop workload, hw and fast_capacity",
             ));
         }
-        py.detach(Case::suite).map_err(err)?
+        py.detach(|| Case::suite_named(name)).map_err(err)?
     } else {
         vec![case_of(workload, hw, fast_capacity)?]
     };

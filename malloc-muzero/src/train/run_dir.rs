@@ -233,7 +233,7 @@ impl RecordedProgram<'_> {
                 )
             });
         }
-        if bench_workloads::names().contains(&self.workload) {
+        if bench_workloads::is_builtin(self.workload) {
             let p = bench_workloads::load(self.workload)?;
             return same_program(p, self.hash, || {
                 format!("this build's built-in workload `{}`", self.workload)

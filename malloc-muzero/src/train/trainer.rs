@@ -1063,7 +1063,7 @@ pub(super) fn past(deadline: Option<Instant>) -> bool {
 /// The absolute path of the program file `workload` names; none for a built-in (or a
 /// program built in code).
 pub(super) fn program_file(workload: &str) -> Option<String> {
-    if bench_workloads::names().contains(&workload) {
+    if bench_workloads::is_builtin(workload) {
         return None;
     }
     let path = std::fs::canonicalize(workload).ok()?;
