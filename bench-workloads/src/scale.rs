@@ -121,6 +121,7 @@ pub fn builtin(name: &str) -> Option<Result<Program, WorkloadError>> {
                     "module XLA scheduled"
                 }
             )),
+            ..hlo::Options::default()
         };
         hlo::parse_program_with(&text, name, &options)
     }))
