@@ -19,7 +19,7 @@ use crate::evaluate::{Case, EvalError, Proof};
 use crate::exact_run::{run_exact, Polish};
 use crate::registry::Run;
 use accel_sim::{Mapping, MappingFile, Simulator};
-use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
+use malloc_game::anytime::{anytime_solver, Incumbent, Limit, Start};
 use malloc_game::{GameOptions, GameSetup};
 use malloc_muzero::train::{Limits, TrainConfig, TrainError, Trainer};
 use malloc_muzero::{GuideKind, GuidedSearch};
@@ -75,6 +75,21 @@ pub struct RaceConfig {
     pub egrl: egrl::EgrlConfig,
     /// What the exact solver minimises (its time limit is the race's).
     pub exact_objective: exact::Objective,
+    /// The share of the agent's budget (and the guided searches') spent on the MIP whose
+    /// mapping's line is one of the search's starts; `None`: [`AGENT_MIP_SHARE`].
+    pub mip_share: Option<f64>,
+}
+
+/// The share of the agent's race budget the MIP gets before the guided search, whose
+/// starts then include the MIP's line (issue 59): chosen on validation programs, never
+/// the suite or the scale tier (docs/results.md, "Where the agent starts").
+pub const AGENT_MIP_SHARE: f64 = 0.25;
+
+impl RaceConfig {
+    /// The MIP's share of a guided search's budget ([`RaceConfig::mip_share`]).
+    pub fn agent_mip_share(&self) -> f64 {
+        self.mip_share.unwrap_or(AGENT_MIP_SHARE)
+    }
 }
 
 /// One solver's result on one case (the JSON form of `race --json`; a race's saved
@@ -202,6 +217,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", agent_guide_name(config).into());
+            set("mip_share", config.agent_mip_share().into());
         }
         Some(Run::Train) => {
             set("options", serde_json::json!(config.options));
@@ -225,6 +241,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
+            set("mip_share", config.agent_mip_share().into());
             if let Some(GuideKind::Online(_)) = guide_of(name) {
                 set(
                     "online",
@@ -434,7 +451,9 @@ pub fn race_case(
             };
             let mut ran = Ok(Default::default());
             watch(&incumbent, &limit, on_best, || {
-                ran = search.run(&setup, config.seed, &limit, &incumbent);
+                // The MIP's time is the search's: its line is one more start.
+                let mip = mip_start(case, config, &setup);
+                ran = search.run(&setup, &mip, config.seed, &limit, &incumbent);
             });
             ran?;
             moves = Some(incumbent.moves()).filter(|&n| n > 0);
@@ -529,6 +548,27 @@ pub const GUIDED_PREFIX: &str = "guided-";
 /// The guide of a guided solver's name (`guided-bundled`: the bundled generalist).
 pub(crate) fn guide_of(name: &str) -> Option<GuideKind> {
     name.strip_prefix(GUIDED_PREFIX)?.parse().ok()
+}
+
+/// The MIP's line for a guided search's starts: the exact solver's model solved for
+/// [`RaceConfig::agent_mip_share`] of the budget, its mapping played on `setup` (its own
+/// line where the game fills every level it uses). None where the share is 0 or the
+/// MIP gives nothing.
+fn mip_start(case: &Case, config: &RaceConfig, setup: &Arc<GameSetup>) -> Vec<Start> {
+    let seconds = config.seconds * config.agent_mip_share();
+    if seconds <= 0.0 {
+        return Vec::new();
+    }
+    let exact = exact::ExactConfig {
+        seconds,
+        relative_gap: 0.0,
+        objective: exact::Objective::Simulated,
+    };
+    let starts = exact::Exact::starts(&case.program, &case.hw);
+    match exact::solve(&case.program, &case.hw, &exact, &starts) {
+        Ok(s) => vec![Start::new("mip", setup.nearest_trajectory(&s.mapping))],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// A mapping of `case` validated, then its simulated and cost-model latencies; `Err` is

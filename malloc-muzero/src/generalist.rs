@@ -103,7 +103,7 @@ pub fn info() -> Result<RunInfo, TrainError> {
     let info: RunInfo = serde_json::from_str(RUN_JSON)
         .and_then(crate::train::run_info_from)
         .map_err(|e| TrainError::Config(format!("{ORIGIN}: run.json: {e}")))?;
-    if info.rules != malloc_game::RULES_VERSION {
+    if !malloc_game::NETWORK_RULES.contains(&info.rules) {
         return Err(TrainError::Config(format!(
             "{ORIGIN} was trained under rules v{} of the game; this build plays rules v{}",
             info.rules,

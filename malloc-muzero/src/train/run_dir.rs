@@ -287,12 +287,14 @@ fn rules_v1() -> u32 {
 /// refused, naming what it is.
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
     binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Read)?;
-    read_info_at(&dir.join("run.json"))
+    // What is read here is the run's network and its game options, which any rules of
+    // `NETWORK_RULES` share.
+    read_info_at(&dir.join("run.json"), &malloc_game::NETWORK_RULES)
 }
 
-/// Reads `run.json` at `path`, refusing a run made under other rules of the game before
-/// its options (whose modes changed) can fail on a field.
-fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
+/// Reads `run.json` at `path`, refusing a run made under rules not in `rules` before its
+/// options (whose modes changed) can fail on a field.
+fn read_info_at(path: &Path, rules: &[u32]) -> Result<RunInfo, TrainError> {
     let value: serde_json::Value = read_json(path)?;
     // An EGRL run has no `rules` either: it is not a mallocMuZero run of old rules.
     if value.get("format").and_then(|f| f.as_str()) == Some("egrl-run") {
@@ -303,11 +305,11 @@ fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
             ),
         });
     }
-    let rules = value.get("rules").map_or(Some(1), |r| r.as_u64());
-    if rules != Some(u64::from(malloc_game::RULES_VERSION)) {
+    let found = value.get("rules").map_or(Some(1), |r| r.as_u64());
+    if !found.is_some_and(|f| rules.iter().any(|&r| u64::from(r) == f)) {
         return Err(TrainError::Rules {
             path: path.display().to_string(),
-            found: rules.map_or_else(|| "?".to_string(), |r| r.to_string()),
+            found: found.map_or_else(|| "?".to_string(), |r| r.to_string()),
             current: malloc_game::RULES_VERSION,
         });
     }
@@ -413,7 +415,8 @@ impl RunDir {
         if !path.exists() {
             return Ok(None);
         }
-        read_info_at(&path).map(Some)
+        // A run resumes only under its own rules: its stored games replay move by move.
+        read_info_at(&path, &[malloc_game::RULES_VERSION]).map(Some)
     }
 
     /// Writes the programs' copies (`program.json`, the first case's, and in a
