@@ -62,7 +62,7 @@ pub struct RaceArgs {
     pub exact_objective: exact::Objective,
     /// The share of muzero's budget (and the guided solvers') spent on the exact solver's
     /// MIP, whose mapping's line is then one of the search's starts: 0 to 0.9 (default
-    /// 0.25, chosen on validation programs; docs/race.md).
+    /// 0.5, chosen on validation programs; docs/race.md).
     #[arg(long, value_parser = mip_share)]
     pub mip_share: Option<f64>,
     #[command(flatten)]

@@ -83,7 +83,7 @@ pub struct RaceConfig {
 /// The share of the agent's race budget the MIP gets before the guided search, whose
 /// starts then include the MIP's line (issue 59): chosen on validation programs, never
 /// the suite or the scale tier (docs/results.md, "Where the agent starts").
-pub const AGENT_MIP_SHARE: f64 = 0.25;
+pub const AGENT_MIP_SHARE: f64 = 0.5;
 
 impl RaceConfig {
     /// The MIP's share of a guided search's budget ([`RaceConfig::mip_share`]).
