@@ -10,7 +10,8 @@
 
 use super::checkpoint::Snapshot;
 use super::error::io_error;
-use super::trainer::{Learner, Progress};
+use super::learner::Learner;
+use super::summary::Progress;
 use super::TrainConfig;
 use super::TrainError;
 use accel_sim::Program;
