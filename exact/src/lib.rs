@@ -29,7 +29,6 @@ pub use solve::{
 };
 
 use accel_sim::{Hardware, Mapping, Program};
-use xla_msa as baselines;
 
 /// The MIP solver this build uses.
 pub const BACKEND: &str = if cfg!(feature = "highs") {
@@ -60,7 +59,7 @@ impl Exact {
     pub fn starts(program: &Program, hw: &Hardware) -> Vec<Mapping> {
         ["xla", "xla-repack", "greedy-size"]
             .iter()
-            .filter_map(|name| baselines::solver(name))
+            .filter_map(|name| xla_msa::solver(name))
             .map(|s| s.solve(program, hw))
             .collect()
     }

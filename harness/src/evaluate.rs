@@ -18,7 +18,6 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use xla_msa as baselines;
 
 /// The `--fast-capacity` that asks for the scale suite's rule ([`suite::scale_hardware`]).
 pub const SCALE_RULE: &str = "scale-rule";
@@ -187,7 +186,7 @@ pub struct SolverContext {
 
 /// A named way to get a mapping.
 pub enum Solver {
-    Baseline(Box<dyn baselines::Solver>),
+    Baseline(Box<dyn xla_msa::OneShotSolver>),
     /// A game player, playing one episode with the given seed.
     Player(Box<dyn Player>, u64),
     /// A trained agent.
@@ -227,7 +226,7 @@ impl Solver {
                 };
                 Ok(Solver::MuZero(Box::new(agent)))
             }
-            Some(Build::Baseline) => baselines::solver(name)
+            Some(Build::Baseline) => xla_msa::solver(name)
                 .map(Solver::Baseline)
                 .ok_or_else(unknown),
             Some(Build::Knapsack) => Ok(Solver::Baseline(Box::new(EgrlKnapsack))),
@@ -306,7 +305,7 @@ fn polish_of(options: &GameOptions, seed: u64) -> Polish {
 /// EGRL's knapsack mapper (`egrl-dp`) as a baseline.
 struct EgrlKnapsack;
 
-impl baselines::Solver for EgrlKnapsack {
+impl xla_msa::OneShotSolver for EgrlKnapsack {
     fn name(&self) -> &str {
         "egrl-dp"
     }
@@ -471,7 +470,7 @@ pub fn known_optimum(case: &Case) -> Option<f64> {
 
 /// The standalone xla solver's simulated latency: every speedup is measured against it.
 pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
-    baselines::xla_latency(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+    xla_msa::xla_latency(program, hw).map_err(|msg| EvalError::BaselineInvalid {
         solver: "xla".into(),
         msg,
     })
@@ -479,7 +478,7 @@ pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
 
 /// The standalone xla solver's mapping, validated.
 fn xla_mapping(program: &Program, hw: &Hardware) -> Result<Mapping, EvalError> {
-    baselines::xla_mapping(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+    xla_msa::xla_mapping(program, hw).map_err(|msg| EvalError::BaselineInvalid {
         solver: "xla".into(),
         msg,
     })
@@ -510,7 +509,7 @@ impl<'a> CaseScorer<'a> {
             case,
             cost: CostModel::new(program, hw),
             sim,
-            bound: baselines::bound_latency(program, hw),
+            bound: xla_msa::bound_latency(program, hw),
             xla,
             xla_mapping,
             xla_solve_s,

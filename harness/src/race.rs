@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xla_msa as baselines;
 
 /// Why a race could not run.
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +135,7 @@ pub struct RaceResult {
 /// and each one's primal integral over the race's `budget_s`. A bound above a valid
 /// mapping's simulated latency is a broken proof: an error.
 pub fn fill_gaps(results: &mut [RaceResult], case: &Case, budget_s: f64) -> Result<(), EvalError> {
-    let physical = baselines::bound_latency(&case.program, &case.hw);
+    let physical = xla_msa::bound_latency(&case.program, &case.hw);
     let bound = best_bound(
         case,
         physical,
@@ -382,7 +381,7 @@ pub fn race_case(
             (run.curve, Some(run.solution.mapping), None)
         }
         Run::Baseline => {
-            let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let solver = xla_msa::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let m = solver.solve(&case.program, &case.hw);
             (vec![], Some(m), None)
         }

@@ -391,19 +391,19 @@ impl ChunkHeap {
 
 /// The result of [`pack_decreasing_size`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Packing {
+pub(crate) struct Packing {
     /// Per interval (input order): its offset, or `None` if it did not fit.
-    pub offsets: Vec<Option<u64>>,
+    pub(crate) offsets: Vec<Option<u64>>,
     /// How many intervals fit.
-    pub placed: usize,
+    pub(crate) placed: usize,
     /// The highest `offset + size` among the placed ones.
-    pub peak: u64,
+    pub(crate) peak: u64,
 }
 
 /// XLA's "global decreasing size best fit" packing of `(start, end, size)` intervals
 /// (inclusive op ranges) into `capacity` bytes: largest first, then longest-lived, then
 /// input order; each at its best-fit offset, or left out if it fits nowhere.
-pub fn pack_decreasing_size(
+pub(crate) fn pack_decreasing_size(
     intervals: &[(OpId, OpId, u64)],
     capacity: u64,
     alignment: u64,
@@ -445,6 +445,8 @@ pub fn pack_decreasing_size(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use accel_sim::Program;
+    use std::path::PathBuf;
 
     fn chunk(start: OpId, end: OpId, offset: u64, size: u64) -> Chunk {
         Chunk {
@@ -624,5 +626,66 @@ mod tests {
         let p = pack_decreasing_size(&iv, 12, 1, TopGap::Capacity).unwrap();
         assert_eq!(p.offsets, vec![Some(8), Some(8), Some(4), Some(4), Some(0)]);
         assert_eq!((p.placed, p.peak), (5, 12));
+    }
+
+    /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");
+
+    fn csv_instance(name: &str) -> Option<bench_workloads::csv::CsvInstance> {
+        let path = PathBuf::from(format!("{DATA}/minimalloc/{name}"));
+        match bench_workloads::csv::load_file(&path) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                println!(
+                    "{}: loader not ready or file missing ({e}): skipped",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    fn intervals(p: &Program) -> Vec<(usize, usize, u64)> {
+        (0..p.buffers().len())
+            .map(|b| {
+                let (s, e) = p.live_range(b);
+                (s, e, p.buffer(b).size)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn minimalloc_packing_with_the_best_fit_heap() {
+        let Some(c) = csv_instance("input.12.csv") else {
+            return;
+        };
+        assert_eq!(c.capacity, Some(12));
+        let pack = pack_decreasing_size(&intervals(&c.program), 12, 1, TopGap::Capacity).unwrap();
+        assert_eq!(pack.placed, 5, "{pack:?}");
+        assert!(pack.peak <= 12);
+        for name in ["A", "C", "E", "G", "I", "K"] {
+            let file = format!("{name}.1048576.csv");
+            let Some(c) = csv_instance(&file) else {
+                continue;
+            };
+            let cap = c.capacity.unwrap_or(1 << 20);
+            let iv = intervals(&c.program);
+            for top in [TopGap::Capacity, TopGap::Peak] {
+                let within = pack_decreasing_size(&iv, cap, 1, top).unwrap();
+                let unbounded = pack_decreasing_size(&iv, u64::MAX / 2, 1, top).unwrap();
+                println!(
+                    "{file} ({} buffers, peak live {}): best fit {top:?}: {} fit in {cap}; \
+                     unbounded peak address {} ({:.3} x capacity)",
+                    iv.len(),
+                    c.program.peak_live_bytes(),
+                    within.placed,
+                    unbounded.peak,
+                    unbounded.peak as f64 / cap as f64
+                );
+                assert!(within.placed <= iv.len() && within.peak <= cap);
+                assert_eq!(unbounded.placed, iv.len());
+                assert!(unbounded.peak >= c.program.peak_live_bytes());
+            }
+        }
     }
 }

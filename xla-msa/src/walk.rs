@@ -89,25 +89,17 @@ impl<'w> Pass<'w> {
 }
 
 impl Choices<'_> {
-    /// The buffer whose use is pending.
-    pub fn buffer(&self) -> BufferId {
-        self.c.b
-    }
     /// The op of the pending use.
     pub fn use_op(&self) -> OpId {
         self.u
     }
     /// The fast level of the pass.
-    pub fn level(&self) -> usize {
+    pub(crate) fn level(&self) -> usize {
         self.pass.st.level
     }
     /// The buffer's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
-    }
-    /// The op that starts the current segment: the definition, then the previous use.
-    pub fn segment_start(&self) -> OpId {
-        self.c.p
     }
 
     /// Whether the turn is at the buffer's definition (its first event in the pass is not
@@ -161,7 +153,7 @@ impl Choices<'_> {
     /// XLA's no-copy rule (`CanAllocateInAlternateMemoryNoCopy`) over the segment: the ops
     /// between its start and the use are short enough for the buffer to stay in the level
     /// through them. XLA keeps or defines only where it holds.
-    pub fn no_copy(&self) -> bool {
+    pub(crate) fn no_copy(&self) -> bool {
         self.pass.no_copy_ok(self.c.p, self.u)
     }
 
@@ -181,7 +173,7 @@ impl Choices<'_> {
     /// Define: on the buffer's first segment (it has a defining op and no earlier pass
     /// holds it), the chunk from the definition through the use at XLA's best-fit offset,
     /// if one fits.
-    pub fn define(&self) -> Option<Allocation> {
+    pub(crate) fn define(&self) -> Option<Allocation> {
         self.define_start()?;
         let start = self.c.p;
         let offset = self.pass.best_chunk(start, self.ends, self.size)?;
@@ -245,7 +237,7 @@ impl Choices<'_> {
 
     /// XLA's prefetch for the use: the picker's first start, from the preferred one
     /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
-    pub fn prefetch(&self) -> Option<Allocation> {
+    pub(crate) fn prefetch(&self) -> Option<Allocation> {
         self.prefetch_with(None)
     }
 
@@ -290,7 +282,7 @@ impl Choices<'_> {
 
     /// XLA's best-fit offset for a chunk from `start` through the use, stretched as far
     /// over the later uses as the level allows (XLA's `FindBestChunkCandidate`).
-    pub fn best_chunk(&self, start: OpId) -> Option<u64> {
+    pub(crate) fn best_chunk(&self, start: OpId) -> Option<u64> {
         self.pass.best_chunk(start, self.ends, self.size)
     }
 
@@ -301,17 +293,9 @@ impl Choices<'_> {
             .best_chunk_and_gaps(start, self.ends, self.size, out)
     }
 
-    /// The plain best-fit offset for a chunk from `start` through the use.
-    pub fn best_fit(&self, start: OpId) -> Option<u64> {
-        let top = self.pass.opts.top_gap;
-        self.pass
-            .st
-            .heap
-            .best_fit(start, self.u, self.size, None, top)
-    }
-
-    /// The free gaps a chunk from `start` through the use fits in (into `out`), and
-    /// [`Choices::best_fit`] from the same walk.
+    /// The free gaps a chunk from `start` through the use fits in (into `out`), and the
+    /// plain best-fit offset for that chunk (the heap's, not stretched over later uses as
+    /// [`Choices::best_chunk`] is) from the same walk.
     pub fn gaps_and_best_fit(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
         let top = self.pass.opts.top_gap;
         self.pass
@@ -340,7 +324,7 @@ impl Choices<'_> {
     /// XLA's choice: keep the chunk through the use, else write the buffer into the level
     /// (each only where the no-copy rule allows), else end the chunk and prefetch, else
     /// read level 0.
-    pub fn xla(&self) -> Choice {
+    pub(crate) fn xla(&self) -> Choice {
         if self.at_definition() {
             return Choice::Level0;
         }

@@ -26,7 +26,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::time::Instant;
-use xla_msa::{GreedySize, Solver};
+use xla_msa::{GreedySize, OneShotSolver};
 
 /// The knobs of [`LocalSearch`] (defaults tuned on the suite: docs/race.md).
 #[derive(Clone, Debug, PartialEq)]
