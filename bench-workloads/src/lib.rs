@@ -13,6 +13,8 @@
 //!   the scale suite.
 //! - [`small`]: windows of the models with their proven cost-model optima.
 
+#![warn(missing_docs)]
+
 pub mod alphatensor;
 pub mod csv;
 pub mod hlo;

@@ -2,16 +2,21 @@
 //! files of run folders ([`json`]).
 //!
 //! A file is an 8-byte magic naming its kind (`b"MMZGAME\0"`, `b"MMZCKPT\0"`, ...), a
-//! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of one
-//! value, and a little-endian `u64` FNV-1a checksum of everything before it. The checksum is
+//! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of
+//! one
+//! value, and a little-endian `u64` FNV-1a checksum of everything before it. The checksum
+//! is
 //! there because a flipped byte inside a bincode payload usually still decodes (as another
-//! number), and a training run resumed from such a file would blame training for it. Every writer goes through [`write_atomic`] or
+//! number), and a training run resumed from such a file would blame training for it. Every
+//! writer goes through [`write_atomic`] or
 //! [`write_bytes_atomic`], so a crash mid-write never leaves a half-written file under the
 //! real name: readers see the old file or the new one.
 //!
 //! Decoding is bounded: bincode refuses a value whose decoded size would pass a limit
 //! scaled to the payload (at most [`MAX_DECODED_BYTES`]), so a corrupt length field cannot
 //! make a reader allocate without bound.
+
+#![warn(missing_docs)]
 
 pub mod json;
 mod kind;
@@ -49,39 +54,94 @@ pub const MAX_DECODED_BYTES: usize = 1 << 30;
 /// A problem reading or writing a binary file; every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum BinError {
+    /// The file does not exist.
     #[error("{path}: no such file")]
-    Missing { path: String },
+    Missing {
+        /// The file asked for.
+        path: String,
+    },
+    /// The file exists but reading it failed (permissions, a device error).
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: io::Error },
+    Read {
+        /// The file being read.
+        path: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// Writing the file (or its temporary sibling, or the rename over it) failed.
     #[error("{path}: cannot write: {source}")]
-    Write { path: String, source: io::Error },
+    Write {
+        /// The file being written.
+        path: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The file's first eight bytes are not the magic of the kind expected: another kind of
+    /// file, or not one of ours.
     #[error("{path}: not a {kind} file (bad magic: found {found})")]
     BadMagic {
+        /// The file read.
         path: String,
+        /// The kind expected (`MMZGAME`, ...).
         kind: String,
+        /// The first bytes found instead, printable or as hex.
         found: String,
     },
+    /// The file is of the right kind but of a format version this build does not read.
     #[error("{path}: {kind} format version {found}, this build reads {expected}")]
     Version {
+        /// The file read.
         path: String,
+        /// The file's kind.
         kind: String,
+        /// The version the file says it is.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
+    /// The file is larger than [`MAX_FILE_BYTES`]: not a file this workspace wrote, and
+    /// reading it would exhaust memory.
     #[error(
         "{path}: larger than the {limit}-byte limit of binary files (not a file this tool wrote?)"
     )]
-    TooLarge { path: String, limit: u64 },
+    TooLarge {
+        /// The file refused.
+        path: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The checksum does not match, the header is cut short, or the payload does not
+    /// decode.
     #[error("{path}: truncated or corrupt: {msg}")]
-    Corrupt { path: String, msg: String },
+    Corrupt {
+        /// The file read.
+        path: String,
+        /// Which of those, in words.
+        msg: String,
+    },
+    /// The value decoded but bytes are left after it.
     #[error("{path}: {extra} bytes of trailing garbage after the value (corrupt or not written by this build)")]
-    Trailing { path: String, extra: usize },
+    Trailing {
+        /// The file read.
+        path: String,
+        /// How many bytes were left.
+        extra: usize,
+    },
+    /// The value could not be encoded (a value serde cannot write; a bug, not a file
+    /// problem).
     #[error("{path}: cannot encode the value: {msg}")]
-    Encode { path: String, msg: String },
+    Encode {
+        /// The file it was for.
+        path: String,
+        /// The encoder's message.
+        msg: String,
+    },
     /// A JSON file ([`json`]) that does not parse as what it should hold.
     #[error("{path}: {source}")]
     Json {
+        /// The file read.
         path: String,
+        /// The parser's message, with its line and column.
         #[source]
         source: serde_json::Error,
     },
@@ -154,10 +214,12 @@ impl Default for Fnv64 {
 }
 
 impl Fnv64 {
+    /// The hash of no bytes (FNV-1a's offset basis).
     pub fn new() -> Fnv64 {
         Fnv64(0xcbf2_9ce4_8422_2325)
     }
 
+    /// Mixes `bytes` into the hash, in order.
     pub fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 ^= b as u64;
@@ -165,6 +227,7 @@ impl Fnv64 {
         }
     }
 
+    /// The hash of every byte written so far.
     pub fn finish(&self) -> u64 {
         self.0
     }

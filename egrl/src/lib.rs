@@ -12,6 +12,8 @@
 //! - [`RunFolder`]: `train-egrl`'s run folder (checkpoint, metrics, best mapping), resumable.
 //! - [`race`]: one solver under a deadline, for `mallocmuzero race`.
 
+#![warn(missing_docs)]
+
 pub mod boltzmann;
 mod config;
 mod dp;

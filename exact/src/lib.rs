@@ -17,6 +17,8 @@
 //! - [`Exact`]: the solver as a baseline, started from the xla, xla-repack and greedy-size
 //!   mappings.
 
+#![warn(missing_docs)]
+
 mod candidates;
 mod model;
 mod packing;

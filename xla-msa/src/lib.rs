@@ -19,6 +19,8 @@
 //!   ([`GreedySize`]).
 //! - [`bound_latency`]: the latency with unbounded fast memory and free copies.
 
+#![warn(missing_docs)]
+
 mod bound;
 mod budgets;
 mod copy_budget;
@@ -60,7 +62,8 @@ pub trait OneShotSolver: Send + Sync {
 }
 
 /// Every baseline with its default options: `all-slow`, `xla`, `xla-repack` and
-/// `greedy-size` (each solver's [`OneShotSolver::name`], the name `harness::registry` gives it).
+/// `greedy-size` (each solver's [`OneShotSolver::name`], the name `harness::registry` gives
+/// it).
 pub fn baselines() -> Vec<Box<dyn OneShotSolver>> {
     let repack = XlaOptions {
         max_repacks: DEFAULT_MAX_REPACKS,

@@ -27,13 +27,20 @@ pub enum Choice {
     Keep,
     /// The defining op writes the buffer into the level at `offset`, held through the use
     /// ([`Choices::define`]).
-    Define { offset: u64 },
+    Define {
+        /// Where in the level the buffer is written.
+        offset: u64,
+    },
     /// The chunk held so far ends, and a copy from op `start` brings the buffer in at
     /// `offset` for the use. `within_budget`: the copy budget must carry it, as it carries
     /// XLA's copies; otherwise a copy XLA would not make, which the budget does not carry.
     Prefetch {
+        /// The op after which the copy from level 0 is issued.
         start: OpId,
+        /// Where in the level the copy lands.
         offset: u64,
+        /// Whether the copy budget must carry the copy (XLA's copies) or the copy is one
+        /// XLA would not make, beyond the budget.
         within_budget: bool,
     },
 }
@@ -45,7 +52,10 @@ pub enum Choice {
 /// before the buffer's next event, or the free offset, end first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
+    /// The last op the chunk is held through.
     pub end: OpId,
+    /// The op after which a chunk the defining op wrote is copied back to level 0; `None`:
+    /// no eviction unless level 0 needs the buffer back.
     pub eviction: Option<OpId>,
 }
 
@@ -423,6 +433,8 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// The rules of XLA's passes over `program` on `hw` with `opts`: the cost model and the
+    /// level 0 op times the first pass plans with, worked out once.
     pub fn new(program: Arc<Program>, hw: Hardware, opts: XlaOptions) -> Rules {
         let cost = CostModel::new(&program, &hw);
         let levels = pass_levels(&opts, hw.fastest());
@@ -437,15 +449,19 @@ impl Rules {
             default_timing,
         }
     }
+    /// The program whose buffers the walk places.
     pub fn program(&self) -> &Arc<Program> {
         &self.program
     }
+    /// The hardware: its levels, their capacities and copy bandwidths.
     pub fn hardware(&self) -> &Hardware {
         &self.hw
     }
+    /// The cost model the passes time their copies with.
     pub fn cost_model(&self) -> &CostModel {
         &self.cost
     }
+    /// XLA's options the walk follows (the picker's overlaps, copy budgets, cascade).
     pub fn options(&self) -> &XlaOptions {
         &self.opts
     }

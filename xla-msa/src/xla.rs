@@ -108,6 +108,7 @@ pub struct Xla {
 }
 
 impl Xla {
+    /// The `xla` solver with `options` (`xla-repack` when they allow re-packs).
     pub fn new(options: XlaOptions) -> Xla {
         Xla { options }
     }
