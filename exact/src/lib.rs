@@ -44,6 +44,7 @@ pub const BACKEND: &str = if cfg!(feature = "highs") {
 /// and under [`Objective::Simulated`] in simulation too).
 #[derive(Clone, Debug, Default)]
 pub struct Exact {
+    /// The time limit, gap tolerance and objective of the MIP.
     pub config: ExactConfig,
 }
 

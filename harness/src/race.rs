@@ -32,21 +32,33 @@ use std::time::{Duration, Instant};
 /// Why a race could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RaceError {
+    /// No race solver has this name.
     #[error("unknown race solver `{0}` (known: {known})", known = crate::registry::race_names().join(", "))]
     UnknownSolver(String),
+    /// The case could not be built, or a mapping not scored.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// The agent's training failed.
     #[error(transparent)]
     Train(#[from] Box<TrainError>),
+    /// A game could not be set up on the case.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    /// EGRL failed.
     #[error(transparent)]
     Egrl(#[from] egrl::EgrlError),
     /// A guided search's network could not be loaded or does not fit the case.
     #[error(transparent)]
     Guide(#[from] malloc_muzero::AgentError),
+    /// A file of the race could not be read or written.
     #[error("{path}: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        msg: String,
+    },
+    /// A race setting is out of range.
     #[error("{0}")]
     Config(String),
     /// EGRL's config does not fit the case (its field named).
@@ -61,6 +73,7 @@ pub struct RaceConfig {
     pub seconds: f64,
     /// Threads per solver.
     pub threads: usize,
+    /// The seed of every solver that draws at random.
     pub seed: u64,
     /// The game's rules for the game solvers and the agent.
     pub options: GameOptions,
@@ -80,8 +93,11 @@ pub struct RaceConfig {
 /// results read back into it, without the mapping).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RaceResult {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// The solver's name.
     pub solver: String,
     /// The best mapping's simulated latency; `None` when the solver found none.
     pub best_latency_s: Option<f64>,
@@ -89,6 +105,7 @@ pub struct RaceResult {
     pub valid: bool,
     /// `[elapsed_s, best_latency_s]` at each improvement.
     pub curve: Vec<(f64, f64)>,
+    /// The best mapping itself (not saved in the results).
     #[serde(skip)]
     pub mapping: Option<Mapping>,
     /// The agent's run folder.
@@ -104,12 +121,14 @@ pub struct RaceResult {
     /// What the exact solver proved (its results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
-    /// The case's best proven lower bound on the simulated latency, where it came from,
-    /// and `best_latency / lower_bound - 1` (as in [`crate::evaluate::Row`]).
+    /// The case's best proven lower bound on the simulated latency (as in
+    /// [`crate::evaluate::Row`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower_bound_s: Option<f64>,
+    /// Where `lower_bound_s` came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_source: Option<BoundSource>,
+    /// `best_latency / lower_bound - 1`: at most this much room is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_to_bound: Option<f64>,
     /// The mean primal gap over the budget (`crate::bounds::CaseBound::primal_integral`):
