@@ -16,8 +16,11 @@ use std::time::Instant;
 /// A case of a run: its name (in progress lines and summaries), the workload as the user
 /// gave it (a built-in name or a program file), and the game.
 pub struct TrainCase {
+    /// Its name in progress lines and summaries.
     pub name: String,
+    /// The workload as the user gave it: a built-in name or a program file.
     pub workload: String,
+    /// The game the case is played by.
     pub setup: Arc<GameSetup>,
 }
 
