@@ -51,11 +51,14 @@ pub struct GameRecord {
     pub workload: String,
     /// [`accel_sim::Program::content_hash`] of the program played.
     pub program_hash: u64,
+    /// The hardware the game was played on.
     #[serde(with = "hardware_serde")]
     pub hardware: HardwareFile,
+    /// The rules' knobs the game was played under.
     pub options: GameOptions,
     /// Who played (a baseline's name, `muzero`, `random`, ...).
     pub player: String,
+    /// The player's seed.
     pub seed: u64,
     /// One action per turn, in turn order ([`MOVE_ACTION`] for a move given in full).
     pub actions: Vec<u32>,
@@ -75,8 +78,11 @@ pub struct GameRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SavedMove {
+    /// The turn the move decided.
     pub turn: u64,
+    /// Where the use reads from.
     pub read: SavedRead,
+    /// How the chunk it reads from ends, where the move says so.
     pub hold: Option<SavedHold>,
     /// The offset and hold of a chunk written at the definition before the use.
     pub written_before: Option<(u64, SavedHold)>,
@@ -86,17 +92,31 @@ pub struct SavedMove {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SavedRead {
+    /// Level 0.
     Level0,
+    /// The chunk held so far.
     Keep,
-    Define { offset: u64 },
-    Prefetch { start: u64, offset: u64 },
+    /// A chunk the defining op writes.
+    Define {
+        /// Where in the level.
+        offset: u64,
+    },
+    /// A chunk a copy from level 0 fills.
+    Prefetch {
+        /// The op at whose start the copy is issued.
+        start: u64,
+        /// Where in the level.
+        offset: u64,
+    },
 }
 
 /// [`Hold`] as saved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SavedHold {
+    /// The last op the chunk is held through.
     pub end: u64,
+    /// The op after which it is copied back to level 0, if it is.
     pub eviction: Option<u64>,
 }
 
@@ -172,38 +192,77 @@ impl SavedMove {
 pub struct SearchStats {
     /// One count per action (`GameOptions::action_count` entries).
     pub visits: Vec<u32>,
+    /// The search's value of the turn's position.
     pub root_value: f32,
 }
 
 /// A saved game that cannot be made, read or trusted.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The game is not over: only finished games are saved.
     #[error("cannot save an unfinished game: turn {turn} of {length}")]
-    NotTerminal { turn: usize, length: usize },
+    NotTerminal {
+        /// Turns played.
+        turn: usize,
+        /// Turns in the game.
+        length: usize,
+    },
+    /// The binary file could not be read or written.
     #[error(transparent)]
     Bin(#[from] BinError),
+    /// The JSON form does not parse as a saved game.
     #[error("{origin}: not a saved game: {msg}")]
-    Json { origin: String, msg: String },
+    Json {
+        /// The file.
+        origin: String,
+        /// The parser's message.
+        msg: String,
+    },
+    /// A game saved by rules v1, which this build does not replay.
     #[error("{origin}: saved by rules v1 (saved-game format version {found}): this build plays rules v2, where a turn decides one use of a buffer (docs/mallocgame.md); replay it with a build from before rules v2, or play the game again")]
-    RulesV1 { origin: String, found: u32 },
+    RulesV1 {
+        /// The file.
+        origin: String,
+        /// The format version it has.
+        found: u32,
+    },
+    /// A game saved by rules v2, which this build does not replay.
     #[error("{origin}: saved by rules v2 (saved-game format version {found}): this build plays rules v3, where the game also stops at a definition and wherever a move given in full exists (docs/mallocgame.md); replay it with a build from before rules v3, or play the game again")]
-    RulesV2 { origin: String, found: u32 },
+    RulesV2 {
+        /// The file.
+        origin: String,
+        /// The format version it has.
+        found: u32,
+    },
+    /// A game saved before games named their reward kind.
     #[error("{origin}: saved-game format version {found}, from before saved games named their reward kind (its rewards were the cost model's, today's `--reward proxy`); this build reads version {expected}: play the game again")]
     NoRewardKind {
+        /// The file.
         origin: String,
+        /// The format version it has.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
+    /// A format version this build does not know.
     #[error("{origin}: saved-game format version {found}, this build reads {expected}")]
     Version {
+        /// The file.
         origin: String,
+        /// The format version it has.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
+    /// A field holds what no game could have (an action past the menu, a length that
+    /// disagrees).
     #[error("{origin}: field `{field}`: {msg}")]
     Invalid {
+        /// The file.
         origin: String,
+        /// The field.
         field: &'static str,
+        /// What is wrong.
         msg: String,
     },
 }

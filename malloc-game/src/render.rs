@@ -24,8 +24,11 @@ pub use timeline::timeline_svg;
 /// The caption of a picture: what was mapped, on what, by whom, and how fast it ran.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MapLegend {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// Who made the mapping (a solver or player).
     pub solver: String,
     /// Simulated latency of the mapping, seconds; `None` when not measured.
     pub latency_s: Option<f64>,

@@ -9,56 +9,106 @@ use std::sync::Arc;
 /// Why a saved game does not replay.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The game was saved against another program.
     #[error("saved game of workload `{saved}` replayed against program `{given}`")]
-    WrongWorkload { saved: String, given: String },
+    WrongWorkload {
+        /// The program the game names.
+        saved: String,
+        /// The program given.
+        given: String,
+    },
+    /// The program has the name but not the content the game was saved against.
     #[error("saved against a different version of workload `{workload}` (program hash {saved:#018x} != {given:#018x})")]
     ProgramHash {
+        /// The program's name.
         workload: String,
+        /// The content hash the game names.
         saved: u64,
+        /// The content hash of the program given.
         given: u64,
     },
+    /// The actions run out before the game ends.
     #[error("saved game of `{workload}` ends after {actions} actions, but the game is not over")]
-    Length { workload: String, actions: usize },
-    #[error("saved game of `{workload}` has {rewards} rewards for {actions} actions")]
-    Rewards {
+    Length {
+        /// The program.
         workload: String,
-        rewards: usize,
+        /// Actions saved.
         actions: usize,
     },
+    /// There is not one reward per action.
+    #[error("saved game of `{workload}` has {rewards} rewards for {actions} actions")]
+    Rewards {
+        /// The program.
+        workload: String,
+        /// Rewards saved.
+        rewards: usize,
+        /// Actions saved.
+        actions: usize,
+    },
+    /// The saved hardware does not make a valid config.
     #[error("saved game of `{workload}`: {source}")]
     Hardware {
+        /// The program.
         workload: String,
+        /// What is wrong with the hardware.
         source: HardwareError,
     },
+    /// The game cannot be set up with the saved options.
     #[error("saved game of `{workload}`: {source}")]
-    Setup { workload: String, source: GameError },
-    #[error("saved game of `{workload}`: all-slow latency S0 {saved:e} s, replayed {replayed:e} s (the simulator or its inputs changed)")]
-    AllSlow {
+    Setup {
+        /// The program.
         workload: String,
-        saved: f64,
-        replayed: f64,
-    },
-    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`): {source}")]
-    Illegal {
-        workload: String,
-        turn: usize,
-        buffer: String,
+        /// Why.
         source: GameError,
     },
-    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`, action {action} = {action_name}): saved reward {saved:e}, replayed {replayed:e}")]
-    Reward {
+    /// `S0` replays to another value: the simulator or its inputs changed.
+    #[error("saved game of `{workload}`: all-slow latency S0 {saved:e} s, replayed {replayed:e} s (the simulator or its inputs changed)")]
+    AllSlow {
+        /// The program.
         workload: String,
-        turn: usize,
-        buffer: String,
-        action: u32,
-        action_name: String,
+        /// The saved `S0`, seconds.
         saved: f64,
+        /// The replayed one.
         replayed: f64,
     },
+    /// A saved action or move is illegal at its turn.
+    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`): {source}")]
+    Illegal {
+        /// The program.
+        workload: String,
+        /// The turn.
+        turn: usize,
+        /// The buffer whose turn it was.
+        buffer: String,
+        /// Why the game refused it.
+        source: GameError,
+    },
+    /// A turn's reward replays to another value.
+    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`, action {action} = {action_name}): saved reward {saved:e}, replayed {replayed:e}")]
+    Reward {
+        /// The program.
+        workload: String,
+        /// The turn.
+        turn: usize,
+        /// The buffer whose turn it was.
+        buffer: String,
+        /// The action.
+        action: u32,
+        /// Its name on the menu.
+        action_name: String,
+        /// The saved reward.
+        saved: f64,
+        /// The replayed one.
+        replayed: f64,
+    },
+    /// The final latency replays to another value.
     #[error("saved game of `{workload}`: final latency {saved:e} s, replayed {replayed:e} s")]
     FinalLatency {
+        /// The program.
         workload: String,
+        /// The saved latency, seconds.
         saved: f64,
+        /// The replayed one.
         replayed: f64,
     },
 }
@@ -66,10 +116,13 @@ pub enum ReplayError {
 /// One replayed turn.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnInfo {
+    /// The buffer whose turn it was.
     pub buffer: String,
+    /// The action played.
     pub action: u32,
     /// `GameSetup::action_name`: `CMEM prefetch slot 0`.
     pub action_name: String,
+    /// Its reward.
     pub reward: f64,
     /// The cost model's latency after this turn (`P(t)`), seconds.
     pub proxy_latency_s: f64,
@@ -82,7 +135,9 @@ pub struct TurnInfo {
 /// A verified replay: the finished game and its per-turn table.
 #[derive(Clone, Debug)]
 pub struct Replay {
+    /// The finished game.
     pub game: Game,
+    /// Every turn, in order.
     pub turns: Vec<TurnInfo>,
 }
 
