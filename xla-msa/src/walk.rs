@@ -26,7 +26,7 @@ pub enum Choice {
     /// The chunk held so far stays through the use ([`Choices::keep`]).
     Keep,
     /// The defining op writes the buffer into the level at `offset`, held through the use
-    /// ([`Choices::define`]).
+    /// (`Choices::define`).
     Define {
         /// Where in the level the buffer is written.
         offset: u64,
@@ -61,7 +61,7 @@ pub struct Hold {
 
 /// What XLA's rules offer at a buffer's pending use, worked out on demand and changing
 /// nothing. Keep and define are XLA's no-copy moves, which XLA makes only where its
-/// no-copy rule allows them ([`Choices::no_copy`]); prefetches are planned as if the
+/// no-copy rule allows them (`Choices::no_copy`); prefetches are planned as if the
 /// chunk held so far had already ended ([`Choices::closed`]).
 pub struct Choices<'w> {
     pass: Pass<'w>,
@@ -191,7 +191,7 @@ impl Choices<'_> {
     }
 
     /// Where a define would start (the definition), on the buffer's first segment only;
-    /// its offset is [`Choices::best_chunk`] from there.
+    /// its offset is `Choices::best_chunk` from there.
     pub fn define_start(&self) -> Option<OpId> {
         (self.c.open.is_none() && self.c.can_define).then_some(self.c.p)
     }
@@ -251,7 +251,7 @@ impl Choices<'_> {
         self.prefetch_with(None)
     }
 
-    /// [`Choices::prefetch`], with the free gaps a chunk from its start through the use
+    /// `Choices::prefetch`, with the free gaps a chunk from its start through the use
     /// fits in written into `out` from the walk that found its offset.
     pub fn prefetch_and_gaps(&self, out: &mut Vec<Candidate>) -> Option<Allocation> {
         self.prefetch_with(Some(out))
@@ -296,7 +296,7 @@ impl Choices<'_> {
         self.pass.best_chunk(start, self.ends, self.size)
     }
 
-    /// [`Choices::best_chunk`], with the free gaps a chunk from `start` through the use
+    /// `Choices::best_chunk`, with the free gaps a chunk from `start` through the use
     /// fits in written into `out` from the same walk.
     pub fn best_chunk_and_gaps(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
         self.pass
@@ -305,7 +305,7 @@ impl Choices<'_> {
 
     /// The free gaps a chunk from `start` through the use fits in (into `out`), and the
     /// plain best-fit offset for that chunk (the heap's, not stretched over later uses as
-    /// [`Choices::best_chunk`] is) from the same walk.
+    /// `Choices::best_chunk` is) from the same walk.
     pub fn gaps_and_best_fit(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
         let top = self.pass.opts.top_gap;
         self.pass
