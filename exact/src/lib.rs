@@ -17,6 +17,8 @@
 //! - [`Exact`]: the solver as a baseline, started from the xla, xla-repack and greedy-size
 //!   mappings.
 
+#![warn(missing_docs)]
+
 mod candidates;
 mod model;
 mod packing;
@@ -29,7 +31,6 @@ pub use solve::{
 };
 
 use accel_sim::{Hardware, Mapping, Program};
-use xla_msa as baselines;
 
 /// The MIP solver this build uses.
 pub const BACKEND: &str = if cfg!(feature = "highs") {
@@ -43,6 +44,7 @@ pub const BACKEND: &str = if cfg!(feature = "highs") {
 /// and under [`Objective::Simulated`] in simulation too).
 #[derive(Clone, Debug, Default)]
 pub struct Exact {
+    /// The time limit, gap tolerance and objective of the MIP.
     pub config: ExactConfig,
 }
 
@@ -60,7 +62,7 @@ impl Exact {
     pub fn starts(program: &Program, hw: &Hardware) -> Vec<Mapping> {
         ["xla", "xla-repack", "greedy-size"]
             .iter()
-            .filter_map(|name| baselines::solver(name))
+            .filter_map(|name| xla_msa::solver(name))
             .map(|s| s.solve(program, hw))
             .collect()
     }

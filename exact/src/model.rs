@@ -62,8 +62,10 @@ pub struct MipLimits {
 /// Why the MIP solver gave no solution.
 #[derive(Debug, thiserror::Error)]
 pub enum MipError {
+    /// The MIP solver failed (its message).
     #[error("the MIP solver failed: {0}")]
     Solver(String),
+    /// The MIP solver stopped at its time limit before it found any solution.
     #[error("the MIP solver found no solution within its time limit")]
     NoSolution,
 }

@@ -34,6 +34,7 @@ impl Objective {
     /// The names [`Objective::from_str`](std::str::FromStr) accepts.
     pub const NAMES: [&'static str; 2] = ["simulated", "proxy"];
 
+    /// The objective's name on the command line and in results.
     pub fn as_str(self) -> &'static str {
         match self {
             Objective::Simulated => "simulated",
@@ -132,9 +133,12 @@ pub struct ExactSolution {
     pub latency_s: f64,
     /// No valid mapping has a lower latency in the objective, seconds.
     pub lower_bound_s: f64,
+    /// Whether the solve proved the optimum, reached the gap tolerance, or stopped at the
+    /// time limit.
     pub status: Status,
     /// `(latency - lower bound) / latency`.
     pub gap: f64,
+    /// Seconds the solve took, models and simulations included.
     pub solve_s: f64,
     /// Candidate holds in the model.
     pub candidates: usize,
@@ -162,10 +166,13 @@ impl ExactSolution {
 /// Why the solve failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExactError {
+    /// The MIP solver failed or found nothing.
     #[error(transparent)]
     Mip(#[from] MipError),
+    /// A config value is out of range (its field named).
     #[error("config: {0}")]
     Config(String),
+    /// The mapping built does not validate (a bug).
     #[error("the exact solver built an invalid mapping (a bug): {0}")]
     Invalid(String),
 }

@@ -30,6 +30,7 @@ const REPLAYS_BEFORE_A_MOVE: u32 = 8;
 pub struct Polish {
     /// The game's rules for the local search's lines.
     pub options: GameOptions,
+    /// The local search's seed.
     pub seed: u64,
     /// Local-search chains (at least 1).
     pub threads: usize,

@@ -28,26 +28,37 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xla_msa as baselines;
 
 /// Why a race could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RaceError {
+    /// No race solver has this name.
     #[error("unknown race solver `{0}` (known: {known})", known = crate::registry::race_names().join(", "))]
     UnknownSolver(String),
+    /// The case could not be built, or a mapping not scored.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// The agent's training failed.
     #[error(transparent)]
     Train(#[from] Box<TrainError>),
+    /// A game could not be set up on the case.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    /// EGRL failed.
     #[error(transparent)]
     Egrl(#[from] egrl::EgrlError),
     /// A guided search's network could not be loaded or does not fit the case.
     #[error(transparent)]
     Guide(#[from] malloc_muzero::AgentError),
+    /// A file of the race could not be read or written.
     #[error("{path}: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        msg: String,
+    },
+    /// A race setting is out of range.
     #[error("{0}")]
     Config(String),
     /// EGRL's config does not fit the case (its field named).
@@ -62,6 +73,7 @@ pub struct RaceConfig {
     pub seconds: f64,
     /// Threads per solver.
     pub threads: usize,
+    /// The seed of every solver that draws at random.
     pub seed: u64,
     /// The game's rules for the game solvers and the agent.
     pub options: GameOptions,
@@ -96,8 +108,11 @@ impl RaceConfig {
 /// results read back into it, without the mapping).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RaceResult {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// The solver's name.
     pub solver: String,
     /// The best mapping's simulated latency; `None` when the solver found none.
     pub best_latency_s: Option<f64>,
@@ -105,6 +120,7 @@ pub struct RaceResult {
     pub valid: bool,
     /// `[elapsed_s, best_latency_s]` at each improvement.
     pub curve: Vec<(f64, f64)>,
+    /// The best mapping itself (not saved in the results).
     #[serde(skip)]
     pub mapping: Option<Mapping>,
     /// The agent's run folder.
@@ -120,12 +136,14 @@ pub struct RaceResult {
     /// What the exact solver proved (its results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
-    /// The case's best proven lower bound on the simulated latency, where it came from,
-    /// and `best_latency / lower_bound - 1` (as in [`crate::evaluate::Row`]).
+    /// The case's best proven lower bound on the simulated latency (as in
+    /// [`crate::evaluate::Row`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower_bound_s: Option<f64>,
+    /// Where `lower_bound_s` came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_source: Option<BoundSource>,
+    /// `best_latency / lower_bound - 1`: at most this much room is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_to_bound: Option<f64>,
     /// The mean primal gap over the budget (`crate::bounds::CaseBound::primal_integral`):
@@ -151,7 +169,7 @@ pub struct RaceResult {
 /// and each one's primal integral over the race's `budget_s`. A bound above a valid
 /// mapping's simulated latency is a broken proof: an error.
 pub fn fill_gaps(results: &mut [RaceResult], case: &Case, budget_s: f64) -> Result<(), EvalError> {
-    let physical = baselines::bound_latency(&case.program, &case.hw);
+    let physical = xla_msa::bound_latency(&case.program, &case.hw);
     let bound = best_bound(
         case,
         physical,
@@ -399,7 +417,7 @@ pub fn race_case(
             (run.curve, Some(run.solution.mapping), None)
         }
         Run::Baseline => {
-            let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let solver = xla_msa::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let m = solver.solve(&case.program, &case.hw);
             (vec![], Some(m), None)
         }

@@ -11,6 +11,8 @@
 //! - [`render`]: SVG memory maps and latency timelines.
 //! - [`viewer`]: a saved game, or two compared, as one self-contained HTML page.
 
+#![warn(missing_docs)]
+
 pub mod anytime;
 mod game;
 pub mod observation;

@@ -29,9 +29,12 @@ pub const GUIDE_ORIGIN: &str = "the bundled guide (the generalist fitted to move
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseSpec {
+    /// A built-in workload's name or a program file.
     pub workload: String,
+    /// The hardware preset or file (the default preset when absent).
     #[serde(default)]
     pub hw: Option<String>,
+    /// The fastest level's capacity (`16MiB`), overriding the preset's.
     #[serde(default)]
     pub fast_capacity: Option<String>,
 }

@@ -119,6 +119,7 @@ impl Incumbent {
 /// How long and on how many threads an anytime solver runs.
 #[derive(Clone, Copy, Debug)]
 pub struct Limit {
+    /// When the solver must stop.
     pub deadline: Instant,
     /// Worker threads (at least 1).
     pub threads: usize,
@@ -132,6 +133,7 @@ impl Limit {
             threads: threads.max(1),
         }
     }
+    /// Whether the deadline has passed.
     pub fn expired(&self) -> bool {
         Instant::now() >= self.deadline
     }
@@ -139,6 +141,7 @@ impl Limit {
 
 /// A solver that improves its best game until the deadline.
 pub trait AnytimeSolver: Send + Sync {
+    /// The solver's name in races and results.
     fn name(&self) -> String;
     /// Searches `setup` until `limit`, offering its games to `incumbent`; deterministic
     /// given `seed`, the thread count and the number of games it got to play.

@@ -10,7 +10,8 @@
 
 use super::checkpoint::Snapshot;
 use super::error::io_error;
-use super::trainer::{Learner, Progress};
+use super::learner::Learner;
+use super::summary::Progress;
 use super::TrainConfig;
 use super::TrainError;
 use accel_sim::Program;
@@ -36,10 +37,15 @@ pub struct RunInfo {
     /// in run folders written before it was recorded).
     #[serde(default)]
     pub workload_path: Option<String>,
+    /// The program's content hash: a resume refuses a changed program.
     pub program_hash: u64,
+    /// The hardware, as a file writes it.
     pub hardware: accel_sim::HardwareFile,
+    /// The game's options (its actions and observation follow from them).
     pub options: malloc_game::GameOptions,
+    /// The network's sizes: a resume keeps them.
     pub network: NetworkConfig,
+    /// The training config (a resume may replace it, but not the network).
     pub config: TrainConfig,
     /// A multi-program run's cases; empty for a run of one program. In a multi-program
     /// run the fields above name its first case.
@@ -54,10 +60,14 @@ pub struct RunInfo {
 pub struct CaseInfo {
     /// What the case is called in progress lines and summaries (`resnet50@16MiB`).
     pub name: String,
+    /// A built-in workload's name, or the program file as it was given.
     pub workload: String,
+    /// The program file's absolute path, when it was loaded from a file.
     #[serde(default)]
     pub workload_path: Option<String>,
+    /// The program's content hash.
     pub program_hash: u64,
+    /// The hardware, as a file writes it.
     pub hardware: accel_sim::HardwareFile,
 }
 
