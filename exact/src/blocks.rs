@@ -12,7 +12,7 @@
 //! program; this does, because every block is solved with nothing fixed.
 
 use crate::candidates::{self, Candidate};
-use crate::model::{MipLimits, Model};
+use crate::model::{MipLimits, Model, Start};
 use crate::solve::{ExactError, Objective};
 use accel_sim::{Hardware, OpId, Program};
 use std::collections::HashMap;
@@ -30,16 +30,20 @@ pub struct BlockBound {
     pub seconds: f64,
 }
 
-/// Candidate holds a block of the first cut meets; each cut after it doubles them.
-const FIRST_BLOCK_HOLDS: usize = 500;
+/// Blocks of the first cut: at least this many, and at least one per this many candidate
+/// holds; each cut after it has half as many.
+const FIRST_BLOCKS: usize = 64;
+const HOLDS_PER_FIRST_BLOCK: usize = 1000;
+/// A block left less time than this is not solved: building its model would take longer.
+const LEAST_BLOCK_SECONDS: f64 = 0.01;
 
 /// The bound by blocks of `program` on `hw` under `objective`, within `seconds`.
 ///
-/// Cuts into blocks of about [`FIRST_BLOCK_HOLDS`] holds, then into blocks twice as
-/// large, and so on while time is left, each cut given half of the time left: larger
+/// Cuts into [`FIRST_BLOCKS`] blocks (more on a program of many holds), then into half as
+/// many, and so on while time is left, each cut given half of the time left: larger
 /// blocks cut fewer holds, so bound higher, but take longer to prove. Every cut's sum is
 /// a bound; the highest is kept. It stops growing once most blocks of a cut go unproven
-/// or a block holds the whole program.
+/// or one block holds the whole program.
 pub fn block_bound(
     program: &Program,
     hw: &Hardware,
@@ -50,13 +54,13 @@ pub fn block_bound(
     let cost = objective.cost_model(program, hw);
     let cands = candidates::enumerate(program, hw, &cost);
     let mut best: Option<BlockBound> = None;
-    let mut target = FIRST_BLOCK_HOLDS;
+    let mut count = FIRST_BLOCKS.max(cands.len() / HOLDS_PER_FIRST_BLOCK);
     loop {
         let left = seconds - t0.elapsed().as_secs_f64();
         if left <= 0.0 && best.is_some() {
             break;
         }
-        let blocks = cut(&cands, program.len(), target);
+        let blocks = cut(&cands, program.len(), count);
         let whole = blocks.len() <= 1;
         let share = if whole { left } else { left / 2.0 };
         let cut_bound = bound_of(hw, objective, &cost, &cands, &blocks, share);
@@ -70,7 +74,7 @@ pub fn block_bound(
         if whole || !mostly_proven {
             break;
         }
-        target *= 2;
+        count /= 2;
     }
     let mut best = best.expect("the first cut always runs");
     best.seconds = t0.elapsed().as_secs_f64();
@@ -105,8 +109,7 @@ fn bound_of(
             .map(|t| cost.default_elapsed_s(t))
             .sum::<f64>()
             + overhead_s * (hi - lo) as f64;
-        // Where the backend proves nothing, each touched op still computes.
-        let floor: f64 = touched.iter().map(|&t| cost.compute_s(t)).sum();
+        let floor = floor_of(&local, cost);
         let left = seconds - t0.elapsed().as_secs_f64();
         let share = left / (blocks.len() - k) as f64;
         let model = Model {
@@ -123,10 +126,16 @@ fn bound_of(
         let part = if local.is_empty() {
             proven += 1;
             0.0
-        } else if share <= 0.0 {
+        } else if share < LEAST_BLOCK_SECONDS {
             floor
         } else {
-            match model.solve(&[], None, &limits) {
+            // Nothing taken is a solution: with it the backend returns the bound it
+            // proved even when its own search finds none in time.
+            let nothing = Start {
+                taken: vec![false; local.len()],
+                offsets: vec![0; local.len()],
+            };
+            match model.solve(&[], Some(&nothing), &limits) {
                 Ok(r) if (r.bound_s - r.constant_s).is_finite() => {
                     proven += usize::from(r.optimal);
                     (r.bound_s - r.constant_s).max(floor)
@@ -144,30 +153,43 @@ fn bound_of(
     }
 }
 
-/// The blocks `lo..hi`, in op order, each meeting about `target` candidates (at least one
-/// op each).
-fn cut(cands: &[Candidate], ops: usize, target: usize) -> Vec<(OpId, OpId)> {
-    // Holds starting at each op, and holds covering it.
-    let mut starts = vec![0usize; ops + 1];
-    let mut delta = vec![0isize; ops + 1];
+/// What the touched ops of a block's model take at least, whatever it takes: each op its
+/// compute time, or its memory time with each buffer it touches in the fastest place one
+/// of its holds offers (a buffer has one hold at a time), whichever is longer. The
+/// block's bound where the backend proves nothing.
+fn floor_of(local: &[Candidate], cost: &accel_sim::CostModel) -> f64 {
+    let mut least: std::collections::BTreeMap<(OpId, usize), f64> = Default::default();
+    for c in local {
+        for &(t, s) in &c.shifts {
+            let e = least.entry((t, c.buffer)).or_insert(0.0);
+            *e = e.min(s);
+        }
+    }
+    let mut mem: std::collections::BTreeMap<OpId, f64> = std::collections::BTreeMap::new();
+    for (&(t, _), &s) in &least {
+        *mem.entry(t).or_insert_with(|| cost.default_mem_s(t)) += s;
+    }
+    mem.iter()
+        .map(|(&t, &m)| cost.compute_s(t).max(m))
+        .sum()
+}
+
+/// About `count` blocks `lo..hi`, in op order, in which about as many candidate holds
+/// start (at least one op each; the holds that reach into a block from before dedupe
+/// there, [`clipped`], so they are not counted).
+fn cut(cands: &[Candidate], ops: usize, count: usize) -> Vec<(OpId, OpId)> {
+    let mut starts = vec![0usize; ops];
     for c in cands {
         starts[c.hold.start] += 1;
-        delta[c.hold.start] += 1;
-        delta[c.hold.end + 1] -= 1;
     }
-    let mut covering = vec![0usize; ops];
-    let mut run = 0isize;
-    for t in 0..ops {
-        run += delta[t];
-        covering[t] = run as usize;
-    }
+    let per_block = cands.len().div_ceil(count.max(1)).max(1);
     let mut blocks = Vec::new();
     let mut lo = 0;
     while lo < ops {
-        let mut count = covering[lo];
+        let mut held = starts[lo];
         let mut hi = lo + 1;
-        while hi < ops && count + starts[hi] <= target {
-            count += starts[hi];
+        while hi < ops && held + starts[hi] <= per_block {
+            held += starts[hi];
             hi += 1;
         }
         blocks.push((lo, hi));
@@ -278,7 +300,7 @@ mod tests {
             mappings.push(whole.mapping.clone());
             let mut sim = Simulator::new(&program, &hw);
             for target in [8, 30, 100, usize::MAX] {
-                let blocks = cut(&cands, program.len(), target);
+                let blocks = cut(&cands, program.len(), count);
                 let b = bound_of(&hw, objective, &cost, &cands, &blocks, 30.0);
                 let what = format!("seed {seed}, {} blocks", blocks.len());
                 assert_eq!(b.proven, b.blocks, "{what}");
