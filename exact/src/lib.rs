@@ -16,19 +16,28 @@
 //!   an [`ExactConfig`]'s time limit and gap tolerance, as an [`ExactSolution`].
 //! - [`Exact`]: the solver as a baseline, started from the xla, xla-repack and greedy-size
 //!   mappings.
+//! - [`improve`]: windows, where the whole model does not finish: the MIP repairs a window
+//!   of ops of a mapping at a time, the rest fixed, and a repair is kept when it simulates
+//!   faster.
 
 #![warn(missing_docs)]
 
+mod blocks;
 mod candidates;
 mod model;
 mod packing;
+mod sharing;
 mod solve;
+mod window;
+mod windows;
 
+pub use blocks::{block_bound, BlockBound};
 pub use model::MipError;
 pub use solve::{
     no_fast_level_slower, solve, solve_model, ExactConfig, ExactError, ExactSolution, Objective,
-    Status,
+    Status, WHOLE_MODEL_REACH,
 };
+pub use windows::{improve, WindowConfig, WindowResult, WindowStats, Windows};
 
 use accel_sim::{Hardware, Mapping, Program};
 

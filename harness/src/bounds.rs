@@ -204,6 +204,36 @@ mod tests {
         }
     }
 
+    /// The bound by blocks is a bound on the whole model's optimum: below each checked-in
+    /// suite bound (the relaxation's proven optimum) it holds for, and above the physical
+    /// limit.
+    #[test]
+    fn the_bound_by_blocks_is_below_the_checked_in_optima() {
+        let suite = Case::suite().unwrap();
+        let mut checked = 0;
+        for c in cached_bounds()
+            .iter()
+            .filter(|c| c.objective == exact::Objective::Simulated)
+        {
+            let Some(case) = suite.iter().find(|s| c.holds_for(s)) else {
+                continue;
+            };
+            let b = exact::block_bound(&case.program, &case.hw, c.objective, 2.0).unwrap();
+            let what = format!("{} on {}", c.workload, c.hardware);
+            assert!(
+                b.lower_bound_s <= c.lower_bound_s * (1.0 + 1e-9),
+                "{what}: {b:?}"
+            );
+            let physical = xla_msa::bound_latency(&case.program, &case.hw);
+            assert!(b.lower_bound_s > physical, "{what}: {b:?}");
+            checked += 1;
+            if checked == 6 {
+                break;
+            }
+        }
+        assert_eq!(checked, 6);
+    }
+
     #[test]
     fn a_cached_bound_is_not_used_for_another_capacity() {
         let suite = Case::suite().unwrap();

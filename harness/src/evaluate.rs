@@ -460,6 +460,24 @@ pub struct Proof {
     /// the same model, so the same optimum, but not the same reach within a time limit.
     #[serde(default = "unknown_backend")]
     pub backend: String,
+    /// What proved `lower_bound_s`: the whole model, or the bound by blocks where the
+    /// whole model proved none (docs/exact.md).
+    #[serde(default)]
+    pub bound_by: BoundBy,
+    /// What the windows did, where they ran (`crate::exact_run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<exact::WindowStats>,
+}
+
+/// Which relaxation of the whole program proved an exact solve's bound.
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundBy {
+    /// The whole model (its branch and bound's proven bound).
+    #[default]
+    Model,
+    /// The model cut into blocks of ops, each solved on its own (`exact::block_bound`).
+    Blocks,
 }
 
 fn unknown_backend() -> String {
@@ -484,6 +502,8 @@ impl Proof {
             backend: exact::BACKEND.into(),
             polished: false,
             polished_from: None,
+            bound_by: BoundBy::Model,
+            windows: None,
         }
     }
 }

@@ -218,7 +218,11 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             // The local search after the MIP plays the game by these rules.
             if config.exact_objective == exact::Objective::Simulated {
                 set("options", serde_json::json!(config.options));
-                set("mip_share", crate::exact_run::MIP_SHARE.into());
+                set(
+                    "mip_share",
+                    crate::exact_run::mip_share(exact::Windows::default()).into(),
+                );
+                set("windows", exact::Windows::default().as_str().into());
             }
         }
         Some(Run::Agent) => {
@@ -405,6 +409,7 @@ pub fn race_case(
                 seconds: config.seconds,
                 relative_gap: 0.0,
                 objective: config.exact_objective,
+                ..Default::default()
             };
             let polish = Polish {
                 options: config.options.clone(),
@@ -581,6 +586,8 @@ fn mip_start(case: &Case, config: &RaceConfig, setup: &Arc<GameSetup>) -> Vec<St
         seconds,
         relative_gap: 0.0,
         objective: exact::Objective::Simulated,
+        // Past the backend's reach the whole model would not finish its first relaxation.
+        windows: exact::Windows::Auto,
     };
     let starts = exact::Exact::starts(&case.program, &case.hw);
     match exact::solve(&case.program, &case.hw, &exact, &starts) {
