@@ -213,7 +213,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             })
         );
     } else {
-        print_table(&all);
+        print_table(&all, args.seconds);
     }
     Ok(())
 }
@@ -271,7 +271,7 @@ fn run_one(
     Ok(r)
 }
 
-fn print_table(results: &[RaceResult]) {
+fn print_table(results: &[RaceResult], seconds: f64) {
     use crate::output::shown;
     outln!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
@@ -307,6 +307,12 @@ fn print_table(results: &[RaceResult]) {
         );
         if let Some(p) = &r.proof {
             outln!("    {}", crate::evaluate::proof_line(p));
+        }
+        if r.over_budget(seconds) {
+            outln!(
+                "    over budget: ended at {:.1} s of {seconds} s",
+                r.wall_s.unwrap_or_default()
+            );
         }
     }
     let mut cases: Vec<(&str, &str, f64, harness::bounds::BoundSource)> = Vec::new();

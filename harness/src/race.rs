@@ -162,6 +162,24 @@ pub struct RaceResult {
     /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:64`, `greedy-size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
+    /// Wall-clock seconds from the solver's start to its answer. A solver that cannot be
+    /// stopped mid-step (a MIP backend inside one relaxation) can pass its budget; the
+    /// table marks such a result ([`RaceResult::over_budget`]) rather than hide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+}
+
+/// Seconds past its budget a result may end and still count as within it: the answer's
+/// validation and simulation, and a thread's last step.
+pub const BUDGET_SLACK_S: f64 = 1.0;
+
+impl RaceResult {
+    /// Whether the solver ran past `seconds` (its budget) by more than 5% and
+    /// [`BUDGET_SLACK_S`].
+    pub fn over_budget(&self, seconds: f64) -> bool {
+        self.wall_s
+            .is_some_and(|w| w > seconds * 1.05 + BUDGET_SLACK_S)
+    }
 }
 
 /// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
@@ -524,6 +542,7 @@ pub fn race_case(
         settings: Some(settings_of(case, name, config)),
         moves,
         start,
+        wall_s: None,
     };
     if let Some(m) = mapping {
         if let Ok((latency, proxy)) = measure(case, &m) {
@@ -538,6 +557,7 @@ pub fn race_case(
         }
         result.mapping = Some(m);
     }
+    result.wall_s = Some(t0.elapsed().as_secs_f64());
     Ok(result)
 }
 
