@@ -285,6 +285,45 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
     Ok(sim.run(mapping, false).latency_s)
 }
 
+/// The exact solver's mapping for another solver's start, within `seconds`: the MIP for
+/// half of them (its whole model where the backend can build it), then, where it did not
+/// finish or its mapping simulates far from its bound, windows from its fastest mapping
+/// for the rest, as in the exact pipeline (no bound by blocks: a start needs no bound).
+/// `None` where `seconds` is 0 or the MIP gives nothing.
+pub(crate) fn mip_mapping(case: &Case, seconds: f64, seed: u64) -> Option<Mapping> {
+    if seconds <= 0.0 {
+        return None;
+    }
+    let t0 = Instant::now();
+    let mip = exact::ExactConfig {
+        seconds: seconds * 0.5,
+        relative_gap: 0.0,
+        objective: exact::Objective::Simulated,
+        // Past the backend's reach the whole model would not finish its first relaxation.
+        windows: exact::Windows::Auto,
+    };
+    let starts = exact::Exact::starts(&case.program, &case.hw);
+    let solution = exact::solve(&case.program, &case.hw, &mip, &starts).ok()?;
+    let left = seconds - t0.elapsed().as_secs_f64();
+    if left <= 0.0 || !windows_wanted(exact::Windows::Auto, &solution) {
+        return Some(solution.mapping);
+    }
+    let config = exact::WindowConfig {
+        seconds: left,
+        seed,
+    };
+    match exact::improve(
+        &case.program,
+        &case.hw,
+        &solution.mapping,
+        &config,
+        &mut |_, _| {},
+    ) {
+        Ok(found) if found.simulated_s < solution.simulated_s => Some(found.mapping),
+        _ => Some(solution.mapping),
+    }
+}
+
 /// The MIP's share of the budget under the simulated objective.
 pub fn mip_share(windows: exact::Windows) -> f64 {
     match windows {

@@ -599,21 +599,9 @@ pub(crate) fn guide_of(name: &str) -> Option<GuideKind> {
 /// MIP gives nothing.
 fn mip_start(case: &Case, config: &RaceConfig, setup: &Arc<GameSetup>) -> Vec<Start> {
     let seconds = config.seconds * config.agent_mip_share();
-    if seconds <= 0.0 {
-        return Vec::new();
-    }
-    let exact = exact::ExactConfig {
-        seconds,
-        relative_gap: 0.0,
-        objective: exact::Objective::Simulated,
-        // Past the backend's reach the whole model would not finish its first relaxation.
-        windows: exact::Windows::Auto,
-    };
-    let starts = exact::Exact::starts(&case.program, &case.hw);
-    match exact::solve(&case.program, &case.hw, &exact, &starts) {
-        Ok(s) => vec![Start::new("mip", setup.nearest_trajectory(&s.mapping))],
-        Err(_) => Vec::new(),
-    }
+    crate::exact_run::mip_mapping(case, seconds, config.seed)
+        .map(|m| vec![Start::new("mip", setup.nearest_trajectory(&m))])
+        .unwrap_or_default()
 }
 
 /// A mapping of `case` validated, then its simulated and cost-model latencies; `Err` is
