@@ -92,6 +92,9 @@ pub struct GamePlayer {
     pub build: fn(usize) -> Box<dyn Player>,
 }
 
+/// A check of a race solver's settings against a case, before any budget is spent.
+pub type RaceCheck = fn(&Case, &RaceConfig) -> Result<(), RaceError>;
+
 /// How the race runs a solver under its wall-clock budget.
 #[derive(Clone, Copy, Debug)]
 pub struct Racer {
@@ -101,7 +104,7 @@ pub struct Racer {
     /// saved result is reused only under the same ([`crate::race::settings_of`]).
     pub settings: fn(&RaceConfig, &mut Settings),
     /// Checks its settings against the case before any budget is spent.
-    pub check: Option<fn(&Case, &RaceConfig) -> Result<(), RaceError>>,
+    pub check: Option<RaceCheck>,
     /// The race's settings it reads.
     pub reads: &'static [Setting],
     /// A race that names no solver runs it.
@@ -500,7 +503,7 @@ pub fn race_default_names() -> Vec<&'static str> {
 }
 
 /// The race solvers of `names` that read `setting`.
-pub fn race_readers<'a>(names: &'a [String], setting: Setting) -> Vec<&'a str> {
+pub fn race_readers(names: &[String], setting: Setting) -> Vec<&str> {
     names
         .iter()
         .filter(|n| {
