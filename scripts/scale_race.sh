@@ -3,7 +3,8 @@
 #   scripts/scale_race.sh SECONDS SEED HW OUTDIR [WORKLOAD ...]
 # writes OUTDIR/<workload>-<hw>.json (`race --json`) and keeps every run folder under
 # runs/scale-race/. With no workload, every program of the tier. The solvers: the XLA-style
-# heuristics, beam, the local search, EGRL, the exact solver and mallocMuZero.
+# heuristics, beam, the local search, EGRL, the exact solver and mallocMuZero; SOLVERS="a b"
+# races those instead (each a `--solver`), RUNS names the run folders' parent.
 set -euo pipefail
 seconds=$1 seed=$2 hw=$3 out=$4
 shift 4
@@ -18,11 +19,14 @@ for c in json.load(sys.stdin)["suite"]:
         seen.append(c["workload"])
 print("\n".join(seen))')
 fi
+flags=()
+for s in ${SOLVERS:-xla xla-repack greedy-size beam local-search egrl exact muzero}; do
+  flags+=(--solver "$s")
+done
 mkdir -p "$out"
 for w in "${workloads[@]}"; do
   "$bin" race --workload "$w" --hw "$hw" --fast-capacity scale-rule --seconds "$seconds" \
-    --seed "$seed" --threads 2 --solver xla --solver xla-repack --solver greedy-size \
-    --solver beam --solver local-search --solver egrl --solver exact --solver muzero \
-    --out "runs/scale-race/$seconds-s$seed/$w-$hw" --json > "$out/$w-$hw.json.tmp"
+    --seed "$seed" --threads 2 "${flags[@]}" \
+    --out "${RUNS:-runs/scale-race}/$seconds-s$seed/$w-$hw" --json > "$out/$w-$hw.json.tmp"
   mv "$out/$w-$hw.json.tmp" "$out/$w-$hw.json"
 done

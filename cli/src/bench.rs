@@ -43,8 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         .context("resnet50 is in the suite")?;
     let program = bench_workloads::load(case.workload)?;
     let hw = case.hardware();
-    let xla = xla_msa::solver("xla").context("xla solver")?;
-    let mapping = xla.solve(&program, &hw);
+    let mapping = xla_msa::OneShotSolver::solve(&xla_msa::Xla::default(), &program, &hw);
     mapping.validate(&program, &hw)?;
 
     let mut sim = Simulator::new(&program, &hw);
@@ -159,11 +158,12 @@ fn game_figures(
     hw: &accel_sim::Hardware,
     seconds: f64,
 ) -> Result<GameFigures> {
-    use malloc_game::{observation, players, record::GameRecord, GameOptions, GameSetup};
+    use malloc_game::players::{self, Player};
+    use malloc_game::{observation, record::GameRecord, GameOptions, GameSetup};
     use std::sync::Arc;
     let program = Arc::new(program.clone());
     let setup = GameSetup::new(Arc::clone(&program), hw.clone(), GameOptions::default())?;
-    let random = players::player("random").context("random player")?;
+    let random = players::RandomPlayer;
     let t0 = Instant::now();
     let (mut steps, mut episodes) = (0usize, 0usize);
     let mut last = None;
@@ -279,7 +279,8 @@ fn train_figure(
     hw: &accel_sim::Hardware,
     seconds: f64,
 ) -> Result<f64> {
-    use malloc_game::{players, GameOptions, GameSetup};
+    use malloc_game::players::{self, Player};
+    use malloc_game::{GameOptions, GameSetup};
     use malloc_muzero::train::TrainConfig;
     use muzero::MuZeroNet;
     use muzero::Optimizer;
@@ -300,7 +301,7 @@ fn train_figure(
         net_config.observation_len,
         net_config.action_count,
     )?;
-    let random = players::player("random").context("random player")?;
+    let random = players::RandomPlayer;
     let a = setup.action_count();
     for seed in 0..2 {
         // Replay the random player's actions to record observations and rewards.

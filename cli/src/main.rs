@@ -74,6 +74,12 @@ enum Command {
         #[arg(long)]
         out: std::path::PathBuf,
     },
+    /// Every solver the registry knows: its name, where it runs (evaluate, play, race),
+    /// the settings it reads, and what it is.
+    Solvers {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run solvers on workloads, validate and simulate their mappings, print a table.
     Evaluate(evaluate::EvaluateArgs),
     /// Throughput figures of the simulator, the cost model and the game.
@@ -106,6 +112,7 @@ fn main() {
         Some(Command::Hardware { json }) => hardware(json),
         Some(Command::Suite { name, json }) => suite(name.unwrap_or_default(), json),
         Some(Command::Cut { workload, ops, out }) => cut(&workload, &ops, &out),
+        Some(Command::Solvers { json }) => solvers(json),
         Some(Command::Evaluate(args)) => evaluate::run(&args),
         Some(Command::Bench(args)) => bench::run(&args),
         Some(Command::Play(args)) => play::run_play(&args),
@@ -214,6 +221,68 @@ pub(crate) fn workload_file(spec: &str) -> Option<std::path::PathBuf> {
         .into_iter()
         .map(std::path::PathBuf::from)
         .find(|p| p.is_file())
+}
+
+/// The registry's entries, in its order.
+fn solvers(json: bool) -> Result<()> {
+    let rows: Vec<serde_json::Value> = harness::registry::SOLVERS
+        .iter()
+        .map(|e| {
+            let mut runs = Vec::new();
+            if e.evaluated() {
+                runs.push("evaluate");
+            }
+            if e.player.is_some() {
+                runs.push("play");
+            }
+            if e.raced_by_default() {
+                runs.push("race");
+            } else if e.race.is_some() {
+                runs.push("race (when named)");
+            }
+            let mut reads: Vec<&str> = Vec::new();
+            let lists = [
+                e.one_shot.map(|o| o.reads),
+                e.player.map(|_| harness::registry::PLAYER_READS),
+                e.race.map(|r| r.reads),
+            ];
+            for s in lists.into_iter().flatten().flatten() {
+                if !reads.contains(&s.name()) {
+                    reads.push(s.name());
+                }
+            }
+            serde_json::json!({
+                "name": e.name,
+                "player": e.player.map(|p| p.name),
+                "runs_in": runs,
+                "reads": reads,
+                "about": e.about,
+            })
+        })
+        .collect();
+    if json {
+        outln!("{}", serde_json::json!({ "solvers": rows }));
+        return Ok(());
+    }
+    for r in &rows {
+        let list = |k: &str| {
+            r[k].as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        outln!("{}", r["name"].as_str().unwrap_or_default());
+        outln!("    {}", r["about"].as_str().unwrap_or_default());
+        outln!("    runs in: {}", list("runs_in"));
+        if !list("reads").is_empty() {
+            outln!("    reads: {}", list("reads"));
+        }
+    }
+    Ok(())
 }
 
 fn workloads(json: bool) -> Result<()> {

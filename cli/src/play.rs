@@ -84,7 +84,7 @@ impl Who {
 }
 
 pub fn player_or_error(spec: &str, threads: usize) -> Result<Box<dyn Player>> {
-    players::player_on_threads(spec, threads).with_context(|| {
+    harness::registry::player(spec, threads).with_context(|| {
         format!(
             "unknown player `{spec}` (available: {}, beam:W with W in 1..={})",
             harness::registry::player_names().join(", "),

@@ -513,3 +513,27 @@ fn race_json_out_and_resume() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `solvers` lists the registry: every name a race or `evaluate` takes, each saying what
+/// it runs and where.
+#[test]
+fn solvers_lists_the_registry() {
+    let v = json(&["solvers", "--json"]);
+    let rows = v["solvers"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    for n in harness::registry::race_names()
+        .into_iter()
+        .chain(harness::registry::evaluate_names())
+    {
+        assert!(names.contains(&n), "{n} is not listed");
+    }
+    for r in rows {
+        assert!(!r["about"].as_str().unwrap().is_empty(), "{r}");
+        assert!(!r["runs_in"].as_array().unwrap().is_empty(), "{r}");
+    }
+    let muzero = rows.iter().find(|r| r["name"] == "muzero").unwrap();
+    assert!(muzero["about"].as_str().unwrap().contains("local search"));
+    let (code, text, _) = run(&["solvers"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("guided-bundled") && text.contains("runs in: race (when named)"));
+}

@@ -1,7 +1,7 @@
 //! Dev check: each EGRL solver for a few seconds on one case, beside xla and greedy-size.
 //! `cargo run --release -p egrl --example quick -- resnet50 4MiB 20`
 use accel_sim::{Hardware, Simulator};
-use egrl::{race, EgrlConfig, Problem};
+use egrl::{race, race_knapsack, EgrlConfig, Problem, Variant};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,16 +24,20 @@ fn main() {
         problem.decisions().len(),
         problem.all_slow_s() * 1e6
     );
-    for name in ["egrl", "egrl-ea", "egrl-pg", "egrl-dp"] {
+    let searches = [Variant::Egrl, Variant::Ea, Variant::Pg].map(Some);
+    for variant in searches.into_iter().chain([None]) {
+        let name = variant.map_or("egrl-dp", Variant::name);
         let t0 = Instant::now();
         let config = EgrlConfig {
             threads: 2,
+            variant: variant.unwrap_or(Variant::Egrl),
             ..EgrlConfig::default()
         };
         let deadline = t0 + Duration::from_secs_f64(seconds);
-        let out = race(name, Arc::clone(&problem), config, deadline, &mut |_, _| {})
-            .unwrap()
-            .unwrap();
+        let out = match variant {
+            Some(_) => race(Arc::clone(&problem), config, deadline, &mut |_, _| {}).unwrap(),
+            None => race_knapsack(&problem, &mut |_, _| {}),
+        };
         let m = out.mapping.unwrap();
         m.validate(&program, &hw).unwrap();
         println!(

@@ -34,7 +34,7 @@ pub use features::{feature_width, OpGraph, KIND_BUCKETS};
 pub use problem::{
     decision_count, Assignment, Decision, Decoded, Problem, ProblemError, Scored, Slot,
 };
-pub use race::{race, RaceOutcome};
+pub use race::{race, race_knapsack, RaceOutcome};
 pub use replay::Replay;
 pub use run_dir::{RunFolder, RunInfo, Summary};
 

@@ -1,6 +1,6 @@
 //! One EGRL solver on one problem under a deadline: what `mallocmuzero race` runs.
 
-use crate::config::{EgrlConfig, Variant};
+use crate::config::EgrlConfig;
 use crate::dp::dp_assignment;
 use crate::engine::{CurvePoint, Egrl, RunLimits};
 use crate::problem::Problem;
@@ -23,44 +23,29 @@ pub struct RaceOutcome {
     pub generations: u64,
 }
 
-/// Runs solver `name` (`egrl-dp`, the knapsack mapper, or a [`Variant`]'s name: `egrl`,
-/// `egrl-ea`, `egrl-pg`) on `problem` until `deadline` with `config`
-/// (its variant is set from the name); `on_best(elapsed_s, latency_s)` hears of each
-/// improvement. `None` for an unknown name.
-pub fn race(
-    name: &str,
-    problem: Arc<Problem>,
-    config: EgrlConfig,
-    deadline: Instant,
-    on_best: &mut dyn FnMut(f64, f64),
-) -> Option<Result<RaceOutcome, EgrlError>> {
-    if name == "egrl-dp" {
-        let t0 = Instant::now();
-        let decoded = problem.decode(&dp_assignment(&problem));
-        let latency_s = problem.simulator().run(&decoded.mapping, false).latency_s;
-        let elapsed_s = t0.elapsed().as_secs_f64();
-        on_best(elapsed_s, latency_s);
-        return Some(Ok(RaceOutcome {
-            curve: vec![CurvePoint {
-                elapsed_s,
-                evaluations: 1,
-                latency_s,
-            }],
-            mapping: Some(decoded.mapping),
+/// EGRL's knapsack mapper (`egrl-dp`) on `problem`: instant, one point;
+/// `on_best(elapsed_s, latency_s)` hears of it.
+pub fn race_knapsack(problem: &Problem, on_best: &mut dyn FnMut(f64, f64)) -> RaceOutcome {
+    let t0 = Instant::now();
+    let decoded = problem.decode(&dp_assignment(problem));
+    let latency_s = problem.simulator().run(&decoded.mapping, false).latency_s;
+    let elapsed_s = t0.elapsed().as_secs_f64();
+    on_best(elapsed_s, latency_s);
+    RaceOutcome {
+        curve: vec![CurvePoint {
+            elapsed_s,
             evaluations: 1,
-            generations: 0,
-        }));
+            latency_s,
+        }],
+        mapping: Some(decoded.mapping),
+        evaluations: 1,
+        generations: 0,
     }
-    let variant = Variant::named(name)?;
-    Some(run_search(
-        problem,
-        EgrlConfig { variant, ..config },
-        deadline,
-        on_best,
-    ))
 }
 
-fn run_search(
+/// Runs EGRL's search of `config.variant` on `problem` until `deadline`;
+/// `on_best(elapsed_s, latency_s)` hears of each improvement.
+pub fn race(
     problem: Arc<Problem>,
     config: EgrlConfig,
     deadline: Instant,

@@ -4,7 +4,7 @@
 //! optimal, its bound equals its model's best latency.
 
 use accel_sim::{CostModel, Hardware, Mapping, Program};
-use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
+use malloc_game::anytime::{AnytimeSolver, Incumbent, Limit, LocalSearch};
 use malloc_game::players::player;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
@@ -40,9 +40,7 @@ fn others(program: &Program, hw: &Hardware) -> Vec<(String, Mapping)> {
         }
     }
     let incumbent = Incumbent::new(Instant::now());
-    anytime_solver("local-search")
-        .unwrap()
-        .run(&setup, 0, &Limit::from_now(0.3, 1), &incumbent);
+    LocalSearch::default().run(&setup, 0, &Limit::from_now(0.3, 1), &incumbent);
     if let Some(g) = incumbent.best() {
         out.push(("local-search".into(), g.mapping()));
     }

@@ -6,16 +6,16 @@
 //! validates and simulates each, and returns one [`Row`] per solver.
 
 use crate::bounds::{best_bound, BoundSource};
-use crate::exact_run::{run_exact, Polish};
-use crate::registry::Build;
+use crate::exact_run::run_exact;
+use crate::solver::polish_of;
+pub use crate::solver::{Solver, SolverContext};
 use accel_sim::MappingFile;
 use accel_sim::{CostModel, Hardware, HardwareError, Mapping, Program, Simulator};
 use bench_workloads::{suite, WorkloadError};
-use malloc_game::players::Player;
 use malloc_game::{GameOptions, GameSetup};
-use malloc_muzero::{Agent, AgentError};
+use malloc_muzero::AgentError;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -195,163 +195,6 @@ impl Case {
     pub fn fast_capacity(&self) -> u64 {
         // Each capacity is at most 2^53 (accel_sim::MAX_BYTES): the sum cannot overflow.
         self.hw.levels[1..].iter().map(|l| l.capacity).sum()
-    }
-}
-
-/// What the solvers named by the user need besides their names.
-#[derive(Clone, Debug, Default)]
-pub struct SolverContext {
-    /// The game players' seed.
-    pub seed: u64,
-    /// The run folder of `muzero` (none: the bundled generalist).
-    pub checkpoint: Option<PathBuf>,
-    /// Search simulations per move of `muzero` (default: the run's evaluation setting).
-    pub simulations: Option<usize>,
-    /// Rounds of branch proposals `muzero` makes after its game (default:
-    /// [`malloc_muzero::DEFAULT_PROPOSAL_ROUNDS`]; 0: the game alone).
-    pub proposal_rounds: Option<usize>,
-    /// What the search of `muzero` steps through (default: the game).
-    pub search_model: Option<malloc_muzero::SearchModel>,
-    /// The `exact` solver's time limit and gap tolerance.
-    pub exact: exact::ExactConfig,
-    /// Threads one solver may use where it can share its work out without changing its
-    /// result (the beam's steps); 0 is taken as 1.
-    pub threads: usize,
-}
-
-/// A named way to get a mapping.
-pub enum Solver {
-    /// A one-shot baseline (`xla`, `greedy-size`, ...).
-    Baseline(Box<dyn xla_msa::OneShotSolver>),
-    /// A game player, playing one episode with the given seed.
-    Player(Box<dyn Player>, u64),
-    /// A trained agent.
-    MuZero(Box<Agent>),
-    /// A mapping file, resolved against each case's program by buffer name.
-    File(PathBuf),
-    /// The exact solver (then the local search for its budget left:
-    /// [`crate::exact_run`]), with the local search's seed: its rows carry what it proved.
-    Exact(exact::ExactConfig, u64),
-}
-
-impl Solver {
-    /// The solver of a `--solver` name, as its registry entry builds it
-    /// ([`crate::registry::Build`]): a baseline, a game player (`xla-game` is the xla player
-    /// in the game; `beam:W` a beam of width W), `muzero` (`ctx.checkpoint`'s run, else the
-    /// bundled generalist) or the exact solver.
-    pub fn named(name: &str, ctx: &SolverContext) -> Result<Solver, EvalError> {
-        let unknown = || EvalError::UnknownSolver(name.to_string());
-        let player = |spec: &str| {
-            malloc_game::players::player_on_threads(spec, ctx.threads.max(1))
-                .map(|p| Solver::Player(p, ctx.seed))
-                .ok_or_else(unknown)
-        };
-        match crate::registry::build_of(name) {
-            Some(Build::Agent) => {
-                let agent = match &ctx.checkpoint {
-                    Some(dir) => Agent::load(dir, ctx.simulations)?,
-                    None => Agent::bundled(ctx.simulations)?,
-                };
-                let agent = match ctx.search_model {
-                    Some(model) => agent.with_search_model(model),
-                    None => agent,
-                };
-                let agent = match ctx.proposal_rounds {
-                    Some(rounds) => agent.with_proposal_rounds(rounds)?,
-                    None => agent,
-                };
-                Ok(Solver::MuZero(Box::new(agent)))
-            }
-            Some(Build::Baseline) => xla_msa::solver(name)
-                .map(Solver::Baseline)
-                .ok_or_else(unknown),
-            Some(Build::Knapsack) => Ok(Solver::Baseline(Box::new(EgrlKnapsack))),
-            Some(Build::Exact) => Ok(Solver::Exact(ctx.exact.clone(), ctx.seed)),
-            Some(Build::Player(spec)) => player(spec),
-            // A player with a parameter (`beam:W`) is not an entry of its own.
-            None => player(name.strip_suffix("-game").unwrap_or(name)),
-        }
-    }
-
-    /// The solvers of a list of names, or [`DEFAULT_SOLVERS`] when it is empty.
-    pub fn all_named(names: &[String], ctx: &SolverContext) -> Result<Vec<Solver>, EvalError> {
-        if names.is_empty() {
-            return DEFAULT_SOLVERS
-                .iter()
-                .map(|n| Solver::named(n, ctx))
-                .collect();
-        }
-        names.iter().map(|n| Solver::named(n, ctx)).collect()
-    }
-
-    /// The name its rows carry.
-    pub fn name(&self) -> String {
-        match self {
-            Solver::Baseline(s) => s.name().to_string(),
-            // The game's xla player is named apart from the standalone xla solver.
-            Solver::Player(p, _) if p.name() == "xla" => "xla-game".to_string(),
-            Solver::Player(p, _) => p.name(),
-            Solver::MuZero(_) => "muzero".to_string(),
-            Solver::File(path) => format!("file:{}", path.display()),
-            Solver::Exact(..) => "exact".to_string(),
-        }
-    }
-
-    /// Its mapping of `case` (not yet validated). `options` are the game's rules for
-    /// the players.
-    pub fn solve(&self, case: &Case, options: &GameOptions) -> Result<Mapping, EvalError> {
-        self.solve_with_progress(case, options, &mut |_, _| {})
-    }
-
-    /// [`Solver::solve`], telling `progress` (turns done, turns in all) now and then while
-    /// a game player plays.
-    pub fn solve_with_progress(
-        &self,
-        case: &Case,
-        options: &GameOptions,
-        progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<Mapping, EvalError> {
-        let (program, hw) = (case.program.as_ref(), &case.hw);
-        Ok(match self {
-            Solver::Baseline(s) => s.solve(program, hw),
-            Solver::Player(p, seed) => {
-                let setup = GameSetup::new(Arc::clone(&case.program), hw.clone(), options.clone())?;
-                p.play_with_progress(&setup, *seed, progress).mapping()
-            }
-            Solver::MuZero(agent) => agent.play(program, hw)?,
-            Solver::File(path) => read_mapping(path, program)?,
-            Solver::Exact(config, seed) => {
-                run_exact(case, config, &polish_of(options, *seed), &mut |_, _| {})?
-                    .solution
-                    .mapping
-            }
-        })
-    }
-}
-
-/// The local search after `evaluate`'s exact solve: one chain, as the MIP has one thread.
-fn polish_of(options: &GameOptions, seed: u64) -> Polish {
-    Polish {
-        options: options.clone(),
-        seed,
-        threads: 1,
-    }
-}
-
-/// EGRL's knapsack mapper (`egrl-dp`) as a baseline.
-struct EgrlKnapsack;
-
-impl xla_msa::OneShotSolver for EgrlKnapsack {
-    fn name(&self) -> &str {
-        "egrl-dp"
-    }
-    fn solve(&self, program: &Program, hw: &Hardware) -> Mapping {
-        // The penalty only shapes EGRL's search; the mapper does not read it.
-        match egrl::Problem::new(Arc::new(program.clone()), hw.clone(), 0.0) {
-            Ok(problem) => problem.decode(&egrl::dp_assignment(&problem)).mapping,
-            // One level, or nothing to place: everything stays in level 0.
-            Err(_) => Mapping::all_slow(program),
-        }
     }
 }
 

@@ -187,7 +187,7 @@ pub fn run_exact(
             on_best(t, l);
         }
     };
-    crate::race::watch(&incumbent, &limit, &mut improved, || {
+    crate::race_runs::watch(&incumbent, &limit, &mut improved, || {
         let mip = Start::new("mip", from_mip);
         LocalSearch::default().run_from(&setup, &[mip], polish.seed, &limit, &incumbent)
     });

@@ -4,23 +4,9 @@
 //! the setting (`--config` on the command line, `config=` in Python).
 
 use crate::race::MUZERO_TRAIN;
-use crate::registry::run_of;
 
-/// A race setting that only some solvers read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Setting {
-    /// A `train` run folder: its network guides `muzero`, and `muzero-train` continues it.
-    Checkpoint,
-    /// The agent's training config (`muzero-train`'s).
-    TrainConfig,
-    /// What `muzero-train`'s searches step through.
-    SearchModel,
-    /// EGRL's config (the EGRL solvers').
-    EgrlConfig,
-    /// The MIP's share of a guided search's budget (`muzero`'s and the `guided-*`
-    /// solvers').
-    MipShare,
-}
+/// A setting some solvers read: the registry's ([`crate::registry::Racer::reads`]).
+pub use crate::registry::Setting;
 
 /// The EGRL config's fields the race sets for every solver alike (from its seed, its
 /// threads and the solver's name): a file's own would be replaced without a word.
@@ -29,33 +15,26 @@ pub const RACED_EGRL_FIELDS: [&str; 3] = ["seed", "threads", "variant"];
 /// Why `setting` would be dropped by a race of `solvers` (none of them reads it), in words
 /// that follow the caller's name for the setting; `None` when a solver reads it.
 pub fn unread(solvers: &[String], setting: Setting) -> Option<String> {
-    let named = |readers: &[&str]| solvers.iter().any(|s| readers.contains(&s.as_str()));
-    let (read, readers) = match setting {
-        Setting::Checkpoint => (
-            named(&["muzero", MUZERO_TRAIN]),
-            "the muzero or muzero-train solver reads it, and it is not",
-        ),
-        Setting::TrainConfig | Setting::SearchModel => (
-            named(&[MUZERO_TRAIN]),
-            "the muzero-train solver reads it, and it is not",
-        ),
-        Setting::EgrlConfig => (
-            solvers
-                .iter()
-                .any(|s| run_of(s).is_some_and(|r| r.reads_egrl_config())),
-            "the EGRL solvers read it, and none is",
-        ),
-        Setting::MipShare => (
-            solvers.iter().any(|s| {
-                matches!(
-                    run_of(s),
-                    Some(crate::registry::Run::Agent | crate::registry::Run::Guided)
-                )
-            }),
-            "the muzero and guided-* solvers read it, and none is",
-        ),
+    if !crate::registry::race_readers(solvers, setting).is_empty() {
+        return None;
+    }
+    let readers = match setting {
+        Setting::Checkpoint => "the muzero or muzero-train solver reads it, and it is not".into(),
+        Setting::TrainConfig | Setting::SearchModel => {
+            "the muzero-train solver reads it, and it is not".into()
+        }
+        Setting::EgrlConfig => "the EGRL solvers read it, and none is".into(),
+        Setting::MipShare => "the muzero and guided-* solvers read it, and none is".into(),
+        other => {
+            let all: Vec<String> = crate::registry::race_names()
+                .into_iter()
+                .map(String::from)
+                .collect();
+            let names = crate::registry::race_readers(&all, other).join(", ");
+            format!("the solvers {names} read it, and none is")
+        }
     };
-    (!read).then(|| format!("only {readers} in this race"))
+    Some(format!("only {readers} in this race"))
 }
 
 /// The first of `given` (each a setting as the caller spells it, whether it was given, and
@@ -116,14 +95,14 @@ mod tests {
         ] {
             assert_eq!(unread(&train, s), None, "{s:?}");
         }
-        let egrl: Vec<String> = crate::registry::race_names()
+        let all: Vec<String> = crate::registry::race_names()
             .into_iter()
-            .filter(|n| run_of(n).is_some_and(|r| r.reads_egrl_config()))
             .map(String::from)
             .collect();
+        let egrl = crate::registry::race_readers(&all, Setting::EgrlConfig);
         assert!(!egrl.is_empty());
         for e in egrl {
-            assert_eq!(unread(&[e], Setting::EgrlConfig), None);
+            assert_eq!(unread(&[e.to_string()], Setting::EgrlConfig), None);
         }
     }
 

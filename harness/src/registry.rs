@@ -1,217 +1,435 @@
-//! The one solver registry: every solver the command line, the race and the Python
-//! package know, with what it is and how it is built. `evaluate` builds a solver from its
-//! entry's [`Build`] ([`crate::Solver::named`]) and the race runs one from its entry's
-//! [`Run`] ([`crate::race::race_case`]). The names are listed here only: the crates below
-//! build their solvers by type, and where one has a dispatcher by name
-//! (`xla_msa::solver`, `malloc_game::players::player_on_threads`,
-//! `malloc_game::anytime::anytime_solver`, `egrl::race`), the entry's name is what it is
-//! called with, and a test checks that each of them builds every name given to it.
-//! Messages that list names list them in this registry's order.
+//! The one solver registry, in the manner of OpenSpiel's game registerer: every solver the
+//! command line, the race, the Python package and the reference know is an [`Entry`] of
+//! [`SOLVERS`], holding its name, what it is, the settings it reads, and the functions that
+//! build it: [`Entry::one_shot`] (`evaluate`'s one mapping per case), [`Entry::player`]
+//! (a game player, for `play` and `evaluate`), [`Entry::race`] (the race's run under a
+//! wall-clock budget). Every front end builds a solver from a name here and nowhere else;
+//! the crates below export their solvers as types ([`xla_msa::Xla`],
+//! [`malloc_game::anytime::LocalSearch`], [`malloc_muzero::GuideKind`], ...) and the
+//! entries name them. Messages that list names list them in this registry's order.
 
-/// How `evaluate` builds a solver: one mapping per case.
+use crate::evaluate::EvalError;
+use crate::race::RaceError;
+use crate::race_runs::{self as runs, Raced, Racing, Settings};
+use crate::solver::{EgrlKnapsack, Solver, SolverContext};
+use crate::Case;
+use crate::RaceConfig;
+use egrl::Variant;
+use malloc_game::anytime::{BeamWidening, LocalSearch, RandomRestarts};
+use malloc_game::players::{
+    beam, BeamPlayer, GreedyPlayer, Player, RandomPlayer, XlaPlayer, MAX_BEAM_WIDTH,
+};
+use malloc_muzero::GuideKind;
+use xla_msa::{AllSlow, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS};
+
+/// A setting a solver reads besides its case (the race's budget is every solver's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Build {
-    /// xla-msa's baseline of the entry's name (`xla_msa::solver`).
-    Baseline,
-    /// EGRL's knapsack mapper, as a baseline.
-    Knapsack,
-    /// The game player of this name (`malloc_game::players::player_on_threads`), one game.
-    Player(&'static str),
-    /// The trained agent: a run's (`--checkpoint`) or the bundled generalist.
-    Agent,
-    /// The MIP, then the local search for the budget left ([`crate::exact_run`]).
+pub enum Setting {
+    /// The seed of its random draws.
+    Seed,
+    /// Its threads.
+    Threads,
+    /// The game's rules (`--slots` and the other game flags).
+    Rules,
+    /// A `train` run folder: its network guides `muzero`, and `muzero-train` continues it.
+    Checkpoint,
+    /// The agent's training config (`muzero-train`'s).
+    TrainConfig,
+    /// What the agent's searches step through.
+    SearchModel,
+    /// Search simulations per move of the agent's game.
+    Simulations,
+    /// Rounds of branch proposals the agent makes after its game.
+    ProposalRounds,
+    /// EGRL's config (the EGRL solvers').
+    EgrlConfig,
+    /// The MIP's share of a guided search's budget (`muzero`'s and the `guided-*`
+    /// solvers').
+    MipShare,
+    /// The exact solver's objective, time limit and gap tolerance.
     Exact,
 }
+
+impl Setting {
+    /// How listings name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Seed => "seed",
+            Setting::Threads => "threads",
+            Setting::Rules => "rules",
+            Setting::Checkpoint => "checkpoint",
+            Setting::TrainConfig => "train-config",
+            Setting::SearchModel => "search-model",
+            Setting::Simulations => "simulations",
+            Setting::ProposalRounds => "proposal-rounds",
+            Setting::EgrlConfig => "egrl-config",
+            Setting::MipShare => "mip-share",
+            Setting::Exact => "exact",
+        }
+    }
+}
+
+/// How `evaluate` builds a solver that is not a game player: one mapping per case.
+#[derive(Clone, Copy, Debug)]
+pub struct OneShot {
+    /// Builds it from what the user gave besides its name.
+    pub build: fn(&SolverContext) -> Result<Solver, EvalError>,
+    /// The settings of [`SolverContext`] it reads.
+    pub reads: &'static [Setting],
+}
+
+/// What a game player reads besides its case, in `play` and `evaluate`.
+pub const PLAYER_READS: &[Setting] = GAME;
+
+/// A game player: `play --player` plays it, and `evaluate` plays one game of it under
+/// [`SolverContext::seed`] (the game's rules are its [`Setting::Rules`]).
+#[derive(Clone, Copy, Debug)]
+pub struct GamePlayer {
+    /// The name the game and `play --player` give it (`xla` for `xla-game`).
+    pub name: &'static str,
+    /// Builds it for a game shared out on this many threads (only the beam shares; its
+    /// game is the same on any number).
+    pub build: fn(usize) -> Box<dyn Player>,
+}
+
+/// A check of a race solver's settings against a case, before any budget is spent.
+pub type RaceCheck = fn(&Case, &RaceConfig) -> Result<(), RaceError>;
 
 /// How the race runs a solver under its wall-clock budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Run {
-    /// xla-msa's baseline of the entry's name: instant, one point.
-    Baseline,
-    /// The anytime game solver of the entry's name
-    /// (`malloc_game::anytime::anytime_solver`), under the race's rules.
-    Anytime,
-    /// EGRL's search of the entry's name (`egrl::race`); it reads the race's EGRL config.
-    Egrl,
-    /// EGRL's knapsack mapper (`egrl::race`): instant, and no setting of the config decides
-    /// its mapping.
-    Knapsack,
-    /// The local search with its moves drawn by the agent's network (`--checkpoint`'s run,
-    /// else the bundled generalist).
-    Agent,
-    /// The local search with its moves drawn by the guide the entry's name names after
-    /// [`crate::race::GUIDED_PREFIX`] (issue 43's ablation).
-    Guided,
-    /// The agent trained by self-play for the budget, from scratch or continuing
-    /// `--checkpoint`'s run.
-    Train,
-    /// The MIP, then the local search for the budget left.
-    Exact,
-}
-
-impl Run {
-    /// The solver reads the race's EGRL config (`--egrl-config`).
-    pub fn reads_egrl_config(self) -> bool {
-        matches!(self, Run::Egrl | Run::Knapsack)
-    }
+#[derive(Clone, Copy, Debug)]
+pub struct Racer {
+    /// Runs it on a case ([`crate::race_runs`]); the race measures what it found.
+    pub run: fn(&mut Racing) -> Result<Raced, RaceError>,
+    /// Writes what decides its result besides the case, budget, seed and threads: a
+    /// saved result is reused only under the same ([`crate::race::settings_of`]).
+    pub settings: fn(&RaceConfig, &mut Settings),
+    /// Checks its settings against the case before any budget is spent.
+    pub check: Option<RaceCheck>,
+    /// The race's settings it reads.
+    pub reads: &'static [Setting],
+    /// A race that names no solver runs it.
+    pub by_default: bool,
 }
 
 /// A solver: its name, what it is, and how each front end builds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Entry {
     /// The name users give (`xla`, `beam:W`'s `beam`, ...).
     pub name: &'static str,
-    /// One line for listings.
+    /// What it runs, in one line.
     pub about: &'static str,
-    /// How `evaluate` builds it; `None`: `evaluate` does not run it.
-    pub evaluate: Option<Build>,
+    /// How `evaluate` builds it, unless it is a game player; `None`: neither is.
+    pub one_shot: Option<OneShot>,
+    /// The game player it is.
+    pub player: Option<GamePlayer>,
     /// How the race runs it; `None`: the race does not.
-    pub race: Option<Run>,
-    /// A race that names no solver runs it.
-    pub raced_by_default: bool,
+    pub race: Option<Racer>,
 }
 
-const fn entry(
+impl Entry {
+    /// `evaluate` runs it (as a one-shot solver or a game player).
+    pub fn evaluated(&self) -> bool {
+        self.one_shot.is_some() || self.player.is_some()
+    }
+
+    /// A race that names no solver runs it.
+    pub fn raced_by_default(&self) -> bool {
+        self.race.is_some_and(|r| r.by_default)
+    }
+}
+
+const GAME: &[Setting] = &[Setting::Seed, Setting::Threads, Setting::Rules];
+const GUIDED: &[Setting] = &[
+    Setting::Seed,
+    Setting::Threads,
+    Setting::Rules,
+    Setting::MipShare,
+];
+const EGRL: &[Setting] = &[Setting::Seed, Setting::Threads, Setting::EgrlConfig];
+
+/// A baseline raced: instant, one point, nothing read but the case.
+const fn instant(run: fn(&mut Racing) -> Result<Raced, RaceError>) -> Option<Racer> {
+    Some(Racer {
+        run,
+        settings: runs::no_settings,
+        check: None,
+        reads: &[],
+        by_default: true,
+    })
+}
+
+/// An anytime game solver raced under the race's rules.
+const fn anytime(run: fn(&mut Racing) -> Result<Raced, RaceError>) -> Option<Racer> {
+    Some(Racer {
+        run,
+        settings: runs::rules_settings,
+        check: None,
+        reads: GAME,
+        by_default: true,
+    })
+}
+
+/// An EGRL search raced under the race's EGRL config.
+const fn egrl_search(run: fn(&mut Racing) -> Result<Raced, RaceError>) -> Option<Racer> {
+    Some(Racer {
+        run,
+        settings: runs::egrl_settings,
+        check: Some(runs::check_egrl),
+        reads: EGRL,
+        by_default: true,
+    })
+}
+
+/// A guided search of issue 43's ablation, raced only when named.
+const fn guided(
+    run: fn(&mut Racing) -> Result<Raced, RaceError>,
+    settings: fn(&RaceConfig, &mut Settings),
+) -> Option<Racer> {
+    Some(Racer {
+        run,
+        settings,
+        check: None,
+        reads: GUIDED,
+        by_default: false,
+    })
+}
+
+/// A one-shot solver `evaluate` builds, reading nothing but the case.
+const fn one_shot(build: fn(&SolverContext) -> Result<Solver, EvalError>) -> Option<OneShot> {
+    Some(OneShot { build, reads: &[] })
+}
+
+/// A game player.
+const fn game_player(
     name: &'static str,
-    evaluate: Option<Build>,
-    race: Option<Run>,
-    about: &'static str,
-) -> Entry {
+    build: fn(usize) -> Box<dyn Player>,
+) -> Option<GamePlayer> {
+    Some(GamePlayer { name, build })
+}
+
+const fn entry(name: &'static str, about: &'static str) -> Entry {
     Entry {
         name,
         about,
-        evaluate,
-        race,
-        raced_by_default: race.is_some(),
+        one_shot: None,
+        player: None,
+        race: None,
     }
 }
 
-/// An entry the race runs only when it is named.
-const fn named_only(e: Entry) -> Entry {
-    Entry {
-        raced_by_default: false,
-        ..e
-    }
+/// XLA's solver with its re-packing of offsets (`xla-repack`).
+fn xla_repack() -> Xla {
+    Xla::new(XlaOptions {
+        max_repacks: DEFAULT_MAX_REPACKS,
+        ..XlaOptions::default()
+    })
+}
+
+fn baseline(solver: impl xla_msa::OneShotSolver + 'static) -> Result<Solver, EvalError> {
+    Ok(Solver::Baseline(Box::new(solver)))
 }
 
 /// Every solver, the race's in the order a race runs them when none is named.
 pub const SOLVERS: &[Entry] = &[
-    entry(
-        "all-slow",
-        Some(Build::Baseline),
-        None,
-        "every buffer in level 0",
-    ),
-    entry(
-        "xla",
-        Some(Build::Baseline),
-        Some(Run::Baseline),
-        "XLA's memory space assignment (docs/xla-msa.md)",
-    ),
-    entry(
-        "xla-repack",
-        Some(Build::Baseline),
-        Some(Run::Baseline),
-        "xla with XLA's re-packing of offsets when a buffer runs out of memory",
-    ),
-    entry(
-        "greedy-size",
-        Some(Build::Baseline),
-        Some(Run::Baseline),
-        "TFLite-style whole-live-range placement, largest first",
-    ),
-    entry(
-        "beam",
-        Some(Build::Player("beam")),
-        Some(Run::Anytime),
-        "beam search over the game (`beam:W` for width W in evaluate; widening in the race)",
-    ),
-    entry(
-        "local-search",
-        None,
-        Some(Run::Anytime),
-        "local search over the game's moves, scored by the simulator",
-    ),
-    entry(
-        "random",
-        Some(Build::Player("random")),
-        Some(Run::Anytime),
-        "random play (restarts in the race)",
-    ),
-    entry(
-        "muzero",
-        Some(Build::Agent),
-        Some(Run::Agent),
-        "the mallocMuZero agent: a run's (--checkpoint) or the bundled generalist; in the race it guides the local search's moves",
-    ),
-    named_only(entry(
-        "muzero-train",
-        None,
-        Some(Run::Train),
-        "the agent trained by self-play for the race's budget, from scratch or continuing --checkpoint (not raced unless named)",
-    )),
-    named_only(entry(
-        "guided-uniform",
-        None,
-        Some(Run::Guided),
-        "the local search under the bundled network's rules, its moves uniform (the ablation's baseline; not raced unless named)",
-    )),
-    named_only(entry(
-        "guided-untrained",
-        None,
-        Some(Run::Guided),
-        "the local search with each re-decided turn drawn from an untrained network's policy (not raced unless named)",
-    )),
-    named_only(entry(
-        "guided-bundled",
-        None,
-        Some(Run::Guided),
-        "the local search with each re-decided turn drawn from the bundled generalist's policy (not raced unless named)",
-    )),
-    named_only(entry(
-        "guided-tuned",
-        None,
-        Some(Run::Guided),
-        "the local search with each re-decided turn drawn from the bundled guide's policy: the generalist fitted to the local search's move outcomes (not raced unless named)",
-    )),
-    named_only(entry(
-        "guided-bundled+online",
-        None,
-        Some(Run::Guided),
-        "guided-bundled with each chain's copy of the network learning from its moves' outcomes (not raced unless named)",
-    )),
-    entry(
-        "egrl",
-        None,
-        Some(Run::Egrl),
-        "EGRL: evolution beside a SAC learner (docs/egrl.md)",
-    ),
-    entry("egrl-ea", None, Some(Run::Egrl), "EGRL's evolution alone"),
-    entry("egrl-pg", None, Some(Run::Egrl), "EGRL's learner alone"),
-    entry(
-        "egrl-dp",
-        Some(Build::Knapsack),
-        Some(Run::Knapsack),
-        "EGRL's knapsack mapper",
-    ),
-    entry(
-        "exact",
-        Some(Build::Exact),
-        Some(Run::Exact),
-        "the MIP solver: a proven lower bound on the simulated latency, and its mapping bettered by the local search for the budget left (docs/exact.md)",
-    ),
-    entry(
-        "greedy",
-        Some(Build::Player("greedy")),
-        None,
-        "the game's greedy player",
-    ),
-    entry(
-        "xla-game",
-        Some(Build::Player("xla")),
-        None,
-        "the xla mapping played as a line of the game",
-    ),
+    Entry {
+        one_shot: one_shot(|_| baseline(AllSlow)),
+        ..entry("all-slow", "every buffer in level 0")
+    },
+    Entry {
+        one_shot: one_shot(|_| baseline(Xla::default())),
+        race: instant(|r| runs::one_point(&Xla::default(), r)),
+        ..entry("xla", "XLA's memory space assignment (docs/xla-msa.md)")
+    },
+    Entry {
+        one_shot: one_shot(|_| baseline(xla_repack())),
+        race: instant(|r| runs::one_point(&xla_repack(), r)),
+        ..entry(
+            "xla-repack",
+            "xla with XLA's re-packing of offsets when a buffer runs out of memory",
+        )
+    },
+    Entry {
+        one_shot: one_shot(|_| baseline(GreedySize)),
+        race: instant(|r| runs::one_point(&GreedySize, r)),
+        ..entry(
+            "greedy-size",
+            "TFLite-style whole-live-range placement, largest first",
+        )
+    },
+    Entry {
+        player: game_player("beam", |threads| {
+            Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH).with_threads(threads))
+        }),
+        race: anytime(|r| runs::anytime(&BeamWidening, r)),
+        ..entry(
+            "beam",
+            "beam search over the game (`beam:W` for width W in evaluate; widening in the race)",
+        )
+    },
+    Entry {
+        race: anytime(|r| runs::anytime(&LocalSearch::default(), r)),
+        ..entry(
+            "local-search",
+            "local search over the game's moves, scored by the simulator",
+        )
+    },
+    Entry {
+        player: game_player("random", |_| Box::new(RandomPlayer)),
+        race: anytime(|r| runs::anytime(&RandomRestarts, r)),
+        ..entry("random", "random play (restarts in the race)")
+    },
+    Entry {
+        one_shot: Some(OneShot {
+            build: Solver::agent,
+            reads: &[
+                Setting::Checkpoint,
+                Setting::Simulations,
+                Setting::SearchModel,
+                Setting::ProposalRounds,
+            ],
+        }),
+        race: Some(Racer {
+            run: runs::agent,
+            settings: runs::agent_settings,
+            check: Some(runs::check_agent),
+            reads: &[
+                Setting::Seed,
+                Setting::Threads,
+                Setting::Rules,
+                Setting::Checkpoint,
+                Setting::MipShare,
+            ],
+            by_default: true,
+        }),
+        ..entry(
+            "muzero",
+            "the mallocMuZero agent, a run's (--checkpoint) or the bundled generalist: in evaluate its game with search; in the race the local search with its moves drawn by its network, starting from the MIP's line among the heuristics'",
+        )
+    },
+    Entry {
+        race: Some(Racer {
+            run: runs::train,
+            settings: runs::train_settings,
+            check: Some(runs::check_train),
+            reads: &[
+                Setting::Seed,
+                Setting::Threads,
+                Setting::Rules,
+                Setting::Checkpoint,
+                Setting::TrainConfig,
+                Setting::SearchModel,
+            ],
+            by_default: false,
+        }),
+        ..entry(
+            crate::race::MUZERO_TRAIN,
+            "the agent trained by self-play for the race's budget, from scratch or continuing --checkpoint (not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided(GuideKind::Uniform, r),
+            |c, v| runs::guided_settings("uniform", false, c, v),
+        ),
+        ..entry(
+            "guided-uniform",
+            "the local search under the bundled network's rules, its moves uniform, starting from the MIP's line (the ablation's baseline; not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided(GuideKind::Untrained, r),
+            |c, v| runs::guided_settings("untrained", false, c, v),
+        ),
+        ..entry(
+            "guided-untrained",
+            "the local search with each re-decided turn drawn from an untrained network's policy (not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided(GuideKind::Bundled, r),
+            |c, v| runs::guided_settings("bundled", false, c, v),
+        ),
+        ..entry(
+            "guided-bundled",
+            "the local search with each re-decided turn drawn from the bundled generalist's policy (not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided(GuideKind::Tuned, r),
+            |c, v| runs::guided_settings("tuned", false, c, v),
+        ),
+        ..entry(
+            "guided-tuned",
+            "the local search with each re-decided turn drawn from the bundled guide's policy: the generalist fitted to the local search's move outcomes (not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided(GuideKind::Online(Box::new(GuideKind::Bundled)), r),
+            |c, v| runs::guided_settings("bundled+online", true, c, v),
+        ),
+        ..entry(
+            "guided-bundled+online",
+            "guided-bundled with each chain's copy of the network learning from its moves' outcomes (not raced unless named)",
+        )
+    },
+    Entry {
+        race: egrl_search(|r| runs::egrl_search(Variant::Egrl, r)),
+        ..entry("egrl", "EGRL: evolution beside a SAC learner (docs/egrl.md)")
+    },
+    Entry {
+        race: egrl_search(|r| runs::egrl_search(Variant::Ea, r)),
+        ..entry("egrl-ea", "EGRL's evolution alone")
+    },
+    Entry {
+        race: egrl_search(|r| runs::egrl_search(Variant::Pg, r)),
+        ..entry("egrl-pg", "EGRL's learner alone")
+    },
+    Entry {
+        one_shot: one_shot(|_| baseline(EgrlKnapsack)),
+        // No setting of EGRL's config decides its mapping, but a bad one is still refused.
+        race: Some(Racer {
+            run: runs::egrl_knapsack,
+            settings: runs::no_settings,
+            check: Some(runs::check_egrl),
+            reads: &[Setting::EgrlConfig],
+            by_default: true,
+        }),
+        ..entry("egrl-dp", "EGRL's knapsack mapper")
+    },
+    Entry {
+        one_shot: Some(OneShot {
+            build: |ctx| Ok(Solver::Exact(ctx.exact.clone(), ctx.seed)),
+            reads: &[Setting::Exact, Setting::Seed, Setting::Rules],
+        }),
+        race: Some(Racer {
+            run: runs::exact,
+            settings: runs::exact_settings,
+            check: None,
+            reads: &[
+                Setting::Seed,
+                Setting::Threads,
+                Setting::Rules,
+                Setting::Exact,
+            ],
+            by_default: true,
+        }),
+        ..entry(
+            "exact",
+            "the MIP solver: a proven lower bound on the simulated latency, and its mapping bettered by the local search for the budget left (docs/exact.md)",
+        )
+    },
+    Entry {
+        player: game_player("greedy", |_| Box::new(GreedyPlayer)),
+        ..entry("greedy", "the game's greedy player")
+    },
+    Entry {
+        player: game_player("xla", |_| Box::new(XlaPlayer)),
+        ..entry("xla-game", "the xla mapping played as a line of the game")
+    },
 ];
 
 /// The solvers `evaluate` runs when none is named, in the order of its rows (the game
@@ -227,14 +445,22 @@ pub fn find(name: &str) -> Option<&'static Entry> {
     SOLVERS.iter().find(|e| e.name == name)
 }
 
-/// How `evaluate` builds `name`, if it runs it.
-pub fn build_of(name: &str) -> Option<Build> {
-    find(name)?.evaluate
-}
-
-/// How the race runs `name`, if it does.
-pub fn run_of(name: &str) -> Option<Run> {
-    find(name)?.race
+/// The game player `spec` names, for a game shared out on `threads`: a registered
+/// player's name as the game gives it (`random`, `xla`, `greedy`, `beam`: width
+/// [`beam::DEFAULT_WIDTH`]), or `beam:W` (width W); `None` if the name is unknown or W is
+/// not in 1..=[`MAX_BEAM_WIDTH`].
+pub fn player(spec: &str, threads: usize) -> Option<Box<dyn Player>> {
+    if let Some(p) = SOLVERS
+        .iter()
+        .filter_map(|e| e.player)
+        .find(|p| p.name == spec)
+    {
+        return Some((p.build)(threads));
+    }
+    let w: usize = spec.strip_prefix("beam:")?.parse().ok()?;
+    (1..=MAX_BEAM_WIDTH)
+        .contains(&w)
+        .then(|| Box::new(BeamPlayer::new(w).with_threads(threads)) as Box<dyn Player>)
 }
 
 /// The names `evaluate` takes, besides game players with a width (`beam:W`) and mapping
@@ -242,23 +468,19 @@ pub fn run_of(name: &str) -> Option<Run> {
 pub fn evaluate_names() -> Vec<&'static str> {
     SOLVERS
         .iter()
-        .filter(|e| e.evaluate.is_some())
+        .filter(|e| e.evaluated())
         .map(|e| e.name)
         .collect()
 }
 
-/// The game players `play --player` takes without a width (besides `beam:W`): those
-/// `evaluate` plays as [`Build::Player`], in the registry's order.
+/// The game players `play --player` takes without a width (besides `beam:W`), as the
+/// game names them, in the registry's order.
 pub fn player_names() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    for e in SOLVERS {
-        if let Some(Build::Player(p)) = e.evaluate {
-            if !names.contains(&p) {
-                names.push(p);
-            }
-        }
-    }
-    names
+    SOLVERS
+        .iter()
+        .filter_map(|e| e.player)
+        .map(|p| p.name)
+        .collect()
 }
 
 /// The names a race takes, in the order it runs them when none is named.
@@ -275,18 +497,30 @@ pub fn race_names() -> Vec<&'static str> {
 pub fn race_default_names() -> Vec<&'static str> {
     SOLVERS
         .iter()
-        .filter(|e| e.raced_by_default)
+        .filter(|e| e.raced_by_default())
         .map(|e| e.name)
+        .collect()
+}
+
+/// The race solvers of `names` that read `setting`.
+pub fn race_readers(names: &[String], setting: Setting) -> Vec<&str> {
+    names
+        .iter()
+        .filter(|n| {
+            find(n)
+                .and_then(|e| e.race)
+                .is_some_and(|r| r.reads.contains(&setting))
+        })
+        .map(String::as_str)
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     /// Every entry builds: each name is registered once, `evaluate` builds each of its
-    /// solvers, and each crate's dispatcher knows every name the race gives it.
+    /// solvers under the name its rows carry, and each selection names registered entries.
     #[test]
     fn every_entry_builds() {
         let all: Vec<&str> = SOLVERS.iter().map(|e| e.name).collect();
@@ -294,53 +528,109 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), all.len(), "a name twice: {all:?}");
-        let ctx = crate::SolverContext::default();
-        let case = crate::Case::named(Some("alexnet"), None, None).unwrap();
+        let ctx = SolverContext::default();
         for e in SOLVERS {
+            assert!(!e.about.is_empty(), "{} says nothing of itself", e.name);
+            assert!(
+                e.evaluated() || e.race.is_some(),
+                "{} is built by no front end",
+                e.name
+            );
             // The agent loads a network: `evaluate`'s own tests build it.
-            if e.evaluate.is_some_and(|b| b != Build::Agent) {
-                let built = crate::Solver::named(e.name, &ctx);
-                assert!(built.is_ok(), "evaluate cannot build {}", e.name);
+            if e.evaluated() && e.name != "muzero" {
+                let built = Solver::named(e.name, &ctx).unwrap();
+                let carried = built.name();
+                let beam = format!("beam:{}", beam::DEFAULT_WIDTH);
+                assert!(
+                    carried == e.name || (e.name == "beam" && carried == beam),
+                    "{} builds {carried}",
+                    e.name
+                );
             }
-            let known = match e.race {
-                Some(Run::Baseline) => xla_msa::solver(e.name).is_some(),
-                Some(Run::Anytime) => malloc_game::anytime::anytime_solver(e.name).is_some(),
-                Some(Run::Egrl) => egrl::Variant::named(e.name).is_some(),
-                Some(Run::Knapsack) => {
-                    let problem =
-                        egrl::Problem::new(Arc::clone(&case.program), case.hw.clone(), 0.0);
-                    let deadline = std::time::Instant::now();
-                    egrl::race(
-                        e.name,
-                        Arc::new(problem.unwrap()),
-                        Default::default(),
-                        deadline,
-                        &mut |_, _| {},
-                    )
-                    .is_some_and(|r| r.is_ok())
-                }
-                Some(Run::Guided) => crate::race::guide_of(e.name).is_some(),
-                Some(Run::Agent | Run::Train | Run::Exact) | None => true,
-            };
-            assert!(known, "the race cannot run {}", e.name);
         }
-        // The selections are of entries `evaluate` builds.
         for name in EVALUATE_DEFAULTS.iter().chain(INSTANT_HEURISTICS) {
-            assert!(build_of(name).is_some(), "{name} is no evaluate entry");
-        }
-        for p in player_names() {
-            let player = malloc_game::players::player(p);
-            assert!(player.is_some(), "no game player {p}");
+            assert!(find(name).is_some_and(|e| e.evaluated()), "{name}");
         }
         let race: Vec<String> = race_names().iter().map(|s| s.to_string()).collect();
         assert!(crate::race::check_solvers(&race).is_ok());
         // Every guide that needs no folder is raced, when named.
-        for g in malloc_muzero::GuideKind::NAMES {
+        for g in GuideKind::NAMES {
             let n = format!("{}{g}", crate::race::GUIDED_PREFIX);
             assert!(race.contains(&n), "{n} is not registered");
             assert!(!race_default_names().contains(&n.as_str()));
         }
         assert!(!race_default_names().contains(&crate::race::MUZERO_TRAIN));
         assert!(crate::race::check_solvers(&["greedy".to_string()]).is_err());
+    }
+
+    #[test]
+    fn players_parse_and_round_trip_through_their_names() {
+        for spec in ["random", "xla", "greedy", "beam:1", "beam:8", "beam:32"] {
+            assert_eq!(player(spec, 1).unwrap().name(), spec);
+        }
+        assert_eq!(player("beam", 2).unwrap().name(), "beam:8");
+        let widest = format!("beam:{MAX_BEAM_WIDTH}");
+        assert!(player(&widest, 1).is_some());
+        let wider = format!("beam:{}", MAX_BEAM_WIDTH + 1);
+        for bad in [
+            "",
+            "beam:0",
+            "beam:",
+            "beam:x",
+            "beam:-1",
+            "beam8",
+            "greedy-size",
+            &wider,
+        ] {
+            assert!(player(bad, 1).is_none(), "{bad}");
+        }
+        assert_eq!(player_names(), ["beam", "random", "greedy", "xla"]);
+    }
+
+    /// The settings each race solver reads are the ones its saved settings record.
+    #[test]
+    fn a_race_solver_reads_what_its_settings_record() {
+        let config = RaceConfig {
+            seconds: 1.0,
+            threads: 1,
+            seed: 0,
+            options: Default::default(),
+            train: Default::default(),
+            checkpoint: None,
+            agent_dir: None,
+            egrl: Default::default(),
+            exact_objective: exact::Objective::Simulated,
+            mip_share: None,
+        };
+        for e in SOLVERS {
+            let Some(r) = e.race else { continue };
+            let mut settings = Settings::new();
+            (r.settings)(&config, &mut settings);
+            let recorded = |k: &str| settings.contains_key(k);
+            assert_eq!(
+                recorded("egrl"),
+                r.reads.contains(&Setting::EgrlConfig) && e.name != "egrl-dp",
+                "{}",
+                e.name
+            );
+            assert_eq!(
+                recorded("train"),
+                r.reads.contains(&Setting::TrainConfig),
+                "{}",
+                e.name
+            );
+            assert_eq!(
+                recorded("mip_share"),
+                r.reads.contains(&Setting::MipShare) || e.name == "exact",
+                "{}",
+                e.name
+            );
+            assert_eq!(
+                recorded("options"),
+                r.reads.contains(&Setting::Rules),
+                "{}",
+                e.name
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use accel_sim::Simulator;
 use malloc_game::anytime::{
-    anytime_solver, AnytimeSolver, BeamWidening, Incumbent, Limit, LocalSearch, RandomRestarts,
+    AnytimeSolver, BeamWidening, Incumbent, Limit, LocalSearch, RandomRestarts,
 };
 use malloc_game::players::{GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{GameOptions, GameSetup};
@@ -33,8 +33,6 @@ fn every_anytime_solver_respects_its_budget_and_reports_valid_games() {
     ];
     for solver in all {
         let name = solver.name();
-        // The name builds the same solver.
-        assert_eq!(anytime_solver(&name).unwrap().name(), name);
         let t0 = Instant::now();
         let incumbent = Incumbent::new(t0);
         let limit = Limit::from_now(0.5, 2);
@@ -66,9 +64,7 @@ fn local_search_ends_no_worse_than_the_heuristics_it_starts_from() {
     let s = setup("unet");
     let incumbent = Incumbent::new(Instant::now());
     let limit = Limit::from_now(1.0, 2);
-    anytime_solver("local-search")
-        .unwrap()
-        .run(&s, 3, &limit, &incumbent);
+    LocalSearch::default().run(&s, 3, &limit, &incumbent);
     let best = incumbent.best_latency().unwrap();
     for g in [XlaPlayer.play(&s, 0), GreedyPlayer.play(&s, 0)] {
         assert!(best <= g.final_latency().unwrap());

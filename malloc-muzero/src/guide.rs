@@ -21,7 +21,7 @@
 //!
 //! The rules: a guided search plays the case's own rules wherever its network can read
 //! them ([`GuidedSearch::rules_for`]): directly when they are the rules it learned, and one
-//! pass at a time ([`encode_pass_view`]) when they differ only in fast levels and it learned
+//! pass at a time ([`malloc_game::observation::encode_pass_view`]) when they differ only in fast levels and it learned
 //! one. Elsewhere it plays its network's rules. `uniform` and `untrained` decide as the
 //! bundled network does, so the guides of the ablation play the same game and differ only
 //! in the guide; on the race's rules, `uniform` is the `local-search` solver, move for move.
@@ -29,12 +29,13 @@
 use crate::generalist;
 use crate::online::{OnlineConfig, OnlineLearner};
 use crate::train::{self, TrainError};
+use crate::view::GuideView;
 use crate::AgentError;
 use accel_sim::{Hardware, Program};
 use malloc_game::anytime::{
     uniform_span, Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, Start, UniformGuide,
 };
-use malloc_game::observation::{encode, encode_pass_view, observation_len};
+use malloc_game::observation::observation_len;
 use malloc_game::{Game, GameOptions, GameSetup};
 use muzero::{device, Model, MuZeroNet, NetworkConfig};
 use rand::rngs::StdRng;
@@ -109,37 +110,6 @@ impl std::str::FromStr for GuideKind {
 
 /// The temperature of the guide's sampling unless told otherwise: the policy as it is.
 pub const DEFAULT_GUIDE_TEMPERATURE: f32 = 1.0;
-
-/// How a guide's network reads a game's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GuideView {
-    /// The game's own observation: the rules are the ones the network learned.
-    Direct,
-    /// The observation of the pass under way as one fast level ([`encode_pass_view`]).
-    Pass,
-}
-
-impl GuideView {
-    /// The length of the observation this view reads from a game under `options`.
-    pub fn observation_len(self, options: &GameOptions) -> usize {
-        match self {
-            GuideView::Direct => observation_len(options),
-            GuideView::Pass => observation_len(&GameOptions {
-                fast_levels: 1,
-                ..options.clone()
-            }),
-        }
-    }
-
-    /// `game`'s state as this view reads it, into `out` (of [`GuideView::observation_len`]);
-    /// `full` is scratch space.
-    pub fn encode(self, game: &Game, full: &mut Vec<f32>, out: &mut [f32]) {
-        match self {
-            GuideView::Direct => encode(game, out),
-            GuideView::Pass => encode_pass_view(game, full, out),
-        }
-    }
-}
 
 /// What a guided run's guides did, over all its chains.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

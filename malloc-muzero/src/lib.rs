@@ -24,12 +24,12 @@ mod online;
 mod outcomes;
 mod search_model;
 pub mod train;
+mod view;
 
 pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
 pub use env::MallocEnv;
-pub use guide::{
-    GuideKind, GuideStats, GuideView, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE,
-};
+pub use guide::{GuideKind, GuideStats, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
 pub use online::OnlineConfig;
 pub use outcomes::{collect_outcomes, train_on_outcomes, Outcome, OutcomeTraining, OutcomeWeight};
 pub use search_model::SearchModel;
+pub use view::GuideView;

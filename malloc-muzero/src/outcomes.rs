@@ -10,8 +10,8 @@
 //! fitted to them (each weighted by how much faster, or all alike) samples what improves
 //! more often. The network starts from the prior and only its policy learns.
 
-use crate::guide::GuideView;
 use crate::train::TrainError;
+use crate::view::GuideView;
 use malloc_game::anytime::{Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, UniformGuide};
 use malloc_game::{Game, GameSetup};
 use muzero::{LossWeights, MuZeroNet, OptimConfig, Optimizer, TrainingBatch};

@@ -45,8 +45,10 @@ mod best;
 mod case;
 mod checkpoint;
 mod config;
+mod counters;
 mod demos;
 mod error;
+mod init;
 mod learner;
 mod remote;
 mod run_dir;
@@ -56,6 +58,7 @@ mod trainer;
 
 pub use config::{Limits, TrainConfig};
 pub use error::TrainError;
+pub use init::{init_info, INIT_BUNDLED};
 pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};
 pub(crate) use run_dir::run_info_from;
 pub use run_dir::CaseInfo;
@@ -65,26 +68,3 @@ pub use selfplay::{
 };
 pub use summary::{CaseSummary, Progress, TrainSummary};
 pub use trainer::{TrainCase, Trainer, MAX_CASES};
-
-/// What `init` names: the bundled generalist ([`crate::generalist`]).
-pub const INIT_BUNDLED: &str = "bundled";
-
-/// The run info of the network `init` names: `bundled`, or a run folder.
-pub fn init_info(init: &str) -> Result<RunInfo, TrainError> {
-    let info = if init == INIT_BUNDLED {
-        crate::generalist::info()
-    } else {
-        read_run_info(std::path::Path::new(init))
-    };
-    info.map_err(|e| TrainError::Config(format!("init: {e}")))
-}
-
-/// The network `init` names (see [`init_info`]), to start a run from.
-fn load_init(init: &str) -> Result<muzero::MuZeroNet, TrainError> {
-    let net = if init == INIT_BUNDLED {
-        crate::generalist::network()
-    } else {
-        load_network(std::path::Path::new(init))
-    };
-    net.map_err(|e| TrainError::Config(format!("init: {e}")))
-}

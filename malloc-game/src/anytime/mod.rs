@@ -148,17 +148,6 @@ pub trait AnytimeSolver: Send + Sync {
     fn run(&self, setup: &Arc<GameSetup>, seed: u64, limit: &Limit, incumbent: &Incumbent);
 }
 
-/// An anytime solver by the name `harness::registry` gives it (`random`, `beam`,
-/// `local-search`: each solver's [`AnytimeSolver::name`]), with its default settings.
-pub fn anytime_solver(name: &str) -> Option<Box<dyn AnytimeSolver>> {
-    match name {
-        "random" => Some(Box::new(RandomRestarts)),
-        "beam" => Some(Box::new(BeamWidening)),
-        "local-search" => Some(Box::new(LocalSearch::default())),
-        _ => None,
-    }
-}
-
 /// A seed per worker thread, apart from each other.
 pub(crate) fn thread_seed(seed: u64, thread: usize) -> u64 {
     // Role 0 adds nothing to the mix: the seeds these solvers have always drawn.

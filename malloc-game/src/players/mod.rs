@@ -57,25 +57,19 @@ pub const MAX_BEAM_WIDTH: usize = 4096;
 
 /// "random", "xla", "greedy", "beam" (width [`beam::DEFAULT_WIDTH`]), "beam:W" (width W);
 /// `None` if the name is unknown or W is not in 1..=[`MAX_BEAM_WIDTH`]. One thread a game.
+/// A shorthand for this crate's tests and examples and the crates below `harness`: the
+/// front ends build players through `harness::registry`, which names them the same way.
 pub fn player(spec: &str) -> Option<Box<dyn Player>> {
-    player_on_threads(spec, 1)
-}
-
-/// [`player`], with `threads` for one game: only the beam shares its steps out
-/// ([`BeamPlayer::with_threads`]); the game it finds is the same on any number.
-pub fn player_on_threads(spec: &str, threads: usize) -> Option<Box<dyn Player>> {
     match spec {
         "random" => Some(Box::new(RandomPlayer)),
         "xla" => Some(Box::new(XlaPlayer)),
         "greedy" => Some(Box::new(GreedyPlayer)),
-        "beam" => Some(Box::new(
-            BeamPlayer::new(beam::DEFAULT_WIDTH).with_threads(threads),
-        )),
+        "beam" => Some(Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH))),
         _ => {
             let w: usize = spec.strip_prefix("beam:")?.parse().ok()?;
             (1..=MAX_BEAM_WIDTH)
                 .contains(&w)
-                .then(|| Box::new(BeamPlayer::new(w).with_threads(threads)) as Box<dyn Player>)
+                .then(|| Box::new(BeamPlayer::new(w)) as Box<dyn Player>)
         }
     }
 }

@@ -3,13 +3,21 @@
 //! copying the learner's state takes milliseconds. So the trainer copies it
 //! ([`Snapshot::of`]) and a thread of its own writes it while the next iteration runs.
 //! `latest.json` is still written last, so a kill leaves the previous checkpoint whole.
+//! A checkpoint's files in the run folder are written and read back here
+//! ([`RunDir::save_checkpoint`], [`RunDir::load_checkpoint`]).
 
+use super::error::io_error;
 use super::learner::Learner;
 use super::run_dir::{Latest, RunDir};
 use super::TrainError;
+use binio::json::write_json;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use muzero::ReplayBuffer;
+use muzero::{device, MuZeroNet, NetworkConfig, OptimConfig, Optimizer, ReplayBuffer};
 use std::thread::JoinHandle;
+
+const REPLAY_MAGIC: &[u8; 8] = b"MMZRPLY\0";
+// 2: binio files carry a checksum.
+const REPLAY_VERSION: u32 = 2;
 
 /// The learner's state at the end of an iteration, detached from the learner.
 pub(super) struct Snapshot {
@@ -102,5 +110,46 @@ impl Drop for CheckpointWriter {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+impl RunDir {
+    /// Writes checkpoint `s`; `latest.json` last, so a checkpoint counts only once
+    /// complete. Then the folders of other checkpoints go, or only those past `s` where
+    /// `keep_older` (`keep_checkpoints`).
+    pub fn save_checkpoint(&self, s: &Snapshot, keep_older: bool) -> Result<(), TrainError> {
+        let here = self.checkpoint(&s.latest.dir);
+        binio::create_own_folder(&here).map_err(io_error(&here))?;
+        binio::write_bytes_atomic(&here.join("weights.safetensors"), &s.weights)?;
+        binio::write_bytes_atomic(&here.join("optimizer.bin"), &s.optimizer)?;
+        for (name, buffer) in [("replay.bin", &s.replay), ("demos.bin", &s.demos)] {
+            binio::write_atomic(&here.join(name), REPLAY_MAGIC, REPLAY_VERSION, buffer)?;
+        }
+        // Each folder says which iterations it holds, so a kept one is read on its own.
+        write_json(&here.join("checkpoint.json"), &s.latest)?;
+        write_json(&self.checkpoints().join("latest.json"), &s.latest)?;
+        self.remove_checkpoints_except(Some(&s.latest), keep_older)
+    }
+
+    /// The learner's state saved in checkpoint `latest`.
+    pub fn load_checkpoint(
+        &self,
+        latest: &Latest,
+        network: &NetworkConfig,
+        optim: &OptimConfig,
+    ) -> Result<Learner, TrainError> {
+        let here = self.checkpoint(&latest.dir);
+        let net = MuZeroNet::load(&here.join("weights.safetensors"), network, &device())?;
+        let opt = Optimizer::load(&here.join("optimizer.bin"), net.vars(), Some(optim.clone()))?;
+        let replay =
+            binio::read::<ReplayBuffer>(&here.join("replay.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
+        let demos =
+            binio::read::<ReplayBuffer>(&here.join("demos.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
+        Ok(Learner {
+            net,
+            opt,
+            replay,
+            demos,
+        })
     }
 }

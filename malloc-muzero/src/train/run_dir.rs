@@ -8,18 +8,13 @@
 //! `program.json` of its first case. Its JSON files are written and read as EGRL's are
 //! ([`binio::json`]).
 
-use super::checkpoint::Snapshot;
 use super::error::io_error;
-use super::learner::Learner;
-use super::summary::Progress;
 use super::TrainConfig;
 use super::TrainError;
 use accel_sim::Program;
 use binio::json::{append_json_line, read_json, write_json};
 use malloc_game::GameSetup;
-use muzero::ReplayBuffer;
 use muzero::{device, MuZeroNet, NetworkConfig};
-use muzero::{OptimConfig, Optimizer};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -85,10 +80,6 @@ pub(super) struct Latest {
     #[serde(default)]
     pub eval_latency_s: Option<f64>,
 }
-
-const REPLAY_MAGIC: &[u8; 8] = b"MMZRPLY\0";
-// 2: binio files carry a checksum.
-const REPLAY_VERSION: u32 = 2;
 
 /// The copy of the program a run folder keeps, so it resumes and replays on its own.
 pub(super) const PROGRAM_JSON: &str = "program.json";
@@ -382,10 +373,10 @@ impl RunDir {
     pub fn games(&self) -> PathBuf {
         self.root.join("games")
     }
-    fn checkpoints(&self) -> PathBuf {
+    pub(super) fn checkpoints(&self) -> PathBuf {
         self.root.join("checkpoints")
     }
-    fn checkpoint(&self, name: &str) -> PathBuf {
+    pub(super) fn checkpoint(&self, name: &str) -> PathBuf {
         self.checkpoints().join(name)
     }
     fn metrics(&self) -> PathBuf {
@@ -674,7 +665,7 @@ impl RunDir {
     /// Removes the checkpoint folders other than `keep`'s: all of them, or only those of
     /// later iterations (a kill's unfinished one) where `keep_older`. Anything else named
     /// like one (a link) is removed itself, never what it leads to.
-    fn remove_checkpoints_except(
+    pub(super) fn remove_checkpoints_except(
         &self,
         keep: Option<&Latest>,
         keep_older: bool,
@@ -703,47 +694,8 @@ impl RunDir {
 
     /// Appends one iteration's line to `metrics.jsonl` in one write, so a kill leaves at
     /// most a cut last line (which the next start or resume drops).
-    pub fn append_metrics(&self, p: &Progress) -> Result<(), TrainError> {
+    pub fn append_metrics(&self, p: &impl serde::Serialize) -> Result<(), TrainError> {
         Ok(append_json_line(&self.metrics(), p)?)
-    }
-
-    /// Writes checkpoint `s`; `latest.json` last, so a checkpoint counts only once
-    /// complete. Then the folders of other checkpoints go, or only those past `s` where
-    /// `keep_older` (`keep_checkpoints`).
-    pub fn save_checkpoint(&self, s: &Snapshot, keep_older: bool) -> Result<(), TrainError> {
-        let here = self.checkpoint(&s.latest.dir);
-        binio::create_own_folder(&here).map_err(io_error(&here))?;
-        binio::write_bytes_atomic(&here.join("weights.safetensors"), &s.weights)?;
-        binio::write_bytes_atomic(&here.join("optimizer.bin"), &s.optimizer)?;
-        for (name, buffer) in [("replay.bin", &s.replay), ("demos.bin", &s.demos)] {
-            binio::write_atomic(&here.join(name), REPLAY_MAGIC, REPLAY_VERSION, buffer)?;
-        }
-        // Each folder says which iterations it holds, so a kept one is read on its own.
-        write_json(&here.join("checkpoint.json"), &s.latest)?;
-        write_json(&self.checkpoints().join("latest.json"), &s.latest)?;
-        self.remove_checkpoints_except(Some(&s.latest), keep_older)
-    }
-
-    /// The learner's state saved in checkpoint `latest`.
-    pub fn load_checkpoint(
-        &self,
-        latest: &Latest,
-        network: &NetworkConfig,
-        optim: &OptimConfig,
-    ) -> Result<Learner, TrainError> {
-        let here = self.checkpoint(&latest.dir);
-        let net = MuZeroNet::load(&here.join("weights.safetensors"), network, &device())?;
-        let opt = Optimizer::load(&here.join("optimizer.bin"), net.vars(), Some(optim.clone()))?;
-        let replay =
-            binio::read::<ReplayBuffer>(&here.join("replay.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
-        let demos =
-            binio::read::<ReplayBuffer>(&here.join("demos.bin"), REPLAY_MAGIC, REPLAY_VERSION)?;
-        Ok(Learner {
-            net,
-            opt,
-            replay,
-            demos,
-        })
     }
 }
 

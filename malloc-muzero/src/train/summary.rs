@@ -1,7 +1,7 @@
 //! What a run reports: each iteration's line ([`Progress`], also a line of `metrics.jsonl`)
 //! and its end ([`TrainSummary`], also `best/summary.json`).
 
-use super::learner::{Counters, Learned};
+use super::counters::{Counters, Learned};
 use serde::{Deserialize, Serialize};
 
 /// What a run reports at its end (also `best/summary.json`). In a multi-program run the

@@ -17,7 +17,8 @@ pub use open::{TrainCase, MAX_CASES};
 
 use super::case::CaseRun;
 use super::checkpoint::{CheckpointWriter, Snapshot};
-use super::learner::{past, Counters, Learned, Learner};
+use super::counters::{Counters, Learned};
+use super::learner::{past, Learner};
 use super::remote::{self, BatchInfo};
 use super::run_dir::{RunDir, RunInfo};
 use super::selfplay::{seed_for, Collector, PlayedGame};

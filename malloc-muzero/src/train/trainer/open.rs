@@ -4,7 +4,8 @@
 use super::Trainer;
 use crate::train::case::CaseRun;
 use crate::train::checkpoint::CheckpointWriter;
-use crate::train::learner::{Counters, Learner};
+use crate::train::counters::Counters;
+use crate::train::learner::Learner;
 use crate::train::run_dir::{CaseInfo, RunDir, RunInfo};
 use crate::train::{TrainConfig, TrainError};
 use malloc_game::{observation, GameSetup};
