@@ -34,6 +34,7 @@ mod prefetch;
 mod repack;
 mod timing;
 mod walk;
+pub mod watch;
 mod xla;
 
 pub use bound::bound_latency;

@@ -6,6 +6,8 @@
 //! and lets a player choose among them ([`Walk`]).
 
 use crate::budgets::Budgets;
+pub use crate::budgets::{Charge, ChargeMark};
+use crate::watch::{BudgetKind, CopyKey};
 use crate::cursor::{Cursor, Item};
 use crate::heap::{Candidate, ChunkHeap};
 use crate::options::XlaOptions;
@@ -686,5 +688,81 @@ impl Walk {
     /// definition).
     pub fn segment_start(&self) -> Option<OpId> {
         self.cursor.as_ref().map(|c| c.p)
+    }
+
+    /// Numbers the copies queued from now on from `rank`, the place in the pass's order of
+    /// the buffer about to begin: a copy's key then depends on which buffer queued it, not
+    /// on how many copies the game made before, so that two games that reach the buffer
+    /// with the same moves queue it at the same keys. The order of copies with the same
+    /// window stays the order they came in.
+    pub fn order_copies(&mut self, rank: u64) {
+        self.budgets.order_from((1 << 62) | (rank << 24));
+    }
+
+    /// Where the copy budgets stand, to list the copies queued from there
+    /// ([`Walk::charges_since`]).
+    pub fn charge_mark(&self) -> ChargeMark {
+        self.budgets.mark()
+    }
+
+    /// The copies queued since `mark`, in the order they came.
+    pub fn charges_since(&self, mark: &ChargeMark) -> Vec<Charge> {
+        self.budgets.charges_since(mark)
+    }
+
+    /// The fast level of the pass under way.
+    pub fn level(&self) -> Option<usize> {
+        self.passes.last().filter(|_| self.under_way).map(|s| s.level)
+    }
+
+    /// Commits a buffer's `allocations` in the pass's level (`size` bytes each) into its
+    /// heap, as another game of the same walk made them. `false` if one does not fit (the
+    /// heap then holds those before it).
+    pub fn place(&mut self, size: u64, allocations: &[Allocation]) -> bool {
+        let Some(st) = self.passes.last_mut() else {
+            return false;
+        };
+        allocations.iter().filter(|a| a.level == st.level).all(|a| {
+            st.heap
+                .commit(crate::heap::Chunk {
+                    start: a.start,
+                    end: a.end,
+                    offset: a.offset,
+                    size,
+                })
+                .is_ok()
+        })
+    }
+
+    /// Takes a buffer's `allocations` in the pass's level (`size` bytes each) out of its
+    /// heap ([`Walk::place`] undone).
+    pub fn unplace(&mut self, size: u64, allocations: &[Allocation]) {
+        if let Some(st) = self.passes.last_mut() {
+            for a in allocations.iter().filter(|a| a.level == st.level) {
+                st.heap.remove_at(a.start, a.end, a.offset, size);
+            }
+        }
+    }
+
+    /// Queues `charges` (copies another game of the same walk queued) whatever the
+    /// budgets' windows say.
+    pub fn charge(&mut self, charges: &[Charge]) {
+        self.budgets.insert(charges);
+    }
+
+    /// Takes `charges` out of the budgets' queues.
+    pub fn uncharge(&mut self, charges: &[Charge]) {
+        self.budgets.remove(charges);
+    }
+
+    /// Per copy budget, the range of keys where its queue disagrees with the queue that
+    /// holds `removed` instead of `added` (which this one holds): what a look at the
+    /// budgets must avoid to get the same answer from both.
+    pub fn copies_differing(
+        &self,
+        removed: &[Charge],
+        added: &[Charge],
+    ) -> Vec<(BudgetKind, CopyKey, CopyKey)> {
+        self.budgets.differing(removed, added)
     }
 }
