@@ -123,14 +123,17 @@ impl Budgets {
     }
 
     /// Queues `charges` whatever the windows say (copies another game of the same walk
-    /// queued there).
+    /// queued there), and logs them for a later pass, as if charged in this order.
     pub(crate) fn insert(&mut self, charges: &[Charge]) {
         for c in charges {
             self.budget_mut(c.kind).insert_key(c.key, c.amount);
+            let eviction = c.kind == BudgetKind::Eviction;
+            self.log.push_back((eviction, c.key.0, c.key.1, c.amount));
         }
     }
 
-    /// Takes `charges` out of their queues.
+    /// Takes `charges` out of their queues (not out of the log: a later pass's budgets
+    /// would replay them, so only the last pass's copies may be taken out).
     pub(crate) fn remove(&mut self, charges: &[Charge]) {
         for c in charges {
             self.budget_mut(c.kind).remove_key(c.key);
@@ -150,10 +153,13 @@ impl Budgets {
                 continue;
             }
             let of = |list: &[Charge]| -> Vec<(CopyKey, f64)> {
-                list.iter()
+                let mut v: Vec<(CopyKey, f64)> = list
+                    .iter()
                     .filter(|c| c.kind == kind)
                     .map(|c| (c.key, c.amount))
-                    .collect()
+                    .collect();
+                v.sort_by(|a, b| a.0.cmp(&b.0));
+                v
             };
             if let Some((lo, hi)) = self.budget(kind).differing(&of(removed), &of(added)) {
                 out.push((kind, lo, hi));

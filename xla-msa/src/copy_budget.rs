@@ -179,7 +179,12 @@ impl CopyBudget {
     /// The keys where this queue and the queue with the copies `added` (which this one
     /// holds) replaced by `removed` (which it does not) disagree: a copy in one only, or
     /// a copy both hold that finishes at another time. `None` if they agree everywhere.
-    pub(crate) fn differing(&self, removed: &[(Key, f64)], added: &[(Key, f64)]) -> Option<(Key, Key)> {
+    /// `added` is sorted by key.
+    pub(crate) fn differing(
+        &self,
+        removed: &[(Key, f64)],
+        added: &[(Key, f64)],
+    ) -> Option<(Key, Key)> {
         let first = removed.iter().chain(added).map(|c| c.0).min()?;
         let mut last = removed.iter().chain(added).map(|c| c.0).max()?;
         let mut gone: Vec<(Key, f64)> = removed.to_vec();
@@ -196,7 +201,7 @@ impl CopyBudget {
                 other = self.cum[g.0].max(other) + amount;
                 gone.next();
             }
-            if added.iter().any(|a| a.0 == k) {
+            if added.binary_search_by(|a| a.0.cmp(&k)).is_ok() {
                 continue;
             }
             let f = self.cum[k.0].max(other) + c.amount;
@@ -393,7 +398,10 @@ mod tests {
     }
 
     fn entries(b: &CopyBudget) -> Vec<(Key, f64, f64)> {
-        b.queue.iter().map(|(k, c)| (*k, c.amount, c.finish)).collect()
+        b.queue
+            .iter()
+            .map(|(k, c)| (*k, c.amount, c.finish))
+            .collect()
     }
 
     /// Random copies over `n` ops (keys unique), some sharing a window.
@@ -457,6 +465,7 @@ mod tests {
             for &(k, amount) in &with(&added) {
                 new.insert_key(k, amount);
             }
+            added.sort_by(|a, b| a.0.cmp(&b.0));
             let range = new.differing(&removed, &added);
             let new_entries = entries(&new);
             let mut disagree: Vec<Key> = Vec::new();

@@ -203,29 +203,79 @@ impl ChunkHeap {
         self.index.is_free(start, end, offset, top)
     }
 
-    /// Removes every committed chunk of `size` bytes at `offset` that lies within ops
-    /// `start..=end` (the pieces an allocation was committed in); returns how many. Chunks
-    /// at one offset never overlap in time, so these are the allocation's own.
-    pub fn remove_at(&mut self, start: OpId, end: OpId, offset: u64, size: u64) -> usize {
+    /// Whether the chunks overlapping ops `start..=end` in time hold every byte of
+    /// `[lo, hi)` between them (at one op or another). Not a query of the walk's: a watch
+    /// does not note it.
+    pub fn covers(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
+        if lo >= hi {
+            return true;
+        }
         if start > end || start >= self.horizon() {
-            return 0;
+            return false;
         }
         let end = end.min(self.horizon() - 1);
-        let top = offset.saturating_add(size);
-        let mut ids = Vec::new();
-        let mut pick = |id: usize, r: &Rect| {
-            if r.offset == offset && r.top == top && r.start >= start && r.end <= end {
-                ids.push(id);
+        with_scratch(|scratch| {
+            self.index.busy(start, end, scratch);
+            let mut reach = lo;
+            for &(o, t) in scratch.sorted() {
+                if o > reach {
+                    break;
+                }
+                reach = reach.max(t);
+                if reach >= hi {
+                    return true;
+                }
             }
-        };
-        self.index.stab(start, &mut pick);
-        if end > start {
-            self.index.starting_in(start + 1, end, &mut pick);
+            reach >= hi
+        })
+    }
+
+    /// Whether a chunk overlapping ops `start..=end` in time meets bytes `[lo, hi)`. Not
+    /// a query of the walk's: a watch does not note it.
+    pub fn meets(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
+        if lo >= hi || start > end || start >= self.horizon() {
+            return false;
         }
-        for &id in &ids {
-            self.remove(id);
+        let end = end.min(self.horizon() - 1);
+        !self.index.is_free(start, end, lo, hi)
+    }
+
+    /// Removes every committed chunk of `size` bytes at `offset` that lies within ops
+    /// `start..=end` (the pieces an allocation was committed in, which cover it with no
+    /// gap); returns how many. Chunks at one offset never overlap in time, so these are
+    /// the allocation's own: each piece is found live where the one before it ends.
+    pub fn remove_at(&mut self, start: OpId, end: OpId, offset: u64, size: u64) -> usize {
+        self.remove_all_at(&[(start, end, offset, size)])
+    }
+
+    /// [`ChunkHeap::remove_at`] for each `(start, end, offset, size)`, the time index's
+    /// unions rebuilt once for all.
+    pub fn remove_all_at(&mut self, allocations: &[(OpId, OpId, u64, u64)]) -> usize {
+        let mut gone: Vec<(usize, Rect)> = Vec::new();
+        for &(start, end, offset, size) in allocations {
+            let top = offset.saturating_add(size);
+            let mut t = start;
+            while t <= end && t < self.horizon() {
+                let mut piece = None;
+                self.index.stab(t, |id, r| {
+                    if r.offset == offset && r.top == top && r.start >= start && r.end <= end {
+                        piece = Some((id, *r));
+                    }
+                });
+                let Some((id, r)) = piece else {
+                    break;
+                };
+                gone.push((id, r));
+                t = r.end + 1;
+            }
         }
-        ids.len()
+        for &(id, _) in &gone {
+            if let Some(slot) = self.chunks.get_mut(id) {
+                *slot = None;
+            }
+        }
+        self.index.remove_many(&gone);
+        gone.len()
     }
 
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
@@ -667,7 +717,11 @@ mod tests {
             let mut whole = ChunkHeap::new(256, 8, t).unwrap();
             let mut placed = Vec::new();
             for _ in 0..30 {
-                let (s, len, size) = (rng.random_range(0..t), rng.random_range(0..8), 8 * rng.random_range(1..6));
+                let (s, len, size) = (
+                    rng.random_range(0..t),
+                    rng.random_range(0..8),
+                    8 * rng.random_range(1..6),
+                );
                 let e = (s + len).min(t - 1);
                 let Some(o) = whole.best_fit(s, e, size, None, TopGap::Capacity) else {
                     continue;

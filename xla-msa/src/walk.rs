@@ -7,7 +7,6 @@
 
 use crate::budgets::Budgets;
 pub use crate::budgets::{Charge, ChargeMark};
-use crate::watch::{BudgetKind, CopyKey};
 use crate::cursor::{Cursor, Item};
 use crate::heap::{Candidate, ChunkHeap};
 use crate::options::XlaOptions;
@@ -15,6 +14,7 @@ use crate::order::pass_levels;
 use crate::pass::{Ctx, Pass, PassMut, PassState, Txn};
 use crate::picker::PrefetchWindow;
 use crate::timing::Timing;
+use crate::watch::{BudgetKind, CopyKey};
 use accel_sim::{Allocation, Arrival, BufferId, CostModel, Hardware, Mapping, OpId, Program};
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -712,7 +712,10 @@ impl Walk {
 
     /// The fast level of the pass under way.
     pub fn level(&self) -> Option<usize> {
-        self.passes.last().filter(|_| self.under_way).map(|s| s.level)
+        self.passes
+            .last()
+            .filter(|_| self.under_way)
+            .map(|s| s.level)
     }
 
     /// Commits a buffer's `allocations` in the pass's level (`size` bytes each) into its
@@ -734,13 +737,36 @@ impl Walk {
         })
     }
 
-    /// Takes a buffer's `allocations` in the pass's level (`size` bytes each) out of its
-    /// heap ([`Walk::place`] undone).
-    pub fn unplace(&mut self, size: u64, allocations: &[Allocation]) {
+    /// Whether the chunks of the pass's heap over ops `start..=end` hold every byte of
+    /// `[lo, hi)` between them ([`ChunkHeap::covers`]).
+    pub fn heap_covers(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
+        self.passes
+            .last()
+            .is_some_and(|st| st.heap.covers(start, end, lo, hi))
+    }
+
+    /// Whether a chunk of the pass's heap over ops `start..=end` meets bytes `[lo, hi)`.
+    pub fn heap_meets(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
+        self.passes
+            .last()
+            .is_some_and(|st| st.heap.meets(start, end, lo, hi))
+    }
+
+    /// Takes buffers' allocations in the pass's level out of its heap ([`Walk::place`]
+    /// undone): each `(size, allocations)` a buffer's.
+    pub fn unplace(&mut self, buffers: &[(u64, &[Allocation])]) {
         if let Some(st) = self.passes.last_mut() {
-            for a in allocations.iter().filter(|a| a.level == st.level) {
-                st.heap.remove_at(a.start, a.end, a.offset, size);
-            }
+            let level = st.level;
+            let all: Vec<(OpId, OpId, u64, u64)> = buffers
+                .iter()
+                .flat_map(|&(size, allocations)| {
+                    allocations
+                        .iter()
+                        .filter(move |a| a.level == level)
+                        .map(move |a| (a.start, a.end, a.offset, size))
+                })
+                .collect();
+            st.heap.remove_all_at(&all);
         }
     }
 
@@ -750,7 +776,8 @@ impl Walk {
         self.budgets.insert(charges);
     }
 
-    /// Takes `charges` out of the budgets' queues.
+    /// Takes `charges` out of the budgets' queues (the last pass's only: the log a later
+    /// pass replays keeps them).
     pub fn uncharge(&mut self, charges: &[Charge]) {
         self.budgets.remove(charges);
     }

@@ -44,9 +44,8 @@ pub enum BudgetKind {
     Eviction,
 }
 
-/// What a watched stretch looked at: heap regions (merged where they overlap in time, so
-/// a region may be larger than what was asked, never smaller) and, per copy budget, the
-/// range of queue keys its answers read (inclusive).
+/// What a watched stretch looked at: the heap regions of its queries (each once) and, per
+/// copy budget, the range of queue keys its answers read (inclusive).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Seen {
     pub heap: Vec<Region>,
@@ -54,22 +53,11 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// Merges the regions that overlap in time into their hull, and each budget's ranges
-    /// into one: fewer to test, and only larger.
+    /// Sorts the regions (dropping repeats) and merges each budget's ranges into one.
     fn compact(&mut self) {
-        self.heap.sort_by_key(|r| r.start);
-        let mut out: Vec<Region> = Vec::with_capacity(self.heap.len());
-        for r in self.heap.drain(..) {
-            match out.last_mut() {
-                Some(l) if r.start <= l.end.saturating_add(1) => {
-                    l.end = l.end.max(r.end);
-                    l.lo = l.lo.min(r.lo);
-                    l.hi = l.hi.max(r.hi);
-                }
-                _ => out.push(r),
-            }
-        }
-        self.heap = out;
+        self.heap
+            .sort_unstable_by_key(|r| (r.start, r.end, r.lo, r.hi));
+        self.heap.dedup();
         let mut budgets: Vec<(BudgetKind, CopyKey, CopyKey)> = Vec::new();
         for (k, lo, hi) in self.budgets.drain(..) {
             match budgets.iter_mut().find(|b| b.0 == k) {
@@ -81,6 +69,13 @@ impl Seen {
             }
         }
         self.budgets = budgets;
+    }
+
+    /// The ops the heap regions span, first and last.
+    pub fn span(&self) -> Option<(usize, usize)> {
+        let lo = self.heap.iter().map(|r| r.start).min()?;
+        let hi = self.heap.iter().map(|r| r.end).max()?;
+        Some((lo, hi))
     }
 }
 
@@ -124,13 +119,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_watch_notes_only_while_on_and_merges_what_overlaps_in_time() {
+    fn a_watch_notes_only_while_on() {
         heap(0, 5, 0, 10);
         assert_eq!(seen(), None);
         watch();
+        heap(15, 30, 128, 256);
         heap(10, 20, 0, 64);
         heap(15, 30, 128, 256);
-        heap(40, 41, 8, 16);
         budget(BudgetKind::Prefetch, (3, 9, 0), (5, 9, 2));
         budget(BudgetKind::Prefetch, (1, 4, 0), (2, 7, 1));
         budget(BudgetKind::Eviction, KEY_MIN, KEY_MAX);
@@ -140,18 +135,19 @@ mod tests {
             vec![
                 Region {
                     start: 10,
-                    end: 30,
+                    end: 20,
                     lo: 0,
-                    hi: 256
+                    hi: 64
                 },
                 Region {
-                    start: 40,
-                    end: 41,
-                    lo: 8,
-                    hi: 16
+                    start: 15,
+                    end: 30,
+                    lo: 128,
+                    hi: 256
                 }
             ]
         );
+        assert_eq!(s.span(), Some((10, 30)));
         assert_eq!(
             s.budgets,
             vec![
@@ -166,8 +162,23 @@ mod tests {
             lo: 0,
             hi: 8,
         };
-        assert!(a.meets(&Region { start: 4, end: 9, lo: 7, hi: 9 }));
-        assert!(!a.meets(&Region { start: 5, end: 9, lo: 0, hi: 8 }));
-        assert!(!a.meets(&Region { start: 0, end: 9, lo: 8, hi: 9 }));
+        assert!(a.meets(&Region {
+            start: 4,
+            end: 9,
+            lo: 7,
+            hi: 9
+        }));
+        assert!(!a.meets(&Region {
+            start: 5,
+            end: 9,
+            lo: 0,
+            hi: 8
+        }));
+        assert!(!a.meets(&Region {
+            start: 0,
+            end: 9,
+            lo: 8,
+            hi: 9
+        }));
     }
 }
