@@ -76,6 +76,8 @@ pub struct CostModel {
 }
 
 impl CostModel {
+    /// The cost model of `program` on `hw`: each op's compute time and the per-byte read
+    /// and write times of every level, worked out once so a mapping's latency is sums.
     pub fn new(program: &Program, hw: &Hardware) -> CostModel {
         let inv_read: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.read_bw).collect();
         let inv_write: Vec<f64> = hw.levels.iter().map(|l| 1.0 / l.write_bw).collect();
@@ -180,6 +182,7 @@ impl CostModel {
     pub fn len(&self) -> usize {
         self.compute.len()
     }
+    /// Always false for a model of a program (a program has an op).
     pub fn is_empty(&self) -> bool {
         self.compute.is_empty()
     }
@@ -373,6 +376,7 @@ impl CostModel {
 pub trait MemTimes {
     /// Memory time of op `t`, seconds.
     fn mem_s(&self, t: OpId) -> f64;
+    /// Sets the memory time of op `t`, seconds.
     fn set_mem_s(&mut self, t: OpId, v: f64);
 }
 
@@ -512,6 +516,7 @@ impl<'m> CostState<'m> {
         }
     }
 
+    /// The cost state of `mapping`: every buffer's placement applied in turn.
     pub fn from_mapping(model: &'m CostModel, mapping: &Mapping) -> CostState<'m> {
         let mut s = CostState::new(model);
         for (b, p) in mapping.buffers.iter().enumerate() {
@@ -526,6 +531,7 @@ impl<'m> CostState<'m> {
     pub fn latency(&self) -> f64 {
         self.tally.latency()
     }
+    /// Buffer `b`'s placement now (no allocation: it lives in level 0).
     pub fn placement(&self, b: BufferId) -> &BufferPlacement {
         &self.placements[b]
     }

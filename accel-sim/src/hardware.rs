@@ -10,6 +10,7 @@ use std::path::Path;
 /// One memory level.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryLevel {
+    /// The level's name in reports and files (`HBM`, `CMEM`, ...).
     pub name: String,
     /// Bytes; `u64::MAX` for level 0, which is unbounded.
     pub capacity: u64,
@@ -34,6 +35,7 @@ pub struct Dma {
 /// A validated hardware config.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hardware {
+    /// The config's name (a preset's, or the file's `name`).
     pub name: String,
     /// `levels[0]` is the slow unbounded memory; the others are faster and bounded.
     pub levels: Vec<MemoryLevel>,
@@ -41,22 +43,35 @@ pub struct Hardware {
     pub peak_flops: f64,
     /// A fixed cost of every op, seconds (simulator only, like XLA's runtime overheads).
     pub op_overhead_s: f64,
+    /// How copies between level 0 and the fast levels are made.
     pub dma: Dma,
 }
 
 /// A problem with a hardware config; names the field.
 #[derive(Debug, thiserror::Error)]
 pub enum HardwareError {
+    /// No built-in config has this name.
     #[error("unknown hardware `{0}` (built in: {list})", list = PRESETS.join(", "))]
     UnknownPreset(String),
+    /// The config file could not be read.
     #[error(transparent)]
     File(#[from] crate::TextFileError),
+    /// The config file is not valid TOML or JSON of a hardware config.
     #[error("{path}: {msg}")]
-    Parse { path: String, msg: String },
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        msg: String,
+    },
+    /// A field's value is out of range or inconsistent with the others.
     #[error("{context}field `{field}`: {msg}")]
     Field {
+        /// Where the field is (`levels[1].`, or nothing at the top level).
         context: String,
+        /// The field.
         field: String,
+        /// What is wrong with it.
         msg: String,
     },
 }
@@ -274,21 +289,29 @@ impl Hardware {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HardwareFile {
+    /// The config's name.
     pub name: String,
+    /// Peak compute, in TFLOP/s.
     pub peak_tflops: f64,
+    /// A fixed cost of every op, in microseconds (the simulator's; the cost model ignores
+    /// it).
     #[serde(default)]
     pub op_overhead_us: f64,
+    /// The copy engines.
     #[serde(default)]
     pub dma: DmaFile,
     /// Slowest first. The first level's capacity is ignored (unbounded).
     pub levels: Vec<LevelFile>,
 }
 
+/// The DMA copy model as a file writes it (see [`Dma`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DmaFile {
+    /// Copies in flight at once.
     #[serde(default = "one")]
     pub engines: u32,
+    /// Fixed latency of one copy, in microseconds.
     #[serde(default)]
     pub setup_us: f64,
 }
@@ -307,14 +330,21 @@ impl Default for DmaFile {
     }
 }
 
+/// One memory level as a file writes it (see [`MemoryLevel`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LevelFile {
+    /// The level's name.
     pub name: String,
+    /// Its size: bytes or a string such as `"16MiB"`. Absent for level 0, which is
+    /// unbounded; required for every other level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<ByteSize>,
+    /// Read bandwidth, in GB/s (10^9 bytes per second).
     pub read_gb_per_s: f64,
+    /// Write bandwidth, in GB/s.
     pub write_gb_per_s: f64,
+    /// Offsets must be multiples of it (a power of two; 1 when absent).
     #[serde(default = "one_u64")]
     pub alignment: u64,
 }
@@ -323,7 +353,9 @@ pub struct LevelFile {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum ByteSize {
+    /// A plain number of bytes.
     Bytes(u64),
+    /// A number with a unit (`"16MiB"`, `"1.5 GiB"`).
     Text(String),
 }
 

@@ -17,6 +17,8 @@
 //!   characters escaped);
 //! - `fixtures` (feature `fixtures`): small programs shared by the workspace's tests.
 
+#![warn(missing_docs)]
+
 mod cost;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

@@ -46,6 +46,7 @@ pub struct Allocation {
     pub start: OpId,
     /// Last op of the hold, inclusive.
     pub end: OpId,
+    /// How the data gets there: written by the defining op, or prefetched from level 0.
     pub arrival: Arrival,
     /// For a defined allocation: the op after which the copy back to level 0 is issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,6 +56,8 @@ pub struct Allocation {
 /// Where one buffer lives: level 0 plus its fast allocations, sorted by `start`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BufferPlacement {
+    /// The buffer's fast allocations, sorted by `start`; empty: it lives in level 0
+    /// throughout.
     pub allocations: Vec<Allocation>,
 }
 
@@ -72,28 +75,48 @@ impl BufferPlacement {
 /// A placement for every buffer of a program (indexed by [`BufferId`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Mapping {
+    /// One placement per buffer, indexed by [`BufferId`].
     pub buffers: Vec<BufferPlacement>,
 }
 
 /// A mapping that breaks a rule. Each names the buffers involved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MappingError {
+    /// The mapping does not have one placement per buffer of the program.
     #[error("mapping has {got} buffer placements, the program has {want} buffers")]
-    WrongLength { got: usize, want: usize },
+    WrongLength {
+        /// Placements in the mapping.
+        got: usize,
+        /// Buffers in the program.
+        want: usize,
+    },
+    /// One allocation breaks a rule on its own (a level the hardware lacks, an offset past
+    /// the capacity, a hold outside the buffer's live range, ...).
     #[error("buffer `{buffer}`: allocation {index}: {msg}")]
     Bad {
+        /// The buffer.
         buffer: String,
+        /// The allocation's index in the buffer's placement.
         index: usize,
+        /// The rule it breaks.
         msg: String,
     },
+    /// Two buffers share bytes of one level at one time.
     #[error("buffers `{a}` and `{b}` overlap in level {level}: ops {t0}..={t1}, bytes {o0}..{o1}")]
     Overlap {
+        /// One buffer.
         a: String,
+        /// The other.
         b: String,
+        /// The level.
         level: usize,
+        /// The first op they are both held over.
         t0: OpId,
+        /// The last.
         t1: OpId,
+        /// The first byte they share.
         o0: u64,
+        /// One past the last.
         o1: u64,
     },
 }
@@ -105,7 +128,9 @@ pub struct MappingStats {
     pub peak_address: Vec<u64>,
     /// Per level: the most bytes held at one time.
     pub peak_bytes: Vec<u64>,
+    /// Prefetches: allocations copied in from level 0.
     pub prefetches: usize,
+    /// Evictions: defined allocations copied back to level 0.
     pub evictions: usize,
 }
 
@@ -374,16 +399,24 @@ fn level0_valid_at(placement: &BufferPlacement, def: Option<OpId>, t: OpId) -> b
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MappingFile {
+    /// Always `mallocmuzero-mapping` ([`MAPPING_FORMAT`]): a file of another kind is
+    /// refused.
     pub format: String,
+    /// The file's version ([`MAPPING_VERSION`]).
     pub version: u32,
+    /// The program's name: a mapping applies to one program.
     pub workload: String,
+    /// The buffers with fast allocations, by name; the others live in level 0.
     pub buffers: Vec<NamedPlacement>,
 }
 
+/// One buffer's fast allocations in a mapping file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NamedPlacement {
+    /// The buffer's name in the program.
     pub buffer: String,
+    /// Its allocations, as in [`BufferPlacement`].
     pub allocations: Vec<Allocation>,
 }
 
@@ -393,6 +426,8 @@ pub const MAPPING_FORMAT: &str = "mallocmuzero-mapping";
 pub const MAPPING_VERSION: u32 = 1;
 
 impl MappingFile {
+    /// The file form of `mapping` of `program`: buffers by name, only those with
+    /// allocations.
     pub fn from_mapping(program: &Program, mapping: &Mapping) -> MappingFile {
         MappingFile {
             format: MAPPING_FORMAT.into(),

@@ -9,6 +9,10 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod error;
+
+pub use error::ProgramError;
+
 /// Index of a buffer in [`Program::buffers`].
 pub type BufferId = usize;
 /// Index of an op in [`Program::ops`]; also its logical time.
@@ -33,6 +37,7 @@ impl BufferKind {
     pub fn is_entry(self) -> bool {
         matches!(self, BufferKind::Weight | BufferKind::Input)
     }
+    /// The kind's name in files and reports (`weight`, `input`, `activation`, `output`).
     pub fn as_str(self) -> &'static str {
         match self {
             BufferKind::Weight => "weight",
@@ -41,6 +46,7 @@ impl BufferKind {
             BufferKind::Output => "output",
         }
     }
+    /// Every kind, in the order reports list them.
     pub const ALL: [BufferKind; 4] = [
         BufferKind::Weight,
         BufferKind::Input,
@@ -58,15 +64,18 @@ impl fmt::Display for BufferKind {
 /// A tensor with a size in bytes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Buffer {
+    /// The buffer's name: unique in the program; mapping files name buffers by it.
     pub name: String,
     /// Size in bytes, > 0.
     pub size: u64,
+    /// What the buffer holds, which decides where it starts and must end.
     pub kind: BufferKind,
 }
 
 /// One instruction of the schedule.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Op {
+    /// The op's name, for reports.
     pub name: String,
     /// Free-form op kind (`conv2d`, `matmul`, `add`, ...), for reports only.
     pub kind: String,
@@ -86,81 +95,6 @@ pub const MAX_BYTES: u64 = 1 << 53;
 
 /// The most FLOPs one op may have.
 pub const MAX_FLOPS_PER_OP: f64 = 1e24;
-
-/// A problem found while building a [`Program`]. Each names the buffer or op involved.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ProgramError {
-    #[error("program has no ops")]
-    NoOps,
-    #[error("buffer {index} (`{name}`): size must be > 0, got {size}")]
-    ZeroSize {
-        index: BufferId,
-        name: String,
-        size: u64,
-    },
-    #[error("buffers {first} and {second} are both named `{name}` (names identify buffers in mapping files)")]
-    DuplicateName {
-        name: String,
-        first: BufferId,
-        second: BufferId,
-    },
-    #[error("buffer {index} (`{name}`): the sizes of the buffers up to this one add up to more than {limit} bytes (2^53), the most a program may hold")]
-    TooLarge {
-        index: BufferId,
-        name: String,
-        limit: u64,
-    },
-    #[error("op {op} (`{op_name}`): {field} refers to buffer {buffer}, but the program has only {count} buffers")]
-    UnknownBuffer {
-        op: OpId,
-        op_name: String,
-        field: &'static str,
-        buffer: BufferId,
-        count: usize,
-    },
-    #[error("op {op} (`{op_name}`): flops must be in [0, 1e24], got {flops}")]
-    BadFlops {
-        op: OpId,
-        op_name: String,
-        flops: f64,
-    },
-    #[error("op {op} (`{op_name}`) reads buffer `{buffer}` before any op writes it")]
-    ReadBeforeWrite {
-        op: OpId,
-        op_name: String,
-        buffer: String,
-    },
-    #[error("op {op} (`{op_name}`) writes buffer `{buffer}`, which is a {kind} (weights and inputs have no defining op)")]
-    EntryWritten {
-        op: OpId,
-        op_name: String,
-        buffer: String,
-        kind: BufferKind,
-    },
-    #[error("buffer `{buffer}` is written twice: by op {first} and by op {second} (a buffer has one definition)")]
-    WrittenTwice {
-        buffer: String,
-        first: OpId,
-        second: OpId,
-    },
-    #[error("op {op} (`{op_name}`) both reads and writes buffer `{buffer}` (in-place updates are not modelled)")]
-    ReadAndWrite {
-        op: OpId,
-        op_name: String,
-        buffer: String,
-    },
-    #[error("op {op} (`{op_name}`) lists buffer `{buffer}` twice in {field}")]
-    Duplicate {
-        op: OpId,
-        op_name: String,
-        field: &'static str,
-        buffer: String,
-    },
-    #[error("buffer `{buffer}` ({kind}) is never written by any op")]
-    NeverDefined { buffer: String, kind: BufferKind },
-    #[error("buffer `{buffer}` ({kind}) is never read by any op")]
-    NeverUsed { buffer: String, kind: BufferKind },
-}
 
 /// A validated program with its derived live ranges and use lists.
 ///
@@ -360,21 +294,28 @@ impl Program {
         })
     }
 
+    /// The program's name (a workload's, or the file's `name`): saved games, mappings and
+    /// runs name the program by it.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// What the program is, in words (may be empty).
     pub fn description(&self) -> &str {
         &self.description
     }
+    /// Every buffer, indexed by [`BufferId`].
     pub fn buffers(&self) -> &[Buffer] {
         &self.buffers
     }
+    /// Every op, in schedule order, indexed by [`OpId`].
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
+    /// Buffer `b`.
     pub fn buffer(&self, b: BufferId) -> &Buffer {
         &self.buffers[b]
     }
+    /// Op `t`.
     pub fn op(&self, t: OpId) -> &Op {
         &self.ops[t]
     }
@@ -407,6 +348,7 @@ impl Program {
             .map(|&b| self.buffers[b].size)
             .sum()
     }
+    /// The FLOPs of every op together.
     pub fn total_flops(&self) -> f64 {
         self.ops.iter().map(|o| o.flops).sum()
     }

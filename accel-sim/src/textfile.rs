@@ -13,15 +13,30 @@ pub const MAX_TEXT_BYTES: u64 = 512 << 20;
 /// Why a text file could not be read; every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TextFileError {
+    /// Opening or reading the file failed.
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The file.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The file is past [`MAX_TEXT_BYTES`].
     #[error("{path}: larger than the {limit_mib} MiB limit on input files")]
-    TooLarge { path: String, limit_mib: u64 },
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The limit, in MiB.
+        limit_mib: u64,
+    },
+    /// The file is not UTF-8 text.
     #[error("{path}: not UTF-8 text (byte {offset} is invalid)")]
-    NotUtf8 { path: String, offset: usize },
+    NotUtf8 {
+        /// The file.
+        path: String,
+        /// The first invalid byte.
+        offset: usize,
+    },
 }
 
 /// Checks a config file's JSON `value` against its type's `defaults` (the defaults as JSON):

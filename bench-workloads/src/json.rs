@@ -82,28 +82,41 @@ pub const VERSION: u64 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramFile {
+    /// Always `mallocmuzero-program` ([`FORMAT`]): a file of another kind is refused.
     pub format: String,
+    /// The format version ([`VERSION`]).
     pub version: u64,
+    /// The program's name: saved games and mappings name it.
     pub name: String,
+    /// What the program is, in words.
     #[serde(default)]
     pub description: String,
+    /// Where it came from (the exporter and the library versions), for the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The exporter's summary figures, for the record: the loader does not use them (a
+    /// test checks those of every embedded file against the program).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<Stats>,
+    /// The buffers; ops name them by their index here.
     pub buffers: Vec<BufferEntry>,
+    /// The ops, in schedule order.
     pub ops: Vec<OpEntry>,
 }
 
 /// Where a program came from. Free-form beyond the named fields, which the exporter fills.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Source {
+    /// The script that wrote the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<String>,
+    /// The torch version that traced the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch: Option<String>,
+    /// The torchvision version, for its models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torchvision: Option<String>,
+    /// The transformers version, for its models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transformers: Option<String>,
     /// Bytes per floating-point element the sizes were computed with.
@@ -118,10 +131,15 @@ pub struct Source {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Stats {
+    /// The number of ops.
     pub ops: usize,
+    /// The number of buffers.
     pub buffers: usize,
+    /// The FLOPs of every op together.
     pub total_flops: f64,
+    /// The most bytes live at one time.
     pub peak_live_bytes: u64,
+    /// The bytes of every weight buffer together.
     pub weight_bytes: u64,
 }
 
@@ -147,11 +165,16 @@ impl Stats {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferEntry {
+    /// The buffer's name, unique in the program.
     pub name: String,
+    /// What it holds: `weight`, `input`, `activation` or `output`.
     pub kind: BufferKind,
+    /// Its size in bytes.
     pub bytes: u64,
+    /// The tensor's shape, for the record (the size is `bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
+    /// The element type, for the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
 }
@@ -160,10 +183,15 @@ pub struct BufferEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpEntry {
+    /// The op's name.
     pub name: String,
+    /// Its kind (`conv2d`, `matmul`, ...), for reports.
     pub kind: String,
+    /// Its floating-point operations.
     pub flops: f64,
+    /// The buffers it reads, by index into `buffers`.
     pub reads: Vec<usize>,
+    /// The buffers it writes (defines), by index.
     pub writes: Vec<usize>,
 }
 

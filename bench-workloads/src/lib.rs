@@ -13,6 +13,8 @@
 //!   the scale suite.
 //! - [`small`]: windows of the models with their proven cost-model optima.
 
+#![warn(missing_docs)]
+
 pub mod alphatensor;
 pub mod csv;
 pub mod hlo;
@@ -27,16 +29,29 @@ use accel_sim::{Program, ProgramError};
 /// A workload that could not be loaded; names the file (or workload) and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
+    /// No built-in workload has this name, and no file is named by it.
     #[error("unknown workload `{name}` (built in: {list}; the scale tier: {scale})", list = names().join(", "), scale = scale::names().join(", "))]
-    Unknown { name: String },
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// The program file could not be read.
     #[error(transparent)]
     File(#[from] accel_sim::TextFileError),
     /// `origin` is the file name (or embedded workload name); `msg` names the field.
     #[error("{origin}: {msg}")]
-    Parse { origin: String, msg: String },
+    Parse {
+        /// The file (or the built-in workload's name).
+        origin: String,
+        /// What is wrong, naming the field.
+        msg: String,
+    },
+    /// The file parses but does not make a valid program (a buffer no op writes, ...).
     #[error("{origin}: {source}")]
     Program {
+        /// The file (or the built-in workload's name).
         origin: String,
+        /// The rule the program breaks.
         source: ProgramError,
     },
 }

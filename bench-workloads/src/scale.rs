@@ -47,6 +47,7 @@ const MANIFEST: &str = include_str!("../data/scale/scale.json");
 pub struct Manifest {
     /// The jax version that traced them.
     pub jax: String,
+    /// Every program of the tier.
     pub programs: Vec<ScaleProgram>,
 }
 
@@ -63,6 +64,7 @@ pub struct ScaleProgram {
     pub stage: String,
     /// Entry parameters `0..weights` are weights and optimizer state; the rest inputs.
     pub weights: usize,
+    /// What the program is, in words.
     pub description: String,
     /// XLA's figures of the compiled program (`cost_analysis()`, `memory_analysis()`).
     pub xla: XlaFigures,
@@ -71,12 +73,20 @@ pub struct ScaleProgram {
 /// XLA's own figures of a compiled program, as the exporter recorded them.
 #[derive(Clone, Debug, Deserialize)]
 pub struct XlaFigures {
+    /// FLOPs, as XLA's cost analysis counts them.
     pub flops: f64,
+    /// Transcendental operations (exp, log, ...).
     pub transcendentals: f64,
+    /// Bytes read and written, as XLA counts them.
     pub bytes_accessed: f64,
+    /// Bytes of the entry parameters.
     pub argument_bytes: u64,
+    /// Bytes of the outputs.
     pub output_bytes: u64,
+    /// Bytes of the outputs that alias a parameter (donated buffers).
     pub alias_bytes: u64,
+    /// Bytes of XLA's temporary buffers: what its own buffer assignment holds besides
+    /// arguments and outputs.
     pub temp_bytes: u64,
 }
 

@@ -11,6 +11,7 @@ use accel_sim::Hardware;
 pub struct SmallCase {
     /// A workload with a window: `resnet50@36..48`.
     pub workload: &'static str,
+    /// The hardware preset.
     pub hardware: &'static str,
     /// Capacity of the fastest level, bytes.
     pub fast_capacity: u64,

@@ -16,7 +16,9 @@ use accel_sim::{BufferKind, CostModel, Hardware, Program};
 /// One evaluation case.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SuiteCase {
+    /// The workload's name.
     pub workload: &'static str,
+    /// The hardware preset.
     pub hardware: &'static str,
     /// Capacity of the fastest level, overriding the preset's.
     pub fast_capacity: u64,
@@ -77,14 +79,18 @@ pub(crate) fn preset_with_fast_capacity(preset: &str, capacity: u64) -> Hardware
 /// (`scale`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SuiteName {
+    /// The 14 cases of traced models on both presets: what `--suite` alone runs.
     #[default]
     Standard,
+    /// The scale tier: JAX programs as XLA scheduled them, far larger.
     Scale,
 }
 
 impl SuiteName {
+    /// Both suites.
     pub const ALL: [SuiteName; 2] = [SuiteName::Standard, SuiteName::Scale];
 
+    /// The suite's name on the command line (`standard`, `scale`).
     pub fn as_str(self) -> &'static str {
         match self {
             SuiteName::Standard => "standard",
@@ -114,8 +120,11 @@ impl std::str::FromStr for SuiteName {
 /// divided by `divisor`, the power of two [`scale_divisor`] gives for the program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScaleCase {
+    /// The scale-tier workload's name.
     pub workload: &'static str,
+    /// The hardware preset.
     pub hardware: &'static str,
+    /// The power of two the preset's fast levels are divided by.
     pub divisor: u64,
 }
 

@@ -81,6 +81,7 @@ impl FolderKind {
 /// A folder's kind and what told it: the kind file, or a file only that kind writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoundKind {
+    /// The kind of run the folder holds.
     pub kind: FolderKind,
     /// The file that says so (`results.json`, `.mallocmuzero.kind`, ...).
     pub evidence: String,
@@ -95,25 +96,54 @@ impl fmt::Display for FoundKind {
 /// Why a folder is not one a command may write.
 #[derive(Debug, thiserror::Error)]
 pub enum KindError {
+    /// The folder holds another kind of run than the command writes: a training run given
+    /// to a race, say.
     #[error("{dir} is {found}, made by {} ({}); {}: choose another folder", .found.kind.command(), .found.kind.continued(.dir), .purpose.rule(*.want))]
     Other {
+        /// The folder.
         dir: String,
+        /// The kind it holds, and the file that says so.
         found: FoundKind,
+        /// The kind the command wanted.
         want: FolderKind,
+        /// What the command meant to do with the folder, for the refusal's words.
         purpose: Purpose,
     },
+    /// The path names a file (or something else) that is not a folder.
     #[error("{dir}: it is {what}, not a folder: a run folder is a folder (a new one, or one of a run); choose another")]
-    NotAFolder { dir: String, what: String },
+    NotAFolder {
+        /// The path given.
+        dir: String,
+        /// What it is instead (`a file`, ...).
+        what: String,
+    },
+    /// The folder holds the files of two or more kinds of run: no command may write it.
     #[error("{dir} holds the files of more than one kind of run: {}; no command writes into it: choose another folder", join(.found))]
-    Mixed { dir: String, found: Vec<FoundKind> },
+    Mixed {
+        /// The folder.
+        dir: String,
+        /// Each kind found, with its evidence.
+        found: Vec<FoundKind>,
+    },
+    /// The kind file names a kind this build does not know (written by a newer build, or by
+    /// hand).
     #[error("{path}: names the folder kind `{word}`, which this build does not know (it knows train, train-egrl, race)")]
-    Unknown { path: String, word: String },
+    Unknown {
+        /// The kind file.
+        path: String,
+        /// The kind it names.
+        word: String,
+    },
+    /// Reading the folder's kind file, or listing the folder, failed.
     #[error("{path}: cannot read the folder's kind: {source}")]
     Io {
+        /// The file or folder being read.
         path: String,
+        /// What the operating system said.
         #[source]
         source: io::Error,
     },
+    /// Writing the kind file failed.
     #[error(transparent)]
     Write(#[from] crate::BinError),
 }

@@ -2,10 +2,13 @@
 //! files of run folders ([`json`]).
 //!
 //! A file is an 8-byte magic naming its kind (`b"MMZGAME\0"`, `b"MMZCKPT\0"`, ...), a
-//! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of one
-//! value, and a little-endian `u64` FNV-1a checksum of everything before it. The checksum is
+//! little-endian `u32` format version, the bincode 2 (standard config) serde encoding of
+//! one
+//! value, and a little-endian `u64` FNV-1a checksum of everything before it. The checksum
+//! is
 //! there because a flipped byte inside a bincode payload usually still decodes (as another
-//! number), and a training run resumed from such a file would blame training for it. Every writer goes through [`write_atomic`] or
+//! number), and a training run resumed from such a file would blame training for it. Every
+//! writer goes through [`write_atomic`] or
 //! [`write_bytes_atomic`], so a crash mid-write never leaves a half-written file under the
 //! real name: readers see the old file or the new one.
 //!
@@ -13,11 +16,16 @@
 //! scaled to the payload (at most [`MAX_DECODED_BYTES`]), so a corrupt length field cannot
 //! make a reader allocate without bound.
 
+#![warn(missing_docs)]
+
+mod error;
 pub mod json;
 mod kind;
 mod lock;
 mod own;
 
+use error::show_bytes;
+pub use error::{kind_name, BinError};
 pub use kind::{
     check_folder_kind, claim_folder, folder_kind, FolderKind, FoundKind, KindError, Purpose,
     KIND_FILE,
@@ -45,72 +53,6 @@ pub const MAX_FILE_BYTES: u64 = 4 << 30;
 /// The most bytes bincode may account for while decoding one file (its in-memory sizes of
 /// strings, sequences and numbers), whatever the file claims.
 pub const MAX_DECODED_BYTES: usize = 1 << 30;
-
-/// A problem reading or writing a binary file; every variant names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum BinError {
-    #[error("{path}: no such file")]
-    Missing { path: String },
-    #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: io::Error },
-    #[error("{path}: cannot write: {source}")]
-    Write { path: String, source: io::Error },
-    #[error("{path}: not a {kind} file (bad magic: found {found})")]
-    BadMagic {
-        path: String,
-        kind: String,
-        found: String,
-    },
-    #[error("{path}: {kind} format version {found}, this build reads {expected}")]
-    Version {
-        path: String,
-        kind: String,
-        found: u32,
-        expected: u32,
-    },
-    #[error(
-        "{path}: larger than the {limit}-byte limit of binary files (not a file this tool wrote?)"
-    )]
-    TooLarge { path: String, limit: u64 },
-    #[error("{path}: truncated or corrupt: {msg}")]
-    Corrupt { path: String, msg: String },
-    #[error("{path}: {extra} bytes of trailing garbage after the value (corrupt or not written by this build)")]
-    Trailing { path: String, extra: usize },
-    #[error("{path}: cannot encode the value: {msg}")]
-    Encode { path: String, msg: String },
-    /// A JSON file ([`json`]) that does not parse as what it should hold.
-    #[error("{path}: {source}")]
-    Json {
-        path: String,
-        #[source]
-        source: serde_json::Error,
-    },
-}
-
-/// The kind a magic names, for messages: `MMZGAME` for `b"MMZGAME\0"`.
-pub fn kind_name(magic: &[u8; 8]) -> String {
-    let end = magic.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    show_bytes(&magic[..end])
-}
-
-/// Printable ASCII as a quoted string, anything else as hex, so a foreign file's first
-/// bytes read well in an error message.
-fn show_bytes(bytes: &[u8]) -> String {
-    let text = bytes
-        .iter()
-        .all(|&b| b == 0 || b.is_ascii_graphic() || b == b' ');
-    if text && !bytes.is_empty() {
-        let s: String = bytes
-            .iter()
-            .filter(|&&b| b != 0)
-            .map(|&b| b as char)
-            .collect();
-        format!("`{s}`")
-    } else {
-        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        format!("0x{}", hex.join(""))
-    }
-}
 
 /// The header and encoding of `value`, as [`write_atomic`] would write them. `origin`
 /// names the value in errors.
@@ -154,10 +96,12 @@ impl Default for Fnv64 {
 }
 
 impl Fnv64 {
+    /// The hash of no bytes (FNV-1a's offset basis).
     pub fn new() -> Fnv64 {
         Fnv64(0xcbf2_9ce4_8422_2325)
     }
 
+    /// Mixes `bytes` into the hash, in order.
     pub fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 ^= b as u64;
@@ -165,6 +109,7 @@ impl Fnv64 {
         }
     }
 
+    /// The hash of every byte written so far.
     pub fn finish(&self) -> u64 {
         self.0
     }
@@ -754,11 +699,5 @@ mod tests {
         names.sort();
         assert_eq!(names, vec![".d.tmp.1.1", ".hidden", "results.json"]);
         assert_eq!(remove_temp_files(&dir.0.join("absent")).unwrap(), 0);
-    }
-
-    #[test]
-    fn kind_names_drop_the_padding() {
-        assert_eq!(kind_name(b"MMZGAME\0"), "`MMZGAME`");
-        assert_eq!(kind_name(b"ABCDEFGH"), "`ABCDEFGH`");
     }
 }

@@ -19,13 +19,28 @@ pub const LOCK_FILE: &str = ".mallocmuzero.lock";
 /// A folder that could not be locked.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// Another process holds the folder's lock.
     #[error("{dir}: in use by another process ({holder}); one process writes a run folder at a time: wait for it to end, stop it, or choose another folder")]
-    Held { dir: String, holder: String },
+    Held {
+        /// The folder.
+        dir: String,
+        /// The holder as its lock file names it (its pid), or that the file does not say.
+        holder: String,
+    },
+    /// The path names a file (or something else) that is not a folder.
     #[error("{dir}: it is {what}, not a folder: a run folder is a folder (a new one, or one of a run); choose another")]
-    NotAFolder { dir: String, what: String },
+    NotAFolder {
+        /// The path given.
+        dir: String,
+        /// What it is instead.
+        what: String,
+    },
+    /// Creating or locking the lock file failed for another reason than a holder.
     #[error("{path}: cannot lock the folder: {source}")]
     Io {
+        /// The lock file.
         path: String,
+        /// What the operating system said.
         #[source]
         source: io::Error,
     },

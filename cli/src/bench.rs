@@ -6,7 +6,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use xla_msa as baselines;
 
 #[derive(Args, Clone, Default)]
 pub struct BenchArgs {
@@ -44,7 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         .context("resnet50 is in the suite")?;
     let program = bench_workloads::load(case.workload)?;
     let hw = case.hardware();
-    let xla = baselines::solver("xla").context("xla solver")?;
+    let xla = xla_msa::solver("xla").context("xla solver")?;
     let mapping = xla.solve(&program, &hw);
     mapping.validate(&program, &hw)?;
 

@@ -183,8 +183,9 @@ pub fn run(args: &EvaluateArgs) -> Result<()> {
 #[derive(Args, Clone, Debug)]
 pub struct ExactArgs {
     /// Seconds the exact solver (`--solver exact`) gets in all: under the simulated
-    /// objective the MIP has half and the local search, from the MIP's mapping, the rest;
-    /// under proxy the MIP has all. An unproven MIP returns the gap it proved.
+    /// objective the MIP has half, then, where it did not finish, windows a quarter, and
+    /// the local search the rest; under proxy the MIP has all. An unproven MIP returns
+    /// the gap it proved.
     #[arg(long, default_value_t = 60.0, value_parser = crate::positive_seconds)]
     pub exact_seconds: f64,
     /// Stop the exact solver once within this relative gap of its bound (0.01 = 1%; 0:
@@ -197,6 +198,11 @@ pub struct ExactArgs {
     /// model: the cost model's optimum, as the MIP gives it).
     #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
     pub exact_objective: exact::Objective,
+    /// Windows after the whole model (the MIP repairing a window of ops of the mapping at
+    /// a time, the rest fixed): auto (where the whole model did not finish), on (always),
+    /// off (never). Under the simulated objective only.
+    #[arg(long, default_value = "auto", value_parser = clap::value_parser!(exact::Windows))]
+    pub exact_windows: exact::Windows,
 }
 
 impl Default for ExactArgs {
@@ -205,6 +211,7 @@ impl Default for ExactArgs {
             exact_seconds: 60.0,
             exact_gap: 0.0,
             exact_objective: exact::Objective::default(),
+            exact_windows: exact::Windows::default(),
         }
     }
 }
@@ -215,6 +222,7 @@ impl ExactArgs {
             seconds: self.exact_seconds,
             relative_gap: self.exact_gap,
             objective: self.exact_objective,
+            windows: self.exact_windows,
         }
     }
 }

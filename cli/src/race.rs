@@ -60,11 +60,27 @@ pub struct RaceArgs {
     /// bound bounds every mapping's simulated latency) or proxy (XLA's cost model).
     #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
     pub exact_objective: exact::Objective,
+    /// The share of muzero's budget (and the guided solvers') spent on the exact solver's
+    /// MIP, whose mapping's line is then one of the search's starts: 0 to 0.9 (default
+    /// 0.5, chosen on validation programs; docs/race.md).
+    #[arg(long, value_parser = mip_share)]
+    pub mip_share: Option<f64>,
     #[command(flatten)]
     pub game: GameArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--mip-share`: a share of the budget in 0..=0.9 (the search must keep some).
+fn mip_share(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if !(0.0..=0.9).contains(&v) {
+        return Err(format!("{v} is not in 0..=0.9"));
+    }
+    Ok(v)
 }
 
 /// `--solver`'s help, from the registry: the names a race takes and its defaults.
@@ -136,6 +152,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             args.egrl_config.is_some(),
             Setting::EgrlConfig,
         ),
+        ("--mip-share", args.mip_share.is_some(), Setting::MipShare),
     ];
     if let Some(why) = race_settings::first_unread(&solvers, given) {
         bail!("{why}");
@@ -150,6 +167,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         agent_dir: None,
         egrl: egrl.clone(),
         exact_objective: args.exact_objective,
+        mip_share: args.mip_share,
     };
     // Every setting and every saved result's key is checked before the first budget
     // starts, and the folder is written once: a mistake costs nothing already spent.
@@ -195,7 +213,7 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             })
         );
     } else {
-        print_table(&all);
+        print_table(&all, args.seconds);
     }
     Ok(())
 }
@@ -253,7 +271,7 @@ fn run_one(
     Ok(r)
 }
 
-fn print_table(results: &[RaceResult]) {
+fn print_table(results: &[RaceResult], seconds: f64) {
     use crate::output::shown;
     outln!(
         "{:<18} {:<13} {:<13} {:>12} {:>8} {:>8} {:>8} {:>13}",
@@ -289,6 +307,12 @@ fn print_table(results: &[RaceResult]) {
         );
         if let Some(p) = &r.proof {
             outln!("    {}", crate::evaluate::proof_line(p));
+        }
+        if r.over_budget(seconds) {
+            outln!(
+                "    over budget: ended at {:.1} s of {seconds} s",
+                r.wall_s.unwrap_or_default()
+            );
         }
     }
     let mut cases: Vec<(&str, &str, f64, harness::bounds::BoundSource)> = Vec::new();

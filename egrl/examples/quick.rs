@@ -4,7 +4,6 @@ use accel_sim::{Hardware, Simulator};
 use egrl::{race, EgrlConfig, Problem};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xla_msa as baselines;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -15,7 +14,7 @@ fn main() {
     let hw = Hardware::nnp_i_like().with_capacity_spec(cap).unwrap();
     let mut sim = Simulator::new(&program, &hw);
     for name in ["xla", "greedy-size"] {
-        let m = baselines::solver(name).unwrap().solve(&program, &hw);
+        let m = xla_msa::solver(name).unwrap().solve(&program, &hw);
         println!("{name}: {:.2} us", sim.run(&m, false).latency_s * 1e6);
     }
     let problem = Arc::new(Problem::new(Arc::clone(&program), hw.clone(), 0.1).unwrap());

@@ -6,8 +6,9 @@ use crate::problem::Assignment;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-/// The temperature's range (mutation keeps it inside).
+/// The lowest temperature (mutation keeps it within this and [`MAX_TEMPERATURE`]).
 pub const MIN_TEMPERATURE: f32 = 0.05;
+/// The highest temperature: a chromosome this hot samples nearly uniformly.
 pub const MAX_TEMPERATURE: f32 = 5.0;
 /// Logits stay within +-this: unbounded, repeated mutations grow them until one more
 /// perturbation can no longer change a decision.
@@ -16,9 +17,12 @@ pub const LOGIT_LIMIT: f32 = 4.0;
 /// A Boltzmann chromosome over `decisions x levels`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Boltzmann {
+    /// Levels per decision (the slowest, 0, included).
     pub levels: usize,
     /// `decisions x levels`, row-major.
     pub logits: Vec<f32>,
+    /// The softmax temperature: low makes the chromosome act by its largest logits, high
+    /// makes it explore.
     pub temperature: f32,
 }
 
@@ -43,6 +47,7 @@ impl Boltzmann {
         }
     }
 
+    /// The number of decisions the chromosome covers.
     pub fn decisions(&self) -> usize {
         self.logits.len() / self.levels.max(1)
     }

@@ -22,6 +22,7 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// The variant's solver name (`egrl`, `egrl-ea`, `egrl-pg`).
     pub fn name(self) -> &'static str {
         match self {
             Variant::Egrl => "egrl",
@@ -29,6 +30,7 @@ impl Variant {
             Variant::Pg => "egrl-pg",
         }
     }
+    /// The variant of a solver name; `None` for another name.
     pub fn named(name: &str) -> Option<Variant> {
         [Variant::Egrl, Variant::Ea, Variant::Pg]
             .into_iter()
@@ -46,19 +48,25 @@ impl Variant {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EgrlConfig {
+    /// Which system runs: population and learner, or one of them alone.
     pub variant: Variant,
+    /// The seed of every random draw: a run with the same seed and config repeats exactly.
     pub seed: u64,
     /// GNN policies in the population.
     pub gnn_members: usize,
     /// Boltzmann chromosomes in the population.
     pub boltzmann_members: usize,
+    /// Width of the GNN's hidden features.
     pub hidden: usize,
     /// Message-passing rounds.
     pub rounds: usize,
+    /// How the population breeds.
     pub evolution: EvolutionConfig,
+    /// The soft actor-critic learner's knobs.
     pub learner: LearnerConfig,
     /// Generations between migrations of the learner's actor into the population.
     pub migrate_every: u64,
+    /// Assignments the shared replay buffer keeps for the learner.
     pub replay_capacity: usize,
     /// The weight of the violation in the fitness (see [`crate::problem`]).
     pub violation_penalty: f64,

@@ -38,12 +38,19 @@ use std::time::Instant;
 /// The best mapping found so far, as the assignment that gave it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Found {
+    /// The level of each decision.
     pub assignment: Assignment,
+    /// Its repaired mapping's simulated latency, seconds.
     pub latency_s: f64,
+    /// Its fitness: the speedup over the all-slow mapping less the violation's penalty.
     pub fitness: f64,
+    /// How far the repair moved it from what was asked (0 to 1).
     pub violation: f64,
+    /// The generation it was found in.
     pub generation: u64,
+    /// Assignments scored by then.
     pub evaluations: u64,
+    /// Seconds of search by then, in every session.
     pub elapsed_s: f64,
     /// Who played it: `gnn`, `boltzmann` or `actor`.
     pub by: String,
@@ -52,28 +59,40 @@ pub struct Found {
 /// A point of the improvement curve.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
+    /// Seconds of search, in every session.
     pub elapsed_s: f64,
+    /// Assignments scored by then.
     pub evaluations: u64,
+    /// The best latency so far, seconds.
     pub latency_s: f64,
 }
 
 /// What one generation did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GenerationMetrics {
+    /// The generation's number.
     pub generation: u64,
+    /// Assignments scored so far.
     pub evaluations: u64,
+    /// Seconds of search so far.
     pub elapsed_s: f64,
+    /// The best latency so far, seconds.
     pub best_latency_s: f64,
-    /// This generation's best and mean fitness.
+    /// This generation's best fitness.
     pub top_fitness: f64,
+    /// This generation's mean fitness.
     pub mean_fitness: f64,
     /// Who played this generation's best.
     pub top_by: String,
+    /// The learner's gradient steps so far.
     pub learner_steps: u64,
+    /// The learner's last critic loss (none without a learner).
     #[serde(default)]
     pub critic_loss: Option<f64>,
+    /// The actor's mean entropy per decision.
     #[serde(default)]
     pub entropy: Option<f64>,
+    /// The entropy's weight in the actor's objective (SAC's temperature).
     #[serde(default)]
     pub alpha: Option<f64>,
 }
@@ -81,21 +100,32 @@ pub struct GenerationMetrics {
 /// Everything a checkpoint holds: with the problem, the run continues exactly.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EgrlState {
+    /// The run's config.
     pub config: EgrlConfig,
+    /// Generations completed.
     pub generation: u64,
+    /// Assignments scored.
     pub evaluations: u64,
+    /// Seconds of search, in every session.
     pub elapsed_s: f64,
+    /// The GNN policies and Boltzmann chromosomes.
     pub population: Vec<Member>,
+    /// Scored assignments the learner samples from.
     pub replay: Replay,
+    /// The learner's networks and optimizer (none for `egrl-ea`).
     pub learner: Option<LearnerState>,
+    /// The best assignment found.
     pub best: Option<Found>,
+    /// Each improvement.
     pub curve: Vec<CurvePoint>,
+    /// Each generation's figures.
     pub metrics: Vec<GenerationMetrics>,
 }
 
 /// When [`Egrl::run`] stops (besides its stop flag).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunLimits {
+    /// When to stop, by the clock.
     pub deadline: Option<Instant>,
     /// Total generations (counting those before a resume).
     pub generations: Option<u64>,
@@ -223,24 +253,31 @@ impl Egrl {
         Ok(s)
     }
 
+    /// The problem searched.
     pub fn problem(&self) -> &Arc<Problem> {
         &self.problem
     }
+    /// The run's config.
     pub fn config(&self) -> &EgrlConfig {
         &self.state.config
     }
+    /// The best assignment found so far.
     pub fn best(&self) -> Option<&Found> {
         self.state.best.as_ref()
     }
+    /// Each improvement so far.
     pub fn curve(&self) -> &[CurvePoint] {
         &self.state.curve
     }
+    /// Each generation's figures so far.
     pub fn metrics(&self) -> &[GenerationMetrics] {
         &self.state.metrics
     }
+    /// Generations completed.
     pub fn generation(&self) -> u64 {
         self.state.generation
     }
+    /// Assignments scored so far.
     pub fn evaluations(&self) -> u64 {
         self.state.evaluations
     }

@@ -17,6 +17,7 @@ pub enum Member {
 }
 
 impl Member {
+    /// The member's kind in reports: `gnn` or `boltzmann`.
     pub fn kind(&self) -> &'static str {
         match self {
             Member::Gnn(_) => "gnn",
@@ -35,11 +36,13 @@ pub struct EvolutionConfig {
     pub tournament: usize,
     /// Chance that a child is a crossover of two same-kind parents.
     pub crossover_probability: f64,
-    /// Chance that each GNN weight is perturbed, and the perturbation's standard deviation.
+    /// Chance that each GNN weight is perturbed.
     pub gnn_mutation_rate: f64,
+    /// The standard deviation of a GNN weight's perturbation.
     pub gnn_mutation_sigma: f32,
-    /// Share of a chromosome's decisions perturbed, and the perturbation's deviation.
+    /// Share of a chromosome's decisions perturbed.
     pub boltzmann_mutation_rate: f64,
+    /// The standard deviation of a chromosome's logit perturbation.
     pub boltzmann_mutation_sigma: f32,
 }
 

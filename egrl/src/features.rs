@@ -38,6 +38,8 @@ pub fn feature_width(levels: usize) -> usize {
 }
 
 impl OpGraph {
+    /// The op graph of `problem`: each op's feature row (see the module docs) and the
+    /// producer and consumer edges between ops.
     pub fn of(problem: &Problem) -> OpGraph {
         let program = problem.program();
         let hw = problem.hardware();

@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 pub struct GnnShape {
     /// Feature columns per op.
     pub features: usize,
+    /// Width of each op's hidden features.
     pub hidden: usize,
+    /// Rounds of message passing along the producer and consumer edges.
     pub rounds: usize,
     /// Memory levels (outputs per decision).
     pub levels: usize,
@@ -93,6 +95,7 @@ impl Params {
     pub fn len(&self) -> usize {
         self.0.iter().map(Vec::len).sum()
     }
+    /// Whether there are no parameters.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -102,6 +105,7 @@ impl Params {
 pub struct Vars(pub Vec<Var>);
 
 impl Vars {
+    /// The parameters as trainable variables on `device`.
     pub fn new(params: &Params, shape: &GnnShape, device: &Device) -> Result<Vars> {
         Ok(Vars(
             params
@@ -111,9 +115,11 @@ impl Vars {
                 .collect::<Result<_>>()?,
         ))
     }
+    /// The variables' current values as tensors.
     pub fn tensors(&self) -> Vec<Tensor> {
         self.0.iter().map(|v| v.as_tensor().clone()).collect()
     }
+    /// The variables' current values, copied out.
     pub fn params(&self) -> Result<Params> {
         Ok(Params(
             self.0
@@ -142,6 +148,7 @@ pub struct GraphTensors {
 }
 
 impl GraphTensors {
+    /// The graph's features and edges as tensors on `device`, ready for the forward pass.
     pub fn new(g: &OpGraph, device: &Device) -> Result<GraphTensors> {
         let n = g.nodes;
         Ok(GraphTensors {
@@ -214,6 +221,8 @@ pub struct SingleThreadedMatmuls {
 const RAYON_THREADS: &str = "RAYON_NUM_THREADS";
 
 impl SingleThreadedMatmuls {
+    /// Sets candle's matrix products to one thread until dropped (the previous setting is
+    /// then restored).
     pub fn new() -> SingleThreadedMatmuls {
         let previous = std::env::var_os(RAYON_THREADS);
         std::env::set_var(RAYON_THREADS, "1");

@@ -27,12 +27,16 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LearnerConfig {
+    /// Adam's step size for the actor and the critic.
     pub learning_rate: f64,
+    /// Assignments per gradient step, drawn from the replay buffer.
     pub batch: usize,
     /// Gradient steps per generation.
     pub steps_per_generation: usize,
     /// Games the actor plays per generation (sampled from its policy).
     pub rollouts_per_generation: usize,
+    /// The entropy's first weight in the actor's objective (SAC's temperature); it then
+    /// adapts toward `target_entropy`.
     pub initial_alpha: f64,
     /// Target entropy per decision, as a share of the uniform policy's `ln(levels)`.
     pub target_entropy: f64,
@@ -126,20 +130,30 @@ impl Adam {
 /// Adam's moments and step count.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdamState {
+    /// First moments, one vector per variable.
     pub m: Vec<Vec<f32>>,
+    /// Second moments, one vector per variable.
     pub v: Vec<Vec<f32>>,
+    /// Steps taken.
     pub t: u64,
 }
 
 /// Everything a checkpoint keeps of the learner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LearnerState {
+    /// The policy network.
     pub actor: Params,
+    /// The value network.
     pub critic: Params,
+    /// The critic's output bias.
     pub critic_bias: f32,
+    /// The actor's Adam state.
     pub actor_adam: AdamState,
+    /// The critic's Adam state.
     pub critic_adam: AdamState,
+    /// The logarithm of the entropy's weight.
     pub log_alpha: f64,
+    /// Gradient steps taken.
     pub steps: u64,
 }
 
@@ -166,9 +180,11 @@ impl LearnerState {
 /// What one gradient step measured.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StepStats {
+    /// The critic's mean squared error on the batch.
     pub critic_loss: f64,
     /// Mean entropy per decision of the actor.
     pub entropy: f64,
+    /// The entropy's weight after the step.
     pub alpha: f64,
 }
 
@@ -240,6 +256,7 @@ impl Learner {
         })
     }
 
+    /// Everything a checkpoint keeps: the networks, their Adam states, the temperature.
     pub fn state(&self) -> Result<LearnerState> {
         Ok(LearnerState {
             actor: self.actor.params()?,
@@ -252,9 +269,11 @@ impl Learner {
         })
     }
 
+    /// Gradient steps taken.
     pub fn steps(&self) -> u64 {
         self.steps
     }
+    /// The entropy's weight in the actor's objective now.
     pub fn alpha(&self) -> f64 {
         self.log_alpha.exp()
     }

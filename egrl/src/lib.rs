@@ -12,6 +12,8 @@
 //! - [`RunFolder`]: `train-egrl`'s run folder (checkpoint, metrics, best mapping), resumable.
 //! - [`race`]: one solver under a deadline, for `mallocmuzero race`.
 
+#![warn(missing_docs)]
+
 pub mod boltzmann;
 mod config;
 mod dp;
@@ -39,15 +41,19 @@ pub use run_dir::{RunFolder, RunInfo, Summary};
 /// Why an EGRL run could not go on; each names the file or the field.
 #[derive(Debug, thiserror::Error)]
 pub enum EgrlError {
+    /// A config value is out of range (its field named).
     #[error("egrl config: {0}")]
     Config(String),
     /// The learner's loss, entropy or temperature stopped being a number.
     #[error("the learner diverged at {0}")]
     Diverged(String),
+    /// The problem cannot be built on this hardware or program.
     #[error(transparent)]
     Problem(#[from] ProblemError),
+    /// The tensor backend failed.
     #[error("network: {0}")]
     Candle(#[from] candle_core::Error),
+    /// A checkpoint could not be read or written.
     #[error(transparent)]
     Bin(#[from] binio::BinError),
     /// The run folder is another process's.
@@ -56,10 +62,18 @@ pub enum EgrlError {
     /// The folder holds another kind of run ([`binio::FolderKind`]).
     #[error(transparent)]
     Kind(#[from] binio::KindError),
+    /// The workload could not be loaded.
     #[error(transparent)]
     Workload(#[from] bench_workloads::WorkloadError),
+    /// The hardware config could not be loaded.
     #[error(transparent)]
     Hardware(#[from] accel_sim::HardwareError),
+    /// A file of the run folder is unreadable or not what it should be.
     #[error("{path}: {msg}")]
-    File { path: String, msg: String },
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        msg: String,
+    },
 }

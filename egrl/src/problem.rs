@@ -46,8 +46,11 @@ pub enum Slot {
 /// One decision: the level of the buffers of one op's slot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
+    /// The op.
     pub op: OpId,
+    /// Which of its decisions: its weights' level or its outputs'.
     pub slot: Slot,
+    /// The buffers the decision places.
     pub buffers: Vec<BufferId>,
 }
 
@@ -58,6 +61,7 @@ pub struct Assignment(pub Vec<u8>);
 /// A decoded assignment: the repaired mapping and how far the repair moved it.
 #[derive(Clone, Debug)]
 pub struct Decoded {
+    /// The repaired mapping.
     pub mapping: Mapping,
     /// See the module docs; in [0, 1].
     pub violation: f64,
@@ -66,18 +70,24 @@ pub struct Decoded {
 /// An assignment scored by the simulator.
 #[derive(Clone, Debug)]
 pub struct Scored {
+    /// The repaired mapping's simulated latency, seconds.
     pub latency_s: f64,
+    /// How far the repair moved the assignment (0 to 1).
     pub violation: f64,
+    /// The speedup over the all-slow mapping less the violation's penalty.
     pub fitness: f64,
 }
 
 /// Why a problem cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ProblemError {
+    /// The hardware has only level 0: there is nothing to decide.
     #[error("hardware `{0}` has one memory level: EGRL needs at least two")]
     OneLevel(String),
+    /// More levels than a decision's byte can name.
     #[error("hardware `{0}` has more than 255 levels")]
     TooManyLevels(String),
+    /// The program has no buffer to place.
     #[error("program `{0}` has no buffer to place")]
     Empty(String),
 }
@@ -144,12 +154,15 @@ impl Problem {
         })
     }
 
+    /// The program.
     pub fn program(&self) -> &Arc<Program> {
         &self.program
     }
+    /// The hardware.
     pub fn hardware(&self) -> &Hardware {
         &self.hw
     }
+    /// Every decision, in the order assignments list their levels.
     pub fn decisions(&self) -> &[Decision] {
         &self.decisions
     }

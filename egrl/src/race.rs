@@ -15,8 +15,11 @@ use std::time::Instant;
 pub struct RaceOutcome {
     /// Each improvement, with the evaluations it took.
     pub curve: Vec<CurvePoint>,
+    /// The best mapping found; `None` when none was.
     pub mapping: Option<Mapping>,
+    /// Assignments scored.
     pub evaluations: u64,
+    /// Generations run.
     pub generations: u64,
 }
 

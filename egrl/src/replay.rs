@@ -13,6 +13,7 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// An empty buffer of `capacity` assignments (at least 1).
     pub fn new(capacity: usize) -> Replay {
         Replay {
             capacity: capacity.max(1),
@@ -20,9 +21,11 @@ impl Replay {
             items: Vec::new(),
         }
     }
+    /// Assignments held.
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    /// Whether none is held.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

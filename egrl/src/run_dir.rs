@@ -26,24 +26,36 @@ const RUN_VERSION: u32 = 1;
 /// `run.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunInfo {
+    /// Always `egrl-run`: a folder of another kind is refused.
     pub format: String,
+    /// The format version.
     pub version: u32,
     /// A built-in workload's name, or the program file as it was given.
     pub workload: String,
+    /// The program's content hash: a resume refuses a changed program.
     pub program_hash: u64,
+    /// The hardware, as a file writes it.
     pub hardware: HardwareFile,
+    /// The run's config.
     pub config: EgrlConfig,
 }
 
 /// `best/summary.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
+    /// The workload.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// The solver (`egrl`, `egrl-ea`, `egrl-pg`).
     pub solver: String,
+    /// The best mapping's simulated latency, seconds.
     pub latency_s: f64,
+    /// The all-slow mapping's simulated latency, seconds.
     pub all_slow_latency_s: f64,
+    /// `all_slow_latency_s / latency_s`.
     pub speedup_over_all_slow: f64,
+    /// The assignment and when it was found.
     #[serde(flatten)]
     pub found: Found,
 }
@@ -179,6 +191,7 @@ impl RunFolder {
         ))
     }
 
+    /// The run folder.
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -6,7 +6,7 @@
 //! `cargo run --release -p exact --example scan -- resnet50 tpu-v4i-like 12 6 0.5`
 
 use accel_sim::{CostModel, Hardware};
-use xla_msa::{self as baselines, Solver as _};
+use xla_msa::OneShotSolver as _;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,8 +41,8 @@ fn main() {
             ..Default::default()
         };
         let s = exact::Exact { config }.solve_proven(&program, &hw).unwrap();
-        let xla = cost.latency(&baselines::Xla::default().solve(&program, &hw));
-        let greedy = cost.latency(&baselines::GreedySize.solve(&program, &hw));
+        let xla = cost.latency(&xla_msa::Xla::default().solve(&program, &hw));
+        let greedy = cost.latency(&xla_msa::GreedySize.solve(&program, &hw));
         println!(
             "{:<24} bufs {:>3} cap {:>9} opt {:>10.3} us {:?} in {:>6.2} s ({} cands, {} rounds)  xla +{:.2}%  greedy +{:.2}%  all-slow +{:.2}%",
             program.name(),

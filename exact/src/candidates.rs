@@ -36,19 +36,47 @@ pub struct Candidate {
     pub copy_s: f64,
     /// The change of each touched op's memory time, seconds, by op.
     pub shifts: Vec<(OpId, f64)>,
+    /// Per entry of `shifts`: the level-0 traffic time the op no longer has, seconds.
+    pub relief: Vec<f64>,
+    /// Its copy's whole transfer time (0 when it makes no copy), seconds.
+    pub work_s: f64,
+    /// The ops its copy runs beside, `lo..hi` (a prefetch: from its issue to its first
+    /// use; an eviction: after its issue to the hold's end).
+    pub copy_window: (OpId, OpId),
 }
 
 impl Candidate {
-    fn new(
+    pub(crate) fn new(
+        program: &Program,
         cost: &CostModel,
         hw: &Hardware,
         buffer: BufferId,
-        size: u64,
         hold: Allocation,
     ) -> Candidate {
+        let size = program.buffer(buffer).size;
         let mut shifts = Vec::new();
         cost.for_each_shift(buffer, &[], &[hold], |t, s| shifts.push((t, s)));
+        let l0 = &hw.levels[0];
+        let relief = shifts
+            .iter()
+            .map(|&(t, _)| {
+                let write = hold.arrival == Arrival::Defined && t == hold.start;
+                size as f64 / if write { l0.write_bw } else { l0.read_bw }
+            })
+            .collect();
         let align = hw.levels[hold.level].alignment;
+        let (work_s, copy_window) = match (hold.arrival, hold.eviction) {
+            (Arrival::Prefetch, _) => {
+                let uses = program.uses(buffer);
+                let first = uses
+                    .get(uses.partition_point(|&u| u < hold.start))
+                    .copied()
+                    .unwrap_or(hold.start);
+                (cost.copy_s(buffer, hold.level), (hold.start, first))
+            }
+            (Arrival::Defined, Some(e)) => (cost.copy_s(buffer, hold.level), (e + 1, hold.end + 1)),
+            (Arrival::Defined, None) => (0.0, (hold.start, hold.start)),
+        };
         Candidate {
             buffer,
             hold,
@@ -56,7 +84,23 @@ impl Candidate {
             stacked_size: size.div_ceil(align) * align,
             copy_s: cost.copy_cost(buffer, &[hold]),
             shifts,
+            relief,
+            work_s,
+            copy_window,
         }
+    }
+
+    /// Keeps only its traffic at ops `first..=last` (a hold clipped to a window).
+    pub(crate) fn retain_ops(&mut self, first: OpId, last: OpId) {
+        let keep: Vec<bool> = self
+            .shifts
+            .iter()
+            .map(|&(t, _)| first <= t && t <= last)
+            .collect();
+        let mut k = keep.iter();
+        self.shifts.retain(|_| *k.next().unwrap());
+        let mut k = keep.iter();
+        self.relief.retain(|_| *k.next().unwrap());
     }
 
     /// What it saves alone, at the all-level-0 op times, less its copy time: an upper
@@ -92,6 +136,9 @@ impl Candidate {
             stacked_size,
             copy_s: 0.0,
             shifts: vec![],
+            relief: vec![],
+            work_s: 0.0,
+            copy_window: (start, start),
         }
     }
 
@@ -114,7 +161,7 @@ pub fn enumerate(program: &Program, hw: &Hardware, cost: &CostModel) -> Vec<Cand
                 continue;
             }
             for hold in holds_of(program, cost, b, level) {
-                let c = Candidate::new(cost, hw, b, program.buffer(b).size, hold);
+                let c = Candidate::new(program, cost, hw, b, hold);
                 let helps = c.shifts.iter().any(|&(_, s)| s < 0.0);
                 if helps && !(no_level_slower && c.best_saving_s(cost) <= 0.0) {
                     out.push(c);
@@ -286,7 +333,7 @@ mod tests {
                         };
                         assert_eq!(shifts(&h), shifts(a));
                         h.offset = 0;
-                        let c = Candidate::new(&cost, &hw, b, program.buffer(b).size, h);
+                        let c = Candidate::new(&program, &cost, &hw, b, h);
                         let listed = cands.iter().any(|k| k.buffer == b && k.hold == h);
                         let pays =
                             c.shifts.iter().any(|&(_, s)| s < 0.0) && c.best_saving_s(&cost) > 0.0;

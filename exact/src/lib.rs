@@ -16,20 +16,30 @@
 //!   an [`ExactConfig`]'s time limit and gap tolerance, as an [`ExactSolution`].
 //! - [`Exact`]: the solver as a baseline, started from the xla, xla-repack and greedy-size
 //!   mappings.
+//! - [`improve`]: windows, where the whole model does not finish: the MIP repairs a window
+//!   of ops of a mapping at a time, the rest fixed, and a repair is kept when it simulates
+//!   faster.
 
+#![warn(missing_docs)]
+
+mod blocks;
 mod candidates;
 mod model;
 mod packing;
+mod sharing;
 mod solve;
+mod window;
+mod windows;
 
+pub use blocks::{block_bound, BlockBound};
 pub use model::MipError;
 pub use solve::{
     no_fast_level_slower, solve, solve_model, ExactConfig, ExactError, ExactSolution, Objective,
-    Status,
+    Status, WHOLE_MODEL_REACH,
 };
+pub use windows::{improve, WindowConfig, WindowResult, WindowStats, Windows};
 
 use accel_sim::{Hardware, Mapping, Program};
-use xla_msa as baselines;
 
 /// The MIP solver this build uses.
 pub const BACKEND: &str = if cfg!(feature = "highs") {
@@ -43,6 +53,7 @@ pub const BACKEND: &str = if cfg!(feature = "highs") {
 /// and under [`Objective::Simulated`] in simulation too).
 #[derive(Clone, Debug, Default)]
 pub struct Exact {
+    /// The time limit, gap tolerance and objective of the MIP.
     pub config: ExactConfig,
 }
 
@@ -60,7 +71,7 @@ impl Exact {
     pub fn starts(program: &Program, hw: &Hardware) -> Vec<Mapping> {
         ["xla", "xla-repack", "greedy-size"]
             .iter()
-            .filter_map(|name| baselines::solver(name))
+            .filter_map(|name| xla_msa::solver(name))
             .map(|s| s.solve(program, hw))
             .collect()
     }

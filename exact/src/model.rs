@@ -16,12 +16,13 @@
 //! Minimise `sum_t y[t] + sum_c copy(c) x[c]` plus the ops no hold touches.
 
 use crate::candidates::Candidate;
+use crate::sharing::{self, SharingVars};
 use accel_sim::{CostModel, Hardware, OpId};
 use good_lp::{variable, Expression, ProblemVariables, Variable};
 use std::collections::BTreeSet;
 
 /// Seconds to the model's time unit.
-const MICROS: f64 = 1e6;
+pub(crate) const MICROS: f64 = 1e6;
 
 /// A pair of holds (indices into the candidates, `a < b`) whose offsets must not meet.
 pub type Pair = (usize, usize);
@@ -31,6 +32,9 @@ pub struct Model<'a> {
     pub candidates: &'a [Candidate],
     pub cost: &'a CostModel,
     pub hw: &'a Hardware,
+    /// Copies share level 0's idle time ([`crate::sharing`]): only with the simulator's
+    /// relaxation as `cost`, whose hide times are the idle caps the rows need.
+    pub sharing: bool,
 }
 
 /// A starting solution: the taken holds and their offsets (bytes).
@@ -47,14 +51,19 @@ pub struct MipResult {
     pub offsets: Vec<f64>,
     /// Proven lower bound on the model's optimum, seconds.
     pub bound_s: f64,
+    /// The part of the objective no hold changes (the ops no hold touches, at their
+    /// all-level-0 times, and every op's overhead), seconds: in `bound_s`.
+    pub constant_s: f64,
     /// The solver proved `objective_s` optimal within its tolerances.
     pub optimal: bool,
 }
 
 /// Limits of one MIP solve.
 pub struct MipLimits {
-    /// When set, which holds are taken, fixed: the solve only looks for their offsets.
-    pub fixed: Option<Vec<bool>>,
+    /// When set, per hold: `Some(taken)` fixes it, `None` leaves it to the solve. All
+    /// fixed: the solve only looks for their offsets; some: a window's repair, the rest
+    /// of the mapping held as it is.
+    pub fixed: Option<Vec<Option<bool>>>,
     pub seconds: f64,
     pub relative_gap: f64,
 }
@@ -62,34 +71,36 @@ pub struct MipLimits {
 /// Why the MIP solver gave no solution.
 #[derive(Debug, thiserror::Error)]
 pub enum MipError {
+    /// The MIP solver failed (its message).
     #[error("the MIP solver failed: {0}")]
     Solver(String),
+    /// The MIP solver stopped at its time limit before it found any solution.
     #[error("the MIP solver found no solution within its time limit")]
     NoSolution,
 }
 
 /// The variables, each with its column: good_lp numbers them in creation order but keeps
 /// the number private, so the count is kept here.
-struct Vars {
-    x: Vec<Col>,
-    y: Vec<(OpId, Col)>,
+pub(crate) struct Vars {
+    pub(crate) x: Vec<Col>,
+    pub(crate) y: Vec<(OpId, Col)>,
     o: Vec<Option<Col>>,
     z: Vec<Col>,
 }
 
 #[derive(Clone, Copy)]
-struct Col {
-    var: Variable,
-    index: usize,
+pub(crate) struct Col {
+    pub(crate) var: Variable,
+    pub(crate) index: usize,
 }
 
-struct Columns {
+pub(crate) struct Columns {
     problem: ProblemVariables,
     count: usize,
 }
 
 impl Columns {
-    fn add(&mut self, def: good_lp::VariableDefinition) -> Col {
+    pub(crate) fn add(&mut self, def: good_lp::VariableDefinition) -> Col {
         let var = self.problem.add(def);
         self.count += 1;
         Col {
@@ -112,10 +123,20 @@ impl Model<'_> {
             count: 0,
         };
         let vars = self.variables(&mut columns, pairs, limits.fixed.as_deref());
+        let trees = if self.sharing {
+            sharing::families(self.candidates, self.cost.len(), self.hw.op_overhead_s)
+        } else {
+            Vec::new()
+        };
+        let share = (!trees.is_empty()).then(|| SharingVars::add(&mut columns, self, &vars, trees));
+        let count = columns.count;
         let problem = columns.problem;
-        let (objective, constant) = self.objective(&vars);
-        let rows = self.rows(&vars, pairs);
-        let start_values = start.map(|s| self.start_values(&vars, pairs, s));
+        let (objective, constant) = self.objective(&vars, share.as_ref());
+        let mut rows = self.rows(&vars, pairs);
+        if let Some(share) = &share {
+            share.rows(self, &vars, &mut rows);
+        }
+        let start_values = start.map(|s| self.start_values(&vars, pairs, s, share.as_ref(), count));
         let solved = backend::solve(problem, objective, rows, start_values, limits)?;
         let offsets = vars
             .o
@@ -130,15 +151,21 @@ impl Model<'_> {
                 .collect(),
             offsets,
             bound_s: (solved.bound + constant) / MICROS,
+            constant_s: constant / MICROS,
             optimal: solved.optimal,
         })
     }
 
-    fn variables(&self, problem: &mut Columns, pairs: &[Pair], fixed: Option<&[bool]>) -> Vars {
+    fn variables(
+        &self,
+        problem: &mut Columns,
+        pairs: &[Pair],
+        fixed: Option<&[Option<bool>]>,
+    ) -> Vars {
         let x = (0..self.candidates.len())
-            .map(|c| match fixed {
-                Some(f) => {
-                    let v = if f[c] { 1.0 } else { 0.0 };
+            .map(|c| match fixed.and_then(|f| f[c]) {
+                Some(taken) => {
+                    let v = if taken { 1.0 } else { 0.0 };
                     problem.add(variable().integer().min(v).max(v))
                 }
                 None => problem.add(variable().binary()),
@@ -176,12 +203,17 @@ impl Model<'_> {
     }
 
     /// The objective over the variables, and the constant part (the ops no hold touches).
-    fn objective(&self, vars: &Vars) -> (Expression, f64) {
+    fn objective(&self, vars: &Vars, share: Option<&SharingVars>) -> (Expression, f64) {
         let mut e = Expression::default();
         let mut constant = self.cost.all_slow_latency() * MICROS;
         for &(t, y) in &vars.y {
             e += y.var;
             constant -= self.cost.default_elapsed_s(t) * MICROS;
+        }
+        // With the families, their stall stands for every copy's exposed time (and more).
+        if let Some(share) = share {
+            e += share.stall();
+            return (e, constant);
         }
         for (c, &x) in self.candidates.iter().zip(&vars.x) {
             if c.copy_s > 0.0 {
@@ -253,9 +285,15 @@ impl Model<'_> {
     }
 
     /// Column values of a starting solution (variables in creation order).
-    fn start_values(&self, vars: &Vars, pairs: &[Pair], start: &Start) -> Vec<f64> {
-        let n = vars.x.len() + vars.y.len() + vars.o.iter().flatten().count() + vars.z.len();
-        let mut values = vec![0.0; n];
+    fn start_values(
+        &self,
+        vars: &Vars,
+        pairs: &[Pair],
+        start: &Start,
+        share: Option<&SharingVars>,
+        count: usize,
+    ) -> Vec<f64> {
+        let mut values = vec![0.0; count];
         let mut mem: std::collections::HashMap<OpId, f64> = vars
             .y
             .iter()
@@ -269,8 +307,14 @@ impl Model<'_> {
                 }
             }
         }
+        let mut y_values = Vec::with_capacity(vars.y.len());
         for &(t, y) in &vars.y {
-            values[var_index(y)] = self.cost.compute_s(t).max(mem[&t]) * MICROS;
+            let v = self.cost.compute_s(t).max(mem[&t]) * MICROS;
+            values[var_index(y)] = v;
+            y_values.push((t, v));
+        }
+        if let Some(share) = share {
+            share.start(self, &start.taken, &y_values, &mut values);
         }
         let fraction = |c: usize| {
             let cap = self.hw.levels[self.candidates[c].hold.level].capacity as f64;

@@ -10,7 +10,18 @@ const SHUFFLES: u64 = 32;
 /// Offsets (bytes) of the holds `taken`, in its order, that keep every level within its
 /// capacity with no two holds meeting in time x address; `None` when no order tried fits.
 pub fn first_fit(candidates: &[Candidate], taken: &[usize], hw: &Hardware) -> Option<Vec<u64>> {
-    orders(candidates, taken).find_map(|order| place(candidates, taken, &order, hw, false))
+    first_fit_around(candidates, &[], taken, hw)
+}
+
+/// [`first_fit`] beside holds already in place, `(candidate, offset)`, that stay where they
+/// are: a window's new holds among the rest of a mapping.
+pub fn first_fit_around(
+    candidates: &[Candidate],
+    fixed: &[(usize, u64)],
+    taken: &[usize],
+    hw: &Hardware,
+) -> Option<Vec<u64>> {
+    orders(candidates, taken).find_map(|order| place(candidates, fixed, taken, &order, hw, false))
 }
 
 /// The orders first fit tries: by start, by size, by length, then by start with each
@@ -64,11 +75,23 @@ pub fn repair(
     candidates: &[Candidate],
     taken: &[usize],
     hw: &Hardware,
+    score: impl FnMut(&[usize], &[u64]) -> f64,
+) -> (Vec<usize>, Vec<u64>) {
+    repair_around(candidates, &[], taken, hw, score)
+}
+
+/// [`repair`] beside holds already in place that stay where they are (as
+/// [`first_fit_around`]).
+pub fn repair_around(
+    candidates: &[Candidate],
+    fixed: &[(usize, u64)],
+    taken: &[usize],
+    hw: &Hardware,
     mut score: impl FnMut(&[usize], &[u64]) -> f64,
 ) -> (Vec<usize>, Vec<u64>) {
     let mut best: Option<(f64, Vec<usize>, Vec<u64>)> = None;
     for order in orders(candidates, taken) {
-        let (kept, offsets) = place_what_fits(candidates, taken, &order, hw);
+        let (kept, offsets) = place_what_fits(candidates, fixed, taken, &order, hw);
         let s = score(&kept, &offsets);
         if best.as_ref().is_none_or(|b| s < b.0) {
             best = Some((s, kept, offsets));
@@ -92,17 +115,18 @@ pub fn stacked(
             .total_cmp(&model_offsets[taken[b]])
             .then(taken[a].cmp(&taken[b]))
     });
-    place(candidates, taken, &order, hw, true)
+    place(candidates, &[], taken, &order, hw, true)
 }
 
 /// First fit of `taken[order[..]]`, skipping what does not fit.
 fn place_what_fits(
     candidates: &[Candidate],
+    fixed: &[(usize, u64)],
     taken: &[usize],
     order: &[usize],
     hw: &Hardware,
 ) -> (Vec<usize>, Vec<u64>) {
-    let mut placed = Placed::new(candidates, taken);
+    let mut placed = Placed::with(candidates, fixed, taken);
     let mut kept = Vec::with_capacity(taken.len());
     for &i in order {
         if let Some(o) = fit(candidates, taken[i], &placed, hw, false) {
@@ -117,13 +141,14 @@ fn place_what_fits(
 /// above everything it meets (`stack` true).
 fn place(
     candidates: &[Candidate],
+    fixed: &[(usize, u64)],
     taken: &[usize],
     order: &[usize],
     hw: &Hardware,
     stack: bool,
 ) -> Option<Vec<u64>> {
     let mut offsets = vec![0u64; taken.len()];
-    let mut placed = Placed::new(candidates, taken);
+    let mut placed = Placed::with(candidates, fixed, taken);
     for &i in order {
         let o = fit(candidates, taken[i], &placed, hw, stack)?;
         offsets[i] = o;
@@ -168,15 +193,21 @@ struct Placed {
 const BLOCK: usize = 64;
 
 impl Placed {
-    fn new(candidates: &[Candidate], taken: &[usize]) -> Placed {
+    /// Room for `taken`, with the `fixed` holds already placed.
+    fn with(candidates: &[Candidate], fixed: &[(usize, u64)], taken: &[usize]) -> Placed {
         let last = taken
             .iter()
+            .chain(fixed.iter().map(|(c, _)| c))
             .map(|&c| candidates[c].hold.end)
             .max()
             .unwrap_or(0);
-        Placed {
+        let mut placed = Placed {
             blocks: vec![Vec::new(); last / BLOCK + 1],
+        };
+        for &(c, o) in fixed {
+            placed.insert(candidates, c, o);
         }
+        placed
     }
 
     fn insert(&mut self, candidates: &[Candidate], c: usize, offset: u64) {
@@ -232,7 +263,7 @@ mod tests {
             })
             .collect();
         let all: Vec<usize> = (0..cs.len()).collect();
-        let mut placed = Placed::new(&cs, &all);
+        let mut placed = Placed::with(&cs, &[], &all);
         for (i, c) in cs.iter().enumerate() {
             let mut found = placed.meeting(&cs, c);
             let mut want: Vec<(u64, u64)> = (0..i)

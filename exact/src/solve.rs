@@ -12,6 +12,7 @@
 use crate::candidates::{self, Candidate};
 use crate::model::{MipError, MipLimits, Model, Pair, Start};
 use crate::packing;
+use crate::windows::Windows;
 use accel_sim::{CostModel, Hardware, Mapping, Program, Simulator};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -34,6 +35,7 @@ impl Objective {
     /// The names [`Objective::from_str`](std::str::FromStr) accepts.
     pub const NAMES: [&'static str; 2] = ["simulated", "proxy"];
 
+    /// The objective's name on the command line and in results.
     pub fn as_str(self) -> &'static str {
         match self {
             Objective::Simulated => "simulated",
@@ -92,6 +94,11 @@ pub struct ExactConfig {
     /// What the model minimises.
     #[serde(default)]
     pub objective: Objective,
+    /// Whether the pipeline repairs the mapping window by window after the whole model
+    /// (docs/exact.md, "Windows"); under `auto` and `on` the whole model is not built for
+    /// a program past the backend's reach ([`WHOLE_MODEL_REACH`]).
+    #[serde(default)]
+    pub windows: Windows,
 }
 
 impl Default for ExactConfig {
@@ -100,9 +107,20 @@ impl Default for ExactConfig {
             seconds: 60.0,
             relative_gap: 0.0,
             objective: Objective::default(),
+            windows: Windows::default(),
         }
     }
 }
+
+/// Candidate holds past which the whole model is not built where windows may run: the
+/// backend would not solve even its first relaxation within a minute (microlp: no bound in
+/// 30 s on a program of 109,779 holds, a bound on one of 73,298; HiGHS: a 1,097,489-hold
+/// program proven in 21 s; docs/exact.md, "Scale").
+pub const WHOLE_MODEL_REACH: usize = if cfg!(feature = "highs") {
+    2_000_000
+} else {
+    80_000
+};
 
 /// Where the solve ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,9 +150,12 @@ pub struct ExactSolution {
     pub latency_s: f64,
     /// No valid mapping has a lower latency in the objective, seconds.
     pub lower_bound_s: f64,
+    /// Whether the solve proved the optimum, reached the gap tolerance, or stopped at the
+    /// time limit.
     pub status: Status,
     /// `(latency - lower bound) / latency`.
     pub gap: f64,
+    /// Seconds the solve took, models and simulations included.
     pub solve_s: f64,
     /// Candidate holds in the model.
     pub candidates: usize,
@@ -162,10 +183,13 @@ impl ExactSolution {
 /// Why the solve failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExactError {
+    /// The MIP solver failed or found nothing.
     #[error(transparent)]
     Mip(#[from] MipError),
+    /// A config value is out of range (its field named).
     #[error("config: {0}")]
     Config(String),
+    /// The mapping built does not validate (a bug).
     #[error("the exact solver built an invalid mapping (a bug): {0}")]
     Invalid(String),
 }
@@ -214,6 +238,7 @@ pub fn solve_model(
         candidates: &cands,
         cost,
         hw,
+        sharing: false,
     };
     let mut lazy = Lazy {
         pairs: BTreeSet::new(),
@@ -222,7 +247,8 @@ pub fn solve_model(
         rounds: 0,
         proven: cands.is_empty(),
     };
-    while !cands.is_empty() && lazy.round(&model, &mut search, config, t0)? {}
+    let whole = config.windows == Windows::Off || cands.len() <= WHOLE_MODEL_REACH;
+    while whole && !cands.is_empty() && lazy.round(&model, &mut search, config, t0)? {}
     search.finish(Finish {
         bound: lazy.bound,
         proven: lazy.proven,
@@ -316,9 +342,9 @@ fn left_of(config: &ExactConfig, t0: Instant) -> f64 {
 fn offsets_alone(model: &Model, taken: &[usize], left: f64) -> Option<Vec<u64>> {
     let cands = model.candidates;
     let pairs = meeting_pairs(cands, taken);
-    let mut fixed = vec![false; cands.len()];
+    let mut fixed = vec![Some(false); cands.len()];
     for &c in taken {
-        fixed[c] = true;
+        fixed[c] = Some(true);
     }
     let limits = MipLimits {
         fixed: Some(fixed),

@@ -9,20 +9,19 @@ use malloc_game::players::player;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
 use std::time::Instant;
-use xla_msa as baselines;
 
 /// Every other solver's mappings of the case: the baselines, game players (several
 /// random games among them) and a short local search.
 fn others(program: &Program, hw: &Hardware) -> Vec<(String, Mapping)> {
-    let repack = baselines::XlaOptions {
-        max_repacks: baselines::DEFAULT_MAX_REPACKS,
+    let repack = xla_msa::XlaOptions {
+        max_repacks: xla_msa::DEFAULT_MAX_REPACKS,
         ..Default::default()
     };
-    let all: [Box<dyn baselines::Solver>; 4] = [
-        Box::new(baselines::AllSlow),
-        Box::new(baselines::Xla::default()),
-        Box::new(baselines::Xla::new(repack)),
-        Box::new(baselines::GreedySize),
+    let all: [Box<dyn xla_msa::OneShotSolver>; 4] = [
+        Box::new(xla_msa::AllSlow),
+        Box::new(xla_msa::Xla::default()),
+        Box::new(xla_msa::Xla::new(repack)),
+        Box::new(xla_msa::GreedySize),
     ];
     let mut out: Vec<(String, Mapping)> = all
         .iter()

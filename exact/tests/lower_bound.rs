@@ -201,6 +201,17 @@ fn the_relaxation_never_exceeds_the_simulated_latency() {
         let hw = Hardware::nnp_i_like().with_capacity(2, capacity).unwrap();
         check_case(&fixture, &hw, &mut rng, &mut seen);
     }
+    // Hardware whose fast level reads and writes slower than level 0, where the cost
+    // model does not bound the simulation but the relaxation still must: made here, not
+    // left to the draws above.
+    for i in 0..3u64 {
+        let program = Arc::new(random_dag(30, 100 + i));
+        let mut hw = random_hardware(&mut rng, &program);
+        let l0 = hw.levels[0].read_bw;
+        hw.levels[1].read_bw = l0 * 0.6;
+        hw.levels[1].write_bw = l0 * 0.7;
+        check_case(&program, &hw, &mut rng, &mut seen);
+    }
     let counts = (seen.mappings, seen.stalled, seen.tighter, seen.odd_hardware);
     eprintln!("mappings, stalled, tighter than the cost model, odd hardware: {counts:?}");
     assert!(seen.mappings > 1000, "{}", seen.mappings);

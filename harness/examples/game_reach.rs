@@ -202,6 +202,7 @@ fn raced(
         agent_dir: None,
         egrl: Default::default(),
         exact_objective: exact::Objective::Simulated,
+        mip_share: None,
     };
     let mut out = Vec::new();
     for solver in SOLVERS {

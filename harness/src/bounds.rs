@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BoundSource {
+    /// `xla_msa::bound_latency`: unbounded fast memory and free copies; always there,
+    /// seldom tight.
     Physical,
     /// An exact solve of this run.
     Exact,
@@ -30,7 +32,9 @@ pub enum BoundSource {
 /// A proven lower bound on the simulated latency of every valid mapping of a case.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CaseBound {
+    /// No valid mapping of the case simulates faster, seconds.
     pub lower_bound_s: f64,
+    /// Where the bound came from.
     pub source: BoundSource,
 }
 
@@ -79,16 +83,23 @@ impl CaseBound {
 /// One checked-in bound: the case it holds for, by content, and how it was proven.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CachedBound {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware preset's name.
     pub hardware: String,
     /// `Program::content_hash`, hex.
     pub program_hash: String,
     /// The whole hardware, capacities included.
     pub hardware_config: serde_json::Value,
+    /// No valid mapping of the case simulates faster, seconds.
     pub lower_bound_s: f64,
+    /// What the exact solve minimised (a `proxy` bound does not bound the simulator).
     pub objective: exact::Objective,
+    /// The MIP backend that proved it (`microlp`, `highs`).
     pub backend: String,
+    /// Whether the solve proved the optimum or stopped at a gap or its time limit.
     pub status: exact::Status,
+    /// Seconds the proof took, on the machine that made it.
     pub solve_s: f64,
 }
 
@@ -191,6 +202,36 @@ mod tests {
                 c.hardware
             );
         }
+    }
+
+    /// The bound by blocks is a bound on the whole model's optimum: below each checked-in
+    /// suite bound (the relaxation's proven optimum) it holds for, and above the physical
+    /// limit.
+    #[test]
+    fn the_bound_by_blocks_is_below_the_checked_in_optima() {
+        let suite = Case::suite().unwrap();
+        let mut checked = 0;
+        for c in cached_bounds()
+            .iter()
+            .filter(|c| c.objective == exact::Objective::Simulated)
+        {
+            let Some(case) = suite.iter().find(|s| c.holds_for(s)) else {
+                continue;
+            };
+            let b = exact::block_bound(&case.program, &case.hw, c.objective, 2.0).unwrap();
+            let what = format!("{} on {}", c.workload, c.hardware);
+            assert!(
+                b.lower_bound_s <= c.lower_bound_s * (1.0 + 1e-9),
+                "{what}: {b:?}"
+            );
+            let physical = xla_msa::bound_latency(&case.program, &case.hw);
+            assert!(b.lower_bound_s > physical, "{what}: {b:?}");
+            checked += 1;
+            if checked == 6 {
+                break;
+            }
+        }
+        assert_eq!(checked, 6);
     }
 
     #[test]

@@ -18,13 +18,13 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use xla_msa as baselines;
 
 /// The `--fast-capacity` that asks for the scale suite's rule ([`suite::scale_hardware`]).
 pub const SCALE_RULE: &str = "scale-rule";
 
-/// The workload and hardware when none is named.
+/// The workload when none is named.
 pub const DEFAULT_WORKLOAD: &str = "resnet50";
+/// The hardware preset when none is named.
 pub const DEFAULT_HARDWARE: &str = "tpu-v4i-like";
 
 /// The solvers `evaluate` runs when none is named (the registry's selection).
@@ -33,46 +33,80 @@ pub use crate::registry::EVALUATE_DEFAULTS as DEFAULT_SOLVERS;
 /// Why a case or a solver could not be evaluated; each names what the user gave.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
+    /// The workload could not be loaded.
     #[error(transparent)]
     Workload(#[from] WorkloadError),
+    /// The hardware config could not be loaded or is invalid.
     #[error(transparent)]
     Hardware(#[from] HardwareError),
+    /// A fast level is smaller than every buffer of the program, so no mapping could use
+    /// it: refused rather than reported as a case with nothing to choose.
     #[error("level {level} ({name}) of `{hardware}` has capacity {capacity} B, smaller than the smallest buffer of `{program}` ({smallest} B): nothing could be placed")]
     CapacityTooSmall {
+        /// The level.
         level: usize,
+        /// Its name.
         name: String,
+        /// The hardware's name.
         hardware: String,
+        /// The level's capacity, bytes.
         capacity: u64,
+        /// The program's name.
         program: String,
+        /// Its smallest buffer, bytes.
         smallest: u64,
     },
+    /// No solver has this name.
     #[error("unknown solver `{0}` (known: {known}, and beam:W with W in 1..={w}; muzero is the bundled generalist, or a run with --checkpoint)", known = crate::registry::evaluate_names().join(", "), w = malloc_game::players::MAX_BEAM_WIDTH)]
     UnknownSolver(String),
+    /// The agent's checkpoint could not be loaded or does not fit the case.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// A game could not be set up on the case.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    /// A mapping file is not a mapping of the case's program.
     #[error("{path}: {msg}")]
-    MappingFile { path: String, msg: String },
+    MappingFile {
+        /// The file.
+        path: String,
+        /// What does not fit (a buffer it names that the program lacks, ...).
+        msg: String,
+    },
     /// A mapping file that could not be read or parsed (the message names the file).
     #[error("{0}")]
     MappingRead(String),
+    /// The exact solver failed.
     #[error("exact solver: {0}")]
     Exact(#[from] exact::ExactError),
+    /// A baseline's mapping did not validate (a bug).
     #[error("the {solver} baseline produced an invalid mapping (a bug): {msg}")]
-    BaselineInvalid { solver: String, msg: String },
+    BaselineInvalid {
+        /// The baseline.
+        solver: String,
+        /// The validator's message.
+        msg: String,
+    },
+    /// A mapping simulated faster than the case's proven lower bound: the bound (or the
+    /// simulator) is wrong.
     #[error("{solver}'s mapping simulates in {latency_s:e} s, below the case's proven lower bound {bound_s:e} s ({from:?}): the bound is wrong (a bug)")]
     BoundAboveMapping {
+        /// The solver whose mapping it was.
         solver: String,
+        /// Its simulated latency, seconds.
         latency_s: f64,
+        /// The bound, seconds.
         bound_s: f64,
+        /// Where the bound came from.
         from: BoundSource,
     },
 }
 
 /// A program on a hardware config.
 pub struct Case {
+    /// The program to map.
     pub program: Arc<Program>,
+    /// The hardware it runs on, fast capacities as the user set them.
     pub hw: Hardware,
 }
 
@@ -187,7 +221,8 @@ pub struct SolverContext {
 
 /// A named way to get a mapping.
 pub enum Solver {
-    Baseline(Box<dyn baselines::Solver>),
+    /// A one-shot baseline (`xla`, `greedy-size`, ...).
+    Baseline(Box<dyn xla_msa::OneShotSolver>),
     /// A game player, playing one episode with the given seed.
     Player(Box<dyn Player>, u64),
     /// A trained agent.
@@ -227,7 +262,7 @@ impl Solver {
                 };
                 Ok(Solver::MuZero(Box::new(agent)))
             }
-            Some(Build::Baseline) => baselines::solver(name)
+            Some(Build::Baseline) => xla_msa::solver(name)
                 .map(Solver::Baseline)
                 .ok_or_else(unknown),
             Some(Build::Knapsack) => Ok(Solver::Baseline(Box::new(EgrlKnapsack))),
@@ -306,7 +341,7 @@ fn polish_of(options: &GameOptions, seed: u64) -> Polish {
 /// EGRL's knapsack mapper (`egrl-dp`) as a baseline.
 struct EgrlKnapsack;
 
-impl baselines::Solver for EgrlKnapsack {
+impl xla_msa::OneShotSolver for EgrlKnapsack {
     fn name(&self) -> &str {
         "egrl-dp"
     }
@@ -358,13 +393,19 @@ pub fn mapping_line(path: &Path, setup: &Arc<GameSetup>) -> Result<malloc_game::
 /// One row of the results, in the JSON form of `evaluate --json`.
 #[derive(Serialize, Clone, Debug)]
 pub struct Row {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// The solver's name, as the user gave it (`beam:64`).
     pub solver: String,
     /// Simulated ("true") latency; null when the mapping is invalid.
     pub latency_s: Option<f64>,
+    /// The cost model's latency of the mapping; null when it is invalid.
     pub proxy_latency_s: Option<f64>,
+    /// Whether the mapping passed the validator.
     pub valid: bool,
+    /// The xla baseline's simulated latency over this one's: above 1 is faster than xla.
     pub speedup_vs_xla: Option<f64>,
     /// The physical limit of this case (see `xla_msa::bound_latency`).
     pub bound_latency_s: f64,
@@ -374,9 +415,11 @@ pub struct Row {
     pub bound_source: BoundSource,
     /// `latency / lower_bound - 1`: at most this much room is left above this solver.
     pub gap_to_bound: Option<f64>,
+    /// The fastest level's capacity in this case, bytes.
     pub fast_capacity_bytes: u64,
     /// Peak bytes held in the fast levels by this mapping.
     pub fast_bytes_used: Option<u64>,
+    /// Seconds the solver took.
     pub solve_s: f64,
     /// The validator's message when `valid` is false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -401,8 +444,9 @@ pub struct Proof {
     pub lower_bound_s: f64,
     /// `(model's best latency - lower bound) / model's best latency`, in the objective.
     pub gap: f64,
-    /// Candidate holds in the model, and models solved.
+    /// Candidate holds in the model.
     pub candidates: usize,
+    /// Models solved (the model grows its candidates between rounds).
     pub rounds: usize,
     /// The mapping is the local search's, faster in simulation than every mapping the MIP
     /// built or was given (`crate::exact_run`).
@@ -416,6 +460,24 @@ pub struct Proof {
     /// the same model, so the same optimum, but not the same reach within a time limit.
     #[serde(default = "unknown_backend")]
     pub backend: String,
+    /// What proved `lower_bound_s`: the whole model, or the bound by blocks where the
+    /// whole model proved none (docs/exact.md).
+    #[serde(default)]
+    pub bound_by: BoundBy,
+    /// What the windows did, where they ran (`crate::exact_run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<exact::WindowStats>,
+}
+
+/// Which relaxation of the whole program proved an exact solve's bound.
+#[derive(Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundBy {
+    /// The whole model (its branch and bound's proven bound).
+    #[default]
+    Model,
+    /// The model cut into blocks of ops, each solved on its own (`exact::block_bound`).
+    Blocks,
 }
 
 fn unknown_backend() -> String {
@@ -427,6 +489,7 @@ fn proxy_objective() -> exact::Objective {
 }
 
 impl Proof {
+    /// What `s` proved, before any local search polished its mapping.
     pub fn of(s: &exact::ExactSolution) -> Proof {
         Proof {
             objective: s.objective,
@@ -439,6 +502,8 @@ impl Proof {
             backend: exact::BACKEND.into(),
             polished: false,
             polished_from: None,
+            bound_by: BoundBy::Model,
+            windows: None,
         }
     }
 }
@@ -471,7 +536,7 @@ pub fn known_optimum(case: &Case) -> Option<f64> {
 
 /// The standalone xla solver's simulated latency: every speedup is measured against it.
 pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
-    baselines::xla_latency(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+    xla_msa::xla_latency(program, hw).map_err(|msg| EvalError::BaselineInvalid {
         solver: "xla".into(),
         msg,
     })
@@ -479,7 +544,7 @@ pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, EvalError> {
 
 /// The standalone xla solver's mapping, validated.
 fn xla_mapping(program: &Program, hw: &Hardware) -> Result<Mapping, EvalError> {
-    baselines::xla_mapping(program, hw).map_err(|msg| EvalError::BaselineInvalid {
+    xla_msa::xla_mapping(program, hw).map_err(|msg| EvalError::BaselineInvalid {
         solver: "xla".into(),
         msg,
     })
@@ -499,6 +564,8 @@ pub struct CaseScorer<'a> {
 }
 
 impl<'a> CaseScorer<'a> {
+    /// The case's reference figures: the xla mapping (solved once), its latency and the
+    /// physical bound.
     pub fn new(case: &'a Case) -> Result<CaseScorer<'a>, EvalError> {
         let (program, hw) = (case.program.as_ref(), &case.hw);
         let t0 = Instant::now();
@@ -510,7 +577,7 @@ impl<'a> CaseScorer<'a> {
             case,
             cost: CostModel::new(program, hw),
             sim,
-            bound: baselines::bound_latency(program, hw),
+            bound: xla_msa::bound_latency(program, hw),
             xla,
             xla_mapping,
             xla_solve_s,
@@ -564,7 +631,12 @@ pub enum EvalProgress<'a> {
     /// A solver starts.
     Solving(&'a str),
     /// A game player has played `done` of `total` turns.
-    Turns { done: usize, total: usize },
+    Turns {
+        /// Turns played.
+        done: usize,
+        /// Turns in the game.
+        total: usize,
+    },
     /// A solver's mapping is validated and simulated.
     Solved(&'a Row),
 }

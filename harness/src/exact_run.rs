@@ -1,12 +1,18 @@
 //! The exact solver as `evaluate` and the race run it: the MIP first, for its bound and the
 //! fastest simulated mapping it built or was given; then, under the simulated objective,
-//! the local search for the rest of the budget, started from the MIP's mapping (played as
-//! the game's nearest line) and the heuristics' games. The MIP's model ranks mappings by a
-//! relaxation; the local search ranks them by the simulator itself, so what it adds is
-//! what the relaxation cannot see (queued copies, stalls).
+//! where the whole model did not finish, windows (docs/exact.md, "Windows"): the MIP
+//! repairs a window of ops of the mapping at a time, each repair kept when it simulates
+//! faster; then the local search for the rest of the budget, started from that mapping
+//! (played as the game's nearest line) and the heuristics' games. The MIP's model ranks
+//! mappings by a relaxation; the local search ranks them by the simulator itself, so what
+//! it adds is what the relaxation cannot see (queued copies, stalls).
+//!
+//! The bound is the whole model's, or, where the whole model proved none (past its reach,
+//! or stopped before its first relaxation was solved), the bound by blocks
+//! ([`exact::block_bound`]): always one proven over the whole program, never a window's.
 //!
 //! Under `--exact-objective proxy` the answer is the cost model's optimum, as named: no
-//! local search, and the MIP has the whole budget.
+//! windows, no local search, and the MIP has the whole budget.
 
 use crate::evaluate::{Case, EvalError, Proof};
 use accel_sim::{Mapping, Simulator};
@@ -21,6 +27,23 @@ use std::time::{Duration, Instant};
 /// MIP share buys little.
 pub const MIP_SHARE: f64 = 0.5;
 
+/// The MIP's share where windows may follow (`--exact-windows auto` or `on`): the bound
+/// by blocks and the windows make better use of the rest than a longer branch and bound
+/// (docs/exact.md, "Windows").
+pub const WINDOWED_MIP_SHARE: f64 = 0.25;
+
+/// Where the whole model did not finish, the share of the budget the bound by blocks
+/// gets.
+pub const BLOCK_SHARE: f64 = 0.15;
+
+/// The share of the time left after the MIP (and the blocks) the windows get; the local
+/// search has the rest.
+pub const WINDOW_SHARE: f64 = 0.6;
+
+/// Under `auto`, a proven whole model's mapping this far above its bound in simulation
+/// still gets windows.
+pub const WINDOWS_GAP: f64 = 0.01;
+
 /// Whole-game replays the local search makes before its first move, counted in the time
 /// one replay of the MIP's mapping took.
 const REPLAYS_BEFORE_A_MOVE: u32 = 8;
@@ -30,6 +53,7 @@ const REPLAYS_BEFORE_A_MOVE: u32 = 8;
 pub struct Polish {
     /// The game's rules for the local search's lines.
     pub options: GameOptions,
+    /// The local search's seed.
     pub seed: u64,
     /// Local-search chains (at least 1).
     pub threads: usize,
@@ -64,9 +88,15 @@ pub fn run_exact(
     let polishes = config.objective == exact::Objective::Simulated;
     let mip = exact::ExactConfig {
         seconds: if polishes {
-            config.seconds * MIP_SHARE
+            config.seconds * mip_share(config.windows)
         } else {
             config.seconds
+        },
+        // Under proxy the answer is the whole model's, whatever its size.
+        windows: if polishes {
+            config.windows
+        } else {
+            exact::Windows::Off
         },
         ..config.clone()
     };
@@ -95,6 +125,18 @@ pub fn run_exact(
     let mut proof = Proof::of(&solution);
     tell(&mut curve, solution.simulated_s);
     let deadline = t0 + Duration::from_secs_f64(config.seconds);
+    if polishes && windows_wanted(config.windows, &solution) {
+        let mut told = |l: f64| tell(&mut curve, l);
+        windows(
+            case,
+            config,
+            polish.seed,
+            deadline,
+            &mut solution,
+            &mut proof,
+            &mut told,
+        )?;
+    }
     if !polishes || Instant::now() >= deadline {
         return Ok(ExactRun {
             solution,
@@ -169,6 +211,65 @@ pub fn run_exact(
     })
 }
 
+/// Whether windows follow the whole model: under `auto` where it did not finish, or where
+/// its fastest mapping simulates more than [`WINDOWS_GAP`] above its bound (the model's
+/// optimum is the relaxation's, and the windows' models see the copies' contention the
+/// whole one does not); always under `on`.
+fn windows_wanted(mode: exact::Windows, solution: &exact::ExactSolution) -> bool {
+    match mode {
+        exact::Windows::Off => false,
+        exact::Windows::On => true,
+        exact::Windows::Auto => {
+            solution.status == exact::Status::TimeLimit
+                || solution.simulated_s > solution.lower_bound_s * (1.0 + WINDOWS_GAP)
+        }
+    }
+}
+
+/// The bound by blocks where the whole model proved none, then windows from the fastest
+/// mapping so far for their share of the time left; `solution` and `proof` take what
+/// they find, and `tell` each faster mapping.
+fn windows(
+    case: &Case,
+    config: &exact::ExactConfig,
+    seed: u64,
+    deadline: Instant,
+    solution: &mut exact::ExactSolution,
+    proof: &mut Proof,
+    tell: &mut dyn FnMut(f64),
+) -> Result<(), EvalError> {
+    let left = |now: Instant| deadline.saturating_duration_since(now).as_secs_f64();
+    if solution.status == exact::Status::TimeLimit {
+        let seconds = (config.seconds * BLOCK_SHARE).min(left(Instant::now()));
+        let blocks = exact::block_bound(&case.program, &case.hw, config.objective, seconds)?;
+        if blocks.lower_bound_s > solution.lower_bound_s {
+            solution.lower_bound_s = blocks.lower_bound_s;
+            solution.gap =
+                ((solution.latency_s - blocks.lower_bound_s) / solution.latency_s).max(0.0);
+            proof.lower_bound_s = solution.lower_bound_s;
+            proof.gap = solution.gap;
+            proof.bound_by = crate::evaluate::BoundBy::Blocks;
+        }
+    }
+    let window_config = exact::WindowConfig {
+        seconds: left(Instant::now()) * WINDOW_SHARE,
+        seed,
+    };
+    let found = exact::improve(
+        &case.program,
+        &case.hw,
+        &solution.mapping,
+        &window_config,
+        &mut |_, l| tell(l),
+    )?;
+    if found.simulated_s < solution.simulated_s {
+        solution.mapping = found.mapping;
+        solution.simulated_s = found.simulated_s;
+    }
+    proof.windows = Some(found.stats);
+    Ok(())
+}
+
 /// The incumbent's best game if it simulates faster than `latency`.
 fn faster_than(incumbent: &Incumbent, latency: f64) -> Option<malloc_game::Game> {
     incumbent
@@ -184,6 +285,14 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
     Ok(sim.run(mapping, false).latency_s)
 }
 
+/// The MIP's share of the budget under the simulated objective.
+pub fn mip_share(windows: exact::Windows) -> f64 {
+    match windows {
+        exact::Windows::Off => MIP_SHARE,
+        exact::Windows::Auto | exact::Windows::On => WINDOWED_MIP_SHARE,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,19 +305,20 @@ mod tests {
         }
     }
 
-    /// Under the simulated objective the local search takes the budget the MIP leaves,
-    /// and what it returns is valid, no slower than the MIP's mapping, and what the curve
-    /// ends at; the bound is the MIP's.
+    /// Under the simulated objective (without windows) the local search takes the budget
+    /// the MIP leaves, and what it returns is valid, no slower than the MIP's mapping, and
+    /// what the curve ends at; the bound is the MIP's.
     #[test]
     fn the_local_search_only_ever_improves_the_mips_mapping() {
         let case = Case::named(Some("random-dag"), None, None).unwrap();
         let config = exact::ExactConfig {
             seconds: 1.0,
+            windows: exact::Windows::Off,
             ..Default::default()
         };
         let mip = exact::Exact {
             config: exact::ExactConfig {
-                seconds: config.seconds * MIP_SHARE,
+                seconds: config.seconds * mip_share(config.windows),
                 ..config.clone()
             },
         }
@@ -243,6 +353,60 @@ mod tests {
         );
         assert_eq!(run.proof.lower_bound_s, mip.lower_bound_s);
         assert!(run.proof.lower_bound_s <= run.solution.simulated_s);
+    }
+
+    /// With windows after the whole model, the answer is valid and no slower than the
+    /// MIP's, the curve tells each improvement in order and ends at it, and the bound is
+    /// a whole-program one (the model's, or the blocks' where higher) below the answer;
+    /// the pipeline keeps to its budget.
+    #[test]
+    fn windows_only_ever_improve_and_the_bound_stays_the_whole_programs() {
+        // resnet50 on nnp-i-like: microlp proves no optimum within seconds, HiGHS does.
+        for (workload, hardware, seconds) in [
+            ("random-dag", None, 2.0),
+            ("resnet50", Some("nnp-i-like"), 6.0),
+        ] {
+            let case = Case::named(Some(workload), hardware, None).unwrap();
+            let config = exact::ExactConfig {
+                seconds,
+                windows: exact::Windows::On,
+                ..Default::default()
+            };
+            let mut told = Vec::new();
+            let t0 = Instant::now();
+            let run = run_exact(&case, &config, &polish(), &mut |t, l| told.push((t, l))).unwrap();
+            let took = t0.elapsed().as_secs_f64();
+            assert!(
+                took >= seconds * 0.9 && took <= seconds + 2.0,
+                "{workload}: {took}"
+            );
+            assert_eq!(run.curve, told);
+            assert!(run
+                .curve
+                .windows(2)
+                .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
+            assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+            let mut sim = Simulator::new(&case.program, &case.hw);
+            assert_eq!(
+                simulated(&mut sim, &case, &run.solution.mapping).unwrap(),
+                run.solution.simulated_s
+            );
+            // Never slower than the fastest mapping the MIP starts from.
+            assert!(run.solution.simulated_s <= run.curve[0].1, "{workload}");
+            let stats = run.proof.windows.as_ref().expect("windows ran");
+            assert_eq!(stats.invalid, 0);
+            assert!(stats.repairs > 0, "{workload}");
+            let physical = xla_msa::bound_latency(&case.program, &case.hw);
+            assert!(run.proof.lower_bound_s > physical, "{workload}");
+            if run.proof.optimal {
+                assert_eq!(run.proof.bound_by, crate::evaluate::BoundBy::Model);
+            }
+            assert!(run.proof.lower_bound_s > 0.0);
+            assert!(
+                run.proof.lower_bound_s <= run.solution.simulated_s,
+                "{workload}"
+            );
+        }
     }
 
     /// Under the proxy objective the answer is the cost model's optimum as the MIP gives

@@ -11,6 +11,8 @@
 //!   [`race_folder`], and the settings only some of its solvers read in
 //!   [`race_settings`].
 
+#![warn(missing_docs)]
+
 pub mod bounds;
 pub mod curves;
 pub mod evaluate;

@@ -19,7 +19,7 @@ use crate::evaluate::{Case, EvalError, Proof};
 use crate::exact_run::{run_exact, Polish};
 use crate::registry::Run;
 use accel_sim::{Mapping, MappingFile, Simulator};
-use malloc_game::anytime::{anytime_solver, Incumbent, Limit};
+use malloc_game::anytime::{anytime_solver, Incumbent, Limit, Start};
 use malloc_game::{GameOptions, GameSetup};
 use malloc_muzero::train::{Limits, TrainConfig, TrainError, Trainer};
 use malloc_muzero::{GuideKind, GuidedSearch};
@@ -28,26 +28,37 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xla_msa as baselines;
 
 /// Why a race could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RaceError {
+    /// No race solver has this name.
     #[error("unknown race solver `{0}` (known: {known})", known = crate::registry::race_names().join(", "))]
     UnknownSolver(String),
+    /// The case could not be built, or a mapping not scored.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// The agent's training failed.
     #[error(transparent)]
     Train(#[from] Box<TrainError>),
+    /// A game could not be set up on the case.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    /// EGRL failed.
     #[error(transparent)]
     Egrl(#[from] egrl::EgrlError),
     /// A guided search's network could not be loaded or does not fit the case.
     #[error(transparent)]
     Guide(#[from] malloc_muzero::AgentError),
+    /// A file of the race could not be read or written.
     #[error("{path}: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        msg: String,
+    },
+    /// A race setting is out of range.
     #[error("{0}")]
     Config(String),
     /// EGRL's config does not fit the case (its field named).
@@ -62,6 +73,7 @@ pub struct RaceConfig {
     pub seconds: f64,
     /// Threads per solver.
     pub threads: usize,
+    /// The seed of every solver that draws at random.
     pub seed: u64,
     /// The game's rules for the game solvers and the agent.
     pub options: GameOptions,
@@ -75,14 +87,32 @@ pub struct RaceConfig {
     pub egrl: egrl::EgrlConfig,
     /// What the exact solver minimises (its time limit is the race's).
     pub exact_objective: exact::Objective,
+    /// The share of the agent's budget (and the guided searches') spent on the MIP whose
+    /// mapping's line is one of the search's starts; `None`: [`AGENT_MIP_SHARE`].
+    pub mip_share: Option<f64>,
+}
+
+/// The share of the agent's race budget the MIP gets before the guided search, whose
+/// starts then include the MIP's line (issue 59): chosen on validation programs, never
+/// the suite or the scale tier (docs/results.md, "Where the agent starts").
+pub const AGENT_MIP_SHARE: f64 = 0.5;
+
+impl RaceConfig {
+    /// The MIP's share of a guided search's budget ([`RaceConfig::mip_share`]).
+    pub fn agent_mip_share(&self) -> f64 {
+        self.mip_share.unwrap_or(AGENT_MIP_SHARE)
+    }
 }
 
 /// One solver's result on one case (the JSON form of `race --json`; a race's saved
 /// results read back into it, without the mapping).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RaceResult {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// The solver's name.
     pub solver: String,
     /// The best mapping's simulated latency; `None` when the solver found none.
     pub best_latency_s: Option<f64>,
@@ -90,6 +120,7 @@ pub struct RaceResult {
     pub valid: bool,
     /// `[elapsed_s, best_latency_s]` at each improvement.
     pub curve: Vec<(f64, f64)>,
+    /// The best mapping itself (not saved in the results).
     #[serde(skip)]
     pub mapping: Option<Mapping>,
     /// The agent's run folder.
@@ -105,12 +136,14 @@ pub struct RaceResult {
     /// What the exact solver proved (its results only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
-    /// The case's best proven lower bound on the simulated latency, where it came from,
-    /// and `best_latency / lower_bound - 1` (as in [`crate::evaluate::Row`]).
+    /// The case's best proven lower bound on the simulated latency (as in
+    /// [`crate::evaluate::Row`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower_bound_s: Option<f64>,
+    /// Where `lower_bound_s` came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_source: Option<BoundSource>,
+    /// `best_latency / lower_bound - 1`: at most this much room is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_to_bound: Option<f64>,
     /// The mean primal gap over the budget (`crate::bounds::CaseBound::primal_integral`):
@@ -129,6 +162,24 @@ pub struct RaceResult {
     /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:64`, `greedy-size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
+    /// Wall-clock seconds from the solver's start to its answer. A solver that cannot be
+    /// stopped mid-step (a MIP backend inside one relaxation) can pass its budget; the
+    /// table marks such a result ([`RaceResult::over_budget`]) rather than hide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+}
+
+/// Seconds past its budget a result may end and still count as within it: the answer's
+/// validation and simulation, and a thread's last step.
+pub const BUDGET_SLACK_S: f64 = 1.0;
+
+impl RaceResult {
+    /// Whether the solver ran past `seconds` (its budget) by more than 5% and
+    /// [`BUDGET_SLACK_S`].
+    pub fn over_budget(&self, seconds: f64) -> bool {
+        self.wall_s
+            .is_some_and(|w| w > seconds * 1.05 + BUDGET_SLACK_S)
+    }
 }
 
 /// Sets the bound of `case` ([`best_bound`]: the physical limit, the proofs among
@@ -136,7 +187,7 @@ pub struct RaceResult {
 /// and each one's primal integral over the race's `budget_s`. A bound above a valid
 /// mapping's simulated latency is a broken proof: an error.
 pub fn fill_gaps(results: &mut [RaceResult], case: &Case, budget_s: f64) -> Result<(), EvalError> {
-    let physical = baselines::bound_latency(&case.program, &case.hw);
+    let physical = xla_msa::bound_latency(&case.program, &case.hw);
     let bound = best_bound(
         case,
         physical,
@@ -185,7 +236,11 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
             // The local search after the MIP plays the game by these rules.
             if config.exact_objective == exact::Objective::Simulated {
                 set("options", serde_json::json!(config.options));
-                set("mip_share", crate::exact_run::MIP_SHARE.into());
+                set(
+                    "mip_share",
+                    crate::exact_run::mip_share(exact::Windows::default()).into(),
+                );
+                set("windows", exact::Windows::default().as_str().into());
             }
         }
         Some(Run::Agent) => {
@@ -202,6 +257,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", agent_guide_name(config).into());
+            set("mip_share", config.agent_mip_share().into());
         }
         Some(Run::Train) => {
             set("options", serde_json::json!(config.options));
@@ -225,6 +281,7 @@ pub fn settings_of(case: &Case, name: &str, config: &RaceConfig) -> serde_json::
                 serde_json::json!(played.unwrap_or(config.options.clone())),
             );
             set("guide", name.trim_start_matches(GUIDED_PREFIX).into());
+            set("mip_share", config.agent_mip_share().into());
             if let Some(GuideKind::Online(_)) = guide_of(name) {
                 set(
                     "online",
@@ -370,6 +427,7 @@ pub fn race_case(
                 seconds: config.seconds,
                 relative_gap: 0.0,
                 objective: config.exact_objective,
+                ..Default::default()
             };
             let polish = Polish {
                 options: config.options.clone(),
@@ -382,7 +440,7 @@ pub fn race_case(
             (run.curve, Some(run.solution.mapping), None)
         }
         Run::Baseline => {
-            let solver = baselines::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
+            let solver = xla_msa::solver(name).ok_or(RaceError::UnknownSolver(name.into()))?;
             let m = solver.solve(&case.program, &case.hw);
             (vec![], Some(m), None)
         }
@@ -434,7 +492,9 @@ pub fn race_case(
             };
             let mut ran = Ok(Default::default());
             watch(&incumbent, &limit, on_best, || {
-                ran = search.run(&setup, config.seed, &limit, &incumbent);
+                // The MIP's time is the search's: its line is one more start.
+                let mip = mip_start(case, config, &setup);
+                ran = search.run(&setup, &mip, config.seed, &limit, &incumbent);
             });
             ran?;
             moves = Some(incumbent.moves()).filter(|&n| n > 0);
@@ -482,6 +542,7 @@ pub fn race_case(
         settings: Some(settings_of(case, name, config)),
         moves,
         start,
+        wall_s: None,
     };
     if let Some(m) = mapping {
         if let Ok((latency, proxy)) = measure(case, &m) {
@@ -496,6 +557,7 @@ pub fn race_case(
         }
         result.mapping = Some(m);
     }
+    result.wall_s = Some(t0.elapsed().as_secs_f64());
     Ok(result)
 }
 
@@ -529,6 +591,29 @@ pub const GUIDED_PREFIX: &str = "guided-";
 /// The guide of a guided solver's name (`guided-bundled`: the bundled generalist).
 pub(crate) fn guide_of(name: &str) -> Option<GuideKind> {
     name.strip_prefix(GUIDED_PREFIX)?.parse().ok()
+}
+
+/// The MIP's line for a guided search's starts: the exact solver's model solved for
+/// [`RaceConfig::agent_mip_share`] of the budget, its mapping played on `setup` (its own
+/// line where the game fills every level it uses). None where the share is 0 or the
+/// MIP gives nothing.
+fn mip_start(case: &Case, config: &RaceConfig, setup: &Arc<GameSetup>) -> Vec<Start> {
+    let seconds = config.seconds * config.agent_mip_share();
+    if seconds <= 0.0 {
+        return Vec::new();
+    }
+    let exact = exact::ExactConfig {
+        seconds,
+        relative_gap: 0.0,
+        objective: exact::Objective::Simulated,
+        // Past the backend's reach the whole model would not finish its first relaxation.
+        windows: exact::Windows::Auto,
+    };
+    let starts = exact::Exact::starts(&case.program, &case.hw);
+    match exact::solve(&case.program, &case.hw, &exact, &starts) {
+        Ok(s) => vec![Start::new("mip", setup.nearest_trajectory(&s.mapping))],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// A mapping of `case` validated, then its simulated and cost-model latencies; `Err` is

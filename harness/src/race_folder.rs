@@ -22,21 +22,32 @@ pub const RESULTS_VERSION: u32 = 2;
 /// Why a race folder could not be opened, kept or written; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
+    /// Another process writes the folder.
     #[error(transparent)]
     Lock(#[from] binio::LockError),
     /// The folder holds another kind of run ([`binio::FolderKind`]).
     #[error(transparent)]
     Kind(#[from] binio::KindError),
+    /// A saved mapping could not be read or written.
     #[error(transparent)]
     Bin(#[from] binio::BinError),
+    /// A results file could not be read.
     #[error(transparent)]
     Text(#[from] accel_sim::TextFileError),
+    /// A solver of the race failed.
     #[error(transparent)]
     Race(Box<RaceError>),
+    /// A case of the race could not be built.
     #[error(transparent)]
     Eval(Box<EvalError>),
+    /// A file of the folder could not be read or written.
     #[error("{path}: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        msg: String,
+    },
     /// The folder holds another race (another budget, seed, threads or build), or a
     /// result found under other settings: it is not this race's to continue.
     #[error("{0}")]
@@ -294,6 +305,7 @@ impl RaceFolder {
 /// One result of [`race_into`]: raced now, or kept from the folder.
 #[derive(Clone, Debug)]
 pub struct Finished {
+    /// The solver's result on the case.
     pub result: RaceResult,
     /// Kept from an earlier race into the folder (re-validated and re-simulated), not
     /// raced again.

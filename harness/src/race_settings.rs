@@ -17,6 +17,9 @@ pub enum Setting {
     SearchModel,
     /// EGRL's config (the EGRL solvers').
     EgrlConfig,
+    /// The MIP's share of a guided search's budget (`muzero`'s and the `guided-*`
+    /// solvers').
+    MipShare,
 }
 
 /// The EGRL config's fields the race sets for every solver alike (from its seed, its
@@ -41,6 +44,15 @@ pub fn unread(solvers: &[String], setting: Setting) -> Option<String> {
                 .iter()
                 .any(|s| run_of(s).is_some_and(|r| r.reads_egrl_config())),
             "the EGRL solvers read it, and none is",
+        ),
+        Setting::MipShare => (
+            solvers.iter().any(|s| {
+                matches!(
+                    run_of(s),
+                    Some(crate::registry::Run::Agent | crate::registry::Run::Guided)
+                )
+            }),
+            "the muzero and guided-* solvers read it, and none is",
         ),
     };
     (!read).then(|| format!("only {readers} in this race"))

@@ -16,6 +16,7 @@ pub use crate::registry::INSTANT_HEURISTICS;
 pub struct Reference {
     /// The fastest heuristic's name and simulated latency.
     pub heuristic: String,
+    /// Its simulated latency, seconds.
     pub heuristic_latency_s: f64,
     /// The best proven lower bound on every mapping's simulated latency.
     pub bound: CaseBound,

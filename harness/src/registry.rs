@@ -59,6 +59,7 @@ impl Run {
 /// A solver: its name, what it is, and how each front end builds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The name users give (`xla`, `beam:W`'s `beam`, ...).
     pub name: &'static str,
     /// One line for listings.
     pub about: &'static str,

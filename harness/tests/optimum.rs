@@ -25,6 +25,7 @@ fn race_config(seconds: f64, train: TrainConfig) -> RaceConfig {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::Proxy,
+        mip_share: None,
     }
 }
 

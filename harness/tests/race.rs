@@ -92,6 +92,7 @@ fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
         agent_dir: Some(dir.clone()),
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
+        mip_share: None,
     };
     let t0 = std::time::Instant::now();
     let r = race_case(&case, "muzero-train", &config, &mut |_, _| {}).unwrap();
@@ -125,6 +126,7 @@ fn keeping_checkpoints_is_not_a_setting_of_the_agents_result() {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
+        mip_share: None,
     };
     let kept = harness::race::settings_of(&case, "muzero-train", &config(true));
     let not = harness::race::settings_of(&case, "muzero-train", &config(false));
@@ -161,6 +163,7 @@ fn the_guided_searches_race_and_count_their_moves() {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
+        mip_share: None,
     };
     for name in [
         "guided-uniform",
@@ -197,6 +200,7 @@ fn the_agents_race_is_the_search_guided_by_the_bundled_network() {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
+        mip_share: None,
     };
     harness::race::check_config(&case, &["muzero".to_string()], &config).unwrap();
     let r = race_case(&case, "muzero", &config, &mut |_, _| {}).unwrap();

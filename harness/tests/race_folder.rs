@@ -26,6 +26,7 @@ fn config() -> RaceConfig {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
+        mip_share: None,
     }
 }
 

@@ -14,7 +14,6 @@ use malloc_game::{GameOptions, GameSetup};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
-use xla_msa as baselines;
 
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
@@ -42,14 +41,14 @@ fn main() {
         timed("setup", || {
             let c = CostModel::new(&program, &hw);
             let s = Simulator::new(&program, &hw);
-            let b = baselines::bound_latency(&program, &hw);
+            let b = xla_msa::bound_latency(&program, &hw);
             (c.len(), s, b)
         });
     }
     let mut mappings: Vec<(String, Mapping)> = Vec::new();
     for name in ["all-slow", "xla", "greedy-size"] {
         if on(name) {
-            let s = baselines::solver(name).expect("built-in solver");
+            let s = xla_msa::solver(name).expect("built-in solver");
             mappings.push((name.into(), timed(name, || s.solve(&program, &hw))));
         }
     }

@@ -11,6 +11,8 @@
 //! - [`render`]: SVG memory maps and latency timelines.
 //! - [`viewer`]: a saved game, or two compared, as one self-contained HTML page.
 
+#![warn(missing_docs)]
+
 pub mod anytime;
 mod game;
 pub mod observation;
@@ -23,8 +25,13 @@ pub mod viewer;
 pub use game::{Decision, Game, GameError, GameSetup, Hold, Inexpressible, Move, Read};
 
 /// The version of the game's rules (docs/mallocgame.md): 2 since a turn decides one use
-/// of a buffer. Files that record games or what was trained on them carry it.
-pub const RULES_VERSION: u32 = 2;
+/// of a buffer, 3 since every valid mapping is a line (moves given in full, a turn at a
+/// definition). Files that record games or what was trained on them carry it.
+pub const RULES_VERSION: u32 = 3;
+/// The rules whose observation and numbered actions are this build's: a network trained
+/// under any of them reads this game (rules v3 kept v2's observation and menu and only
+/// added turns), though a training run's stored games replay only under its own rules.
+pub const NETWORK_RULES: [u32; 2] = [2, 3];
 pub use options::{GameOptions, Mode, Order, Reward, MAX_SLOTS};
 
 pub use accel_sim::seed_for;

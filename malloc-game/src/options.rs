@@ -28,6 +28,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order the menu lists them.
     pub const ALL: [Mode; 5] = [
         Mode::Keep,
         Mode::Define,
@@ -35,6 +36,7 @@ impl Mode {
         Mode::PrefetchLate,
         Mode::PrefetchEarly,
     ];
+    /// The mode's name in files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Keep => "keep",
@@ -105,6 +107,7 @@ impl Reward {
     /// The names [`Reward::from_str`](std::str::FromStr) accepts.
     pub const NAMES: [&'static str; 2] = ["simulated", "proxy"];
 
+    /// The reward's name in files and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Reward::Simulated => "simulated",
@@ -140,7 +143,9 @@ pub struct GameOptions {
     pub fast_levels: usize,
     /// K: offset candidates per mode that chooses an offset.
     pub slots: usize,
+    /// The kinds of move on each turn's menu (besides level 0).
     pub modes: Vec<Mode>,
+    /// The order in which a pass's buffers take their turns.
     pub order: Order,
     /// How many upcoming buffers the observation describes.
     pub lookahead: usize,

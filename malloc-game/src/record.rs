@@ -6,18 +6,18 @@
 //! loaded again at replay, and a changed workload is reported instead of replayed. The
 //! hardware and the game options are embedded, so a replay needs nothing else.
 
-use crate::game::{Decision, Game, GameError, GameSetup, Hold, Move, Read};
+use crate::game::{Decision, Game, Hold, Move, Read};
 use crate::options::GameOptions;
 use accel_sim::HardwareFile;
-use accel_sim::{HardwareError, Program};
 use binio::BinError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::Arc;
 
 mod names;
+mod replay;
 
 pub use names::{bounded_name, safe_file_name, saved_game_name};
+pub use replay::{Replay, ReplayError, TurnInfo};
 
 /// The format version of saved games (binary header and the `format_version` field).
 // 2: binio files carry a checksum. 3: rules v2 (a turn per use, docs/mallocgame.md).
@@ -49,13 +49,16 @@ pub struct GameRecord {
     pub format_version: u32,
     /// The program's name.
     pub workload: String,
-    /// [`Program::content_hash`] of the program played.
+    /// [`accel_sim::Program::content_hash`] of the program played.
     pub program_hash: u64,
+    /// The hardware the game was played on.
     #[serde(with = "hardware_serde")]
     pub hardware: HardwareFile,
+    /// The rules' knobs the game was played under.
     pub options: GameOptions,
     /// Who played (a baseline's name, `muzero`, `random`, ...).
     pub player: String,
+    /// The player's seed.
     pub seed: u64,
     /// One action per turn, in turn order ([`MOVE_ACTION`] for a move given in full).
     pub actions: Vec<u32>,
@@ -75,8 +78,11 @@ pub struct GameRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SavedMove {
+    /// The turn the move decided.
     pub turn: u64,
+    /// Where the use reads from.
     pub read: SavedRead,
+    /// How the chunk it reads from ends, where the move says so.
     pub hold: Option<SavedHold>,
     /// The offset and hold of a chunk written at the definition before the use.
     pub written_before: Option<(u64, SavedHold)>,
@@ -86,17 +92,31 @@ pub struct SavedMove {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SavedRead {
+    /// Level 0.
     Level0,
+    /// The chunk held so far.
     Keep,
-    Define { offset: u64 },
-    Prefetch { start: u64, offset: u64 },
+    /// A chunk the defining op writes.
+    Define {
+        /// Where in the level.
+        offset: u64,
+    },
+    /// A chunk a copy from level 0 fills.
+    Prefetch {
+        /// The op at whose start the copy is issued.
+        start: u64,
+        /// Where in the level.
+        offset: u64,
+    },
 }
 
 /// [`Hold`] as saved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SavedHold {
+    /// The last op the chunk is held through.
     pub end: u64,
+    /// The op after which it is copied back to level 0, if it is.
     pub eviction: Option<u64>,
 }
 
@@ -172,38 +192,77 @@ impl SavedMove {
 pub struct SearchStats {
     /// One count per action (`GameOptions::action_count` entries).
     pub visits: Vec<u32>,
+    /// The search's value of the turn's position.
     pub root_value: f32,
 }
 
 /// A saved game that cannot be made, read or trusted.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The game is not over: only finished games are saved.
     #[error("cannot save an unfinished game: turn {turn} of {length}")]
-    NotTerminal { turn: usize, length: usize },
+    NotTerminal {
+        /// Turns played.
+        turn: usize,
+        /// Turns in the game.
+        length: usize,
+    },
+    /// The binary file could not be read or written.
     #[error(transparent)]
     Bin(#[from] BinError),
+    /// The JSON form does not parse as a saved game.
     #[error("{origin}: not a saved game: {msg}")]
-    Json { origin: String, msg: String },
+    Json {
+        /// The file.
+        origin: String,
+        /// The parser's message.
+        msg: String,
+    },
+    /// A game saved by rules v1, which this build does not replay.
     #[error("{origin}: saved by rules v1 (saved-game format version {found}): this build plays rules v2, where a turn decides one use of a buffer (docs/mallocgame.md); replay it with a build from before rules v2, or play the game again")]
-    RulesV1 { origin: String, found: u32 },
+    RulesV1 {
+        /// The file.
+        origin: String,
+        /// The format version it has.
+        found: u32,
+    },
+    /// A game saved by rules v2, which this build does not replay.
     #[error("{origin}: saved by rules v2 (saved-game format version {found}): this build plays rules v3, where the game also stops at a definition and wherever a move given in full exists (docs/mallocgame.md); replay it with a build from before rules v3, or play the game again")]
-    RulesV2 { origin: String, found: u32 },
+    RulesV2 {
+        /// The file.
+        origin: String,
+        /// The format version it has.
+        found: u32,
+    },
+    /// A game saved before games named their reward kind.
     #[error("{origin}: saved-game format version {found}, from before saved games named their reward kind (its rewards were the cost model's, today's `--reward proxy`); this build reads version {expected}: play the game again")]
     NoRewardKind {
+        /// The file.
         origin: String,
+        /// The format version it has.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
+    /// A format version this build does not know.
     #[error("{origin}: saved-game format version {found}, this build reads {expected}")]
     Version {
+        /// The file.
         origin: String,
+        /// The format version it has.
         found: u32,
+        /// The version this build reads.
         expected: u32,
     },
+    /// A field holds what no game could have (an action past the menu, a length that
+    /// disagrees).
     #[error("{origin}: field `{field}`: {msg}")]
     Invalid {
+        /// The file.
         origin: String,
+        /// The field.
         field: &'static str,
+        /// What is wrong.
         msg: String,
     },
 }
@@ -228,92 +287,6 @@ fn version_error(origin: &str, found: u32) -> RecordError {
             expected: GAME_FORMAT_VERSION,
         }
     }
-}
-
-/// Why a saved game does not replay.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("saved game of workload `{saved}` replayed against program `{given}`")]
-    WrongWorkload { saved: String, given: String },
-    #[error("saved against a different version of workload `{workload}` (program hash {saved:#018x} != {given:#018x})")]
-    ProgramHash {
-        workload: String,
-        saved: u64,
-        given: u64,
-    },
-    #[error("saved game of `{workload}` ends after {actions} actions, but the game is not over")]
-    Length { workload: String, actions: usize },
-    #[error("saved game of `{workload}` has {rewards} rewards for {actions} actions")]
-    Rewards {
-        workload: String,
-        rewards: usize,
-        actions: usize,
-    },
-    #[error("saved game of `{workload}`: {source}")]
-    Hardware {
-        workload: String,
-        source: HardwareError,
-    },
-    #[error("saved game of `{workload}`: {source}")]
-    Setup { workload: String, source: GameError },
-    #[error("saved game of `{workload}`: all-slow latency S0 {saved:e} s, replayed {replayed:e} s (the simulator or its inputs changed)")]
-    AllSlow {
-        workload: String,
-        saved: f64,
-        replayed: f64,
-    },
-    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`): {source}")]
-    Illegal {
-        workload: String,
-        turn: usize,
-        buffer: String,
-        source: GameError,
-    },
-    #[error("saved game of `{workload}`: turn {turn} (buffer `{buffer}`, action {action} = {action_name}): saved reward {saved:e}, replayed {replayed:e}")]
-    Reward {
-        workload: String,
-        turn: usize,
-        buffer: String,
-        action: u32,
-        action_name: String,
-        saved: f64,
-        replayed: f64,
-    },
-    #[error("saved game of `{workload}`: final latency {saved:e} s, replayed {replayed:e} s")]
-    FinalLatency {
-        workload: String,
-        saved: f64,
-        replayed: f64,
-    },
-}
-
-/// One replayed turn.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TurnInfo {
-    pub buffer: String,
-    pub action: u32,
-    /// `GameSetup::action_name`: `CMEM prefetch slot 0`.
-    pub action_name: String,
-    pub reward: f64,
-    /// The cost model's latency after this turn (`P(t)`), seconds.
-    pub proxy_latency_s: f64,
-    /// The simulated latency of the mapping after this turn (`S(t)`; after the last turn,
-    /// the final latency), seconds. Under the simulated reward, turn `t`'s reward is
-    /// `(S(t-1) - S(t)) / S0`: these let anyone check that the rewards telescope.
-    pub latency_s: f64,
-}
-
-/// A verified replay: the finished game and its per-turn table.
-#[derive(Clone, Debug)]
-pub struct Replay {
-    pub game: Game,
-    pub turns: Vec<TurnInfo>,
-}
-
-/// Rewards are fractions of `S0` (order 1e-3 per turn); the replay runs the same code on the
-/// same inputs, so anything beyond rounding noise means the game changed.
-fn close(saved: f64, replayed: f64) -> bool {
-    (saved - replayed).abs() <= 1e-12 + 1e-9 * saved.abs()
 }
 
 impl GameRecord {
@@ -503,226 +476,22 @@ impl GameRecord {
         record.check(origin)?;
         Ok(record)
     }
-
-    /// Replays the game against `program` and checks every reward, `S0` and the final
-    /// latency; the first difference is the error.
-    pub fn replay(&self, program: Arc<Program>) -> Result<Replay, ReplayError> {
-        let workload = || self.workload.clone();
-        if program.name() != self.workload {
-            return Err(ReplayError::WrongWorkload {
-                saved: workload(),
-                given: program.name().to_string(),
-            });
-        }
-        let hash = program.content_hash();
-        if hash != self.program_hash {
-            return Err(ReplayError::ProgramHash {
-                workload: workload(),
-                saved: self.program_hash,
-                given: hash,
-            });
-        }
-        if self.rewards.len() != self.actions.len() {
-            return Err(ReplayError::Rewards {
-                workload: workload(),
-                rewards: self.rewards.len(),
-                actions: self.actions.len(),
-            });
-        }
-        let hw = self
-            .hardware
-            .clone()
-            .into_hardware("saved hardware: ")
-            .map_err(|source| ReplayError::Hardware {
-                workload: workload(),
-                source,
-            })?;
-        let setup = GameSetup::new(program, hw, self.options.clone()).map_err(|source| {
-            ReplayError::Setup {
-                workload: workload(),
-                source,
-            }
-        })?;
-        if !close(self.all_slow_latency_s, setup.all_slow_latency()) {
-            return Err(ReplayError::AllSlow {
-                workload: workload(),
-                saved: self.all_slow_latency_s,
-                replayed: setup.all_slow_latency(),
-            });
-        }
-        let mut game = setup.start();
-        let mut turns = Vec::with_capacity(self.actions.len());
-        let mut given = self.moves.iter();
-        for (turn, (&action, &saved)) in self.actions.iter().zip(&self.rewards).enumerate() {
-            let buffer = match game.current_buffer() {
-                Some(b) => setup.program().buffer(b).name.clone(),
-                // The game ended before the saved actions did.
-                None => {
-                    return Err(ReplayError::Illegal {
-                        workload: workload(),
-                        turn,
-                        buffer: String::new(),
-                        source: GameError::Terminal,
-                    })
-                }
-            };
-            let illegal = |source| ReplayError::Illegal {
-                workload: workload(),
-                turn,
-                buffer: buffer.clone(),
-                source,
-            };
-            let (decision, action_name) = if action == MOVE_ACTION {
-                // `check` paired every such action with a move, in turn order.
-                let m = given.next().and_then(SavedMove::to_move).ok_or_else(|| {
-                    illegal(GameError::IllegalMove {
-                        buffer: buffer.clone(),
-                        reason: "an op number of the saved move does not fit this machine".into(),
-                    })
-                })?;
-                (Decision::Move(m), setup.move_name(&m))
-            } else {
-                let a = action as usize;
-                (Decision::Action(a), setup.action_name(a))
-            };
-            let replayed = game.apply_decision(decision).map_err(illegal)?;
-            if !close(saved, replayed) {
-                return Err(ReplayError::Reward {
-                    workload: workload(),
-                    turn,
-                    buffer,
-                    action,
-                    action_name,
-                    saved,
-                    replayed,
-                });
-            }
-            turns.push(TurnInfo {
-                buffer,
-                action,
-                action_name,
-                reward: replayed,
-                proxy_latency_s: game.proxy_latency(),
-                latency_s: game.final_latency().unwrap_or(game.simulated_latency()),
-            });
-        }
-        if !game.is_terminal() {
-            return Err(ReplayError::Length {
-                workload: workload(),
-                actions: self.actions.len(),
-            });
-        }
-        let replayed = game.final_latency().unwrap_or(f64::NAN);
-        if !close(self.final_latency_s, replayed) {
-            return Err(ReplayError::FinalLatency {
-                workload: workload(),
-                saved: self.final_latency_s,
-                replayed,
-            });
-        }
-        Ok(Replay { game, turns })
-    }
 }
 
 /// `HardwareFile` is written for JSON and TOML: its capacities are an untagged enum and an
 /// absent level-0 capacity is skipped, neither of which a non-self-describing format such
 /// as bincode can read back. JSON gets the file form itself (a saved game's `hardware` reads
 /// like a hardware file); binary formats get a plain mirror of it.
-mod hardware_serde {
-    use accel_sim::{ByteSize, DmaFile, HardwareFile, LevelFile};
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Serialize, Deserialize)]
-    struct Hw {
-        name: String,
-        peak_tflops: f64,
-        op_overhead_us: f64,
-        dma_engines: u32,
-        dma_setup_us: f64,
-        levels: Vec<Level>,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    struct Level {
-        name: String,
-        capacity: Option<Size>,
-        read_gb_per_s: f64,
-        write_gb_per_s: f64,
-        alignment: u64,
-    }
-
-    #[derive(Serialize, Deserialize)]
-    enum Size {
-        Bytes(u64),
-        Text(String),
-    }
-
-    pub fn serialize<S: Serializer>(h: &HardwareFile, s: S) -> Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            return h.serialize(s);
-        }
-        Hw {
-            name: h.name.clone(),
-            peak_tflops: h.peak_tflops,
-            op_overhead_us: h.op_overhead_us,
-            dma_engines: h.dma.engines,
-            dma_setup_us: h.dma.setup_us,
-            levels: h
-                .levels
-                .iter()
-                .map(|l| Level {
-                    name: l.name.clone(),
-                    capacity: l.capacity.as_ref().map(|c| match c {
-                        ByteSize::Bytes(b) => Size::Bytes(*b),
-                        ByteSize::Text(t) => Size::Text(t.clone()),
-                    }),
-                    read_gb_per_s: l.read_gb_per_s,
-                    write_gb_per_s: l.write_gb_per_s,
-                    alignment: l.alignment,
-                })
-                .collect(),
-        }
-        .serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HardwareFile, D::Error> {
-        if d.is_human_readable() {
-            return HardwareFile::deserialize(d);
-        }
-        let h = Hw::deserialize(d)?;
-        Ok(HardwareFile {
-            name: h.name,
-            peak_tflops: h.peak_tflops,
-            op_overhead_us: h.op_overhead_us,
-            dma: DmaFile {
-                engines: h.dma_engines,
-                setup_us: h.dma_setup_us,
-            },
-            levels: h
-                .levels
-                .into_iter()
-                .map(|l| LevelFile {
-                    name: l.name,
-                    capacity: l.capacity.map(|c| match c {
-                        Size::Bytes(b) => ByteSize::Bytes(b),
-                        Size::Text(t) => ByteSize::Text(t),
-                    }),
-                    read_gb_per_s: l.read_gb_per_s,
-                    write_gb_per_s: l.write_gb_per_s,
-                    alignment: l.alignment,
-                })
-                .collect(),
-        })
-    }
-}
+mod hardware_serde;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use accel_sim::{Buffer, BufferKind, Hardware, Op};
+    use accel_sim::{Buffer, BufferKind, Hardware, Op, Program};
+    use std::sync::Arc;
 
-    fn program(flops: f64) -> Arc<Program> {
+    pub(super) fn program(flops: f64) -> Arc<Program> {
         let buf = |n: &str, s, k| Buffer {
             name: n.into(),
             size: s,
@@ -761,7 +530,7 @@ mod tests {
     }
 
     /// Plays the highest legal action every turn (places as much as it can).
-    fn played(p: Arc<Program>) -> Game {
+    pub(super) fn played(p: Arc<Program>) -> Game {
         let mut g = Game::new(p, hw(), GameOptions::default()).unwrap();
         while !g.is_terminal() {
             let a = *g.legal_actions().last().unwrap();
@@ -828,48 +597,5 @@ mod tests {
         short[1].visits.pop();
         let e = GameRecord::from_game(&g, "mz", 0, Some(short)).unwrap_err();
         assert!(e.to_string().contains("turn 1:"), "{e}");
-    }
-
-    #[test]
-    fn replay_reports_the_first_difference() {
-        let g = played(program(1e6));
-        let r = GameRecord::from_game(&g, "test", 0, None).unwrap();
-        let ok = r.replay(program(1e6)).unwrap();
-        assert_eq!(ok.turns.len(), g.length());
-        assert_eq!(ok.game.final_latency(), g.final_latency());
-        let e = r.replay(program(2e6)).unwrap_err();
-        assert!(matches!(e, ReplayError::ProgramHash { .. }), "{e}");
-        assert!(
-            e.to_string()
-                .contains("different version of workload `tiny`"),
-            "{e}"
-        );
-        let mut bad = r.clone();
-        bad.final_latency_s *= 1.0 + 1e-6;
-        assert!(matches!(
-            bad.replay(program(1e6)),
-            Err(ReplayError::FinalLatency { .. })
-        ));
-        let mut bad = r.clone();
-        bad.all_slow_latency_s *= 1.01;
-        assert!(matches!(
-            bad.replay(program(1e6)),
-            Err(ReplayError::AllSlow { .. })
-        ));
-        let mut bad = r;
-        bad.actions.pop();
-        bad.rewards.pop();
-        let e = bad.replay(program(1e6)).unwrap_err();
-        assert!(e.to_string().contains("but the game is not over"), "{e}");
-    }
-
-    #[test]
-    fn tolerance_is_relative_with_a_floor() {
-        // At a reward of 0.1 the relative part (1e-10) dominates the 1e-12 floor.
-        assert!(close(0.1, 0.1 * (1.0 + 5e-10)));
-        assert!(!close(0.1, 0.1 * (1.0 + 2e-9)));
-        assert!(!close(-0.1, 0.1));
-        assert!(close(0.0, 5e-13));
-        assert!(!close(0.0, 2e-12));
     }
 }

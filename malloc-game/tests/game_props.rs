@@ -9,7 +9,6 @@ use malloc_game::players::player;
 use malloc_game::record::GameRecord;
 use malloc_game::{GameOptions, GameSetup};
 use std::sync::Arc;
-use xla_msa as baselines;
 
 fn suite_setups() -> Vec<(String, Arc<GameSetup>)> {
     bench_workloads::suite::cases()
@@ -109,7 +108,7 @@ fn xla_player_is_the_xla_solver_on_every_suite_case_and_workload() {
             ));
         }
     }
-    let xla = baselines::solver("xla").unwrap();
+    let xla = xla_msa::solver("xla").unwrap();
     let xla_player = player("xla").unwrap();
     for (name, setup) in setups {
         let (p, hw) = (setup.program(), setup.hardware());
@@ -178,7 +177,7 @@ fn random_play_is_valid_and_exact_on_generated_programs() {
 /// The beam keeps the xla line, so it never ends behind the xla solver on the suite.
 #[test]
 fn beam_never_ends_behind_xla_on_the_suite() {
-    let xla = baselines::solver("xla").unwrap();
+    let xla = xla_msa::solver("xla").unwrap();
     let beam = player("beam:4").unwrap();
     for (name, setup) in suite_setups() {
         let (p, hw) = (setup.program(), setup.hardware());

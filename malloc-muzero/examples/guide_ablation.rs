@@ -97,7 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     deadline: t0 + Duration::from_secs(24 * 3600),
                     threads: THREADS,
                 };
-                let stats = search.run(&setup, seed, &limit, &incumbent)?;
+                let stats = search.run(&setup, &[], seed, &limit, &incumbent)?;
                 let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
                 let best = incumbent.best().ok_or("no game found")?;
                 let mapping = best.mapping();

@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let incumbent = Incumbent::new(t0);
             let limit = Limit::from_now(seconds, 2);
             let calls = search
-                .run(&setup, round as u64, &limit, &incumbent)?
+                .run(&setup, &[], round as u64, &limit, &incumbent)?
                 .network_calls;
             let secs = t0.elapsed().as_secs_f64();
             let cpu = cpu_seconds() - c0;

@@ -14,21 +14,41 @@ use std::sync::Arc;
 /// Why a trained agent cannot play a case.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// The run folder could not be read or its network loaded.
     #[error(transparent)]
     Train(#[from] TrainError),
+    /// The search's simulations are out of range.
     #[error("{dir}: --simulations: {msg}")]
-    Simulations { dir: String, msg: String },
-    #[error("{dir}: the agent cannot play `{program}` on `{hardware}`: {msg}")]
-    Incompatible {
+    Simulations {
+        /// The run folder.
         dir: String,
-        program: String,
-        hardware: String,
+        /// What is wrong with the value.
         msg: String,
     },
+    /// The agent's network cannot play this case: its observation or actions differ
+    /// (another number of fast levels, other game options).
+    #[error("{dir}: the agent cannot play `{program}` on `{hardware}`: {msg}")]
+    Incompatible {
+        /// The run folder.
+        dir: String,
+        /// The program asked for.
+        program: String,
+        /// The hardware asked for.
+        hardware: String,
+        /// What differs.
+        msg: String,
+    },
+    /// A game could not be set up on the case.
     #[error(transparent)]
     Game(#[from] malloc_game::GameError),
+    /// More rounds of proposals were asked for than an agent makes.
     #[error("{dir}: --proposal-rounds: must be at most {MAX_PROPOSAL_ROUNDS}, got {rounds}")]
-    ProposalRounds { dir: String, rounds: usize },
+    ProposalRounds {
+        /// The run folder.
+        dir: String,
+        /// The rounds asked for.
+        rounds: usize,
+    },
 }
 
 /// The most rounds of proposals an agent makes after its game (a training run's limit).

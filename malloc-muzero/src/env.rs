@@ -6,10 +6,12 @@ use muzero::{EnvError, Environment};
 /// A mallocGame episode seen by the agent.
 #[derive(Clone, Debug)]
 pub struct MallocEnv {
+    /// The game being played.
     pub game: Game,
 }
 
 impl MallocEnv {
+    /// The environment of `game`, from wherever it stands.
     pub fn new(game: Game) -> MallocEnv {
         MallocEnv { game }
     }

@@ -29,9 +29,12 @@ pub const GUIDE_ORIGIN: &str = "the bundled guide (the generalist fitted to move
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseSpec {
+    /// A built-in workload's name or a program file.
     pub workload: String,
+    /// The hardware preset or file (the default preset when absent).
     #[serde(default)]
     pub hw: Option<String>,
+    /// The fastest level's capacity (`16MiB`), overriding the preset's.
     #[serde(default)]
     pub fast_capacity: Option<String>,
 }
@@ -103,7 +106,7 @@ pub fn info() -> Result<RunInfo, TrainError> {
     let info: RunInfo = serde_json::from_str(RUN_JSON)
         .and_then(crate::train::run_info_from)
         .map_err(|e| TrainError::Config(format!("{ORIGIN}: run.json: {e}")))?;
-    if info.rules != malloc_game::RULES_VERSION {
+    if !malloc_game::NETWORK_RULES.contains(&info.rules) {
         return Err(TrainError::Config(format!(
             "{ORIGIN} was trained under rules v{} of the game; this build plays rules v{}",
             info.rules,

@@ -32,7 +32,7 @@ use crate::train::{self, TrainError};
 use crate::AgentError;
 use accel_sim::{Hardware, Program};
 use malloc_game::anytime::{
-    uniform_span, Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, UniformGuide,
+    uniform_span, Incumbent, Limit, Line, LocalSearch, MoveGuide, Span, Start, UniformGuide,
 };
 use malloc_game::observation::{encode, encode_pass_view, observation_len};
 use malloc_game::{Game, GameOptions, GameSetup};
@@ -305,11 +305,14 @@ impl GuidedSearch {
 
     /// Searches `setup` (made by [`GuidedSearch::setup`]) until `limit`, as
     /// [`LocalSearch::run_from`] does, each chain with its own guide (learning, with
-    /// [`GuidedSearch::online`], on its own copy of the network). Returns what the
-    /// guides did; fails, before any move, if a chain's copy cannot be made.
+    /// [`GuidedSearch::online`], on its own copy of the network). The chains start from
+    /// the fastest of the heuristics' lines, `given` (the MIP's line, say) and the
+    /// network's own game ([`GuidedSearch::own_game`]). Returns what the guides did;
+    /// fails, before any move, if a chain's copy cannot be made.
     pub fn run(
         &self,
         setup: &Arc<GameSetup>,
+        given: &[Start],
         seed: u64,
         limit: &Limit,
         incumbent: &Incumbent,
@@ -335,12 +338,44 @@ impl GuidedSearch {
             let guide = copy.unwrap_or_else(|| NetGuide::new(net, view, temperature));
             Box::new(guide.focused(focus).counting(&calls, &steps))
         };
+        let mut starts = given.to_vec();
+        starts.extend(
+            self.own_game(setup, limit)
+                .map(|g| Start::new("network", g)),
+        );
         self.search
-            .run_guided(setup, &[], seed, limit, incumbent, &guides);
+            .run_guided(setup, &starts, seed, limit, incumbent, &guides);
         Ok(GuideStats {
             network_calls: calls.load(Ordering::Relaxed),
             learning_steps: steps.load(Ordering::Relaxed),
         })
+    }
+}
+
+impl GuidedSearch {
+    /// The network's own game on `setup`: at each turn the legal action its policy rates
+    /// highest (no search), so one inference a turn; `None` without a network, or where
+    /// `limit` runs out first (checked every 64 turns). A start for the search: the game
+    /// the network would play, beside the heuristics'.
+    pub fn own_game(&self, setup: &Arc<GameSetup>, limit: &Limit) -> Option<Game> {
+        let net = self.net.as_ref()?;
+        let (_, view) = self.rules_for(setup.options());
+        let mut guide = NetGuide::new(net, view, self.temperature);
+        let mut game = setup.start();
+        let mut mask = vec![false; setup.action_count()];
+        while !game.is_terminal() {
+            if game.turn() % 64 == 0 && limit.expired() {
+                return None;
+            }
+            let logits = guide.infer(&game)?;
+            game.legal_mask(&mut mask);
+            let best = (0..mask.len())
+                .filter(|&a| mask[a])
+                .max_by(|&a, &b| logits[a].total_cmp(&logits[b]).then(b.cmp(&a)))
+                .unwrap_or(0);
+            game.apply_action(best).ok()?;
+        }
+        Some(game)
     }
 }
 

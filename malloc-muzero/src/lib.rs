@@ -12,6 +12,8 @@
 //! Evaluating it beside the other solvers (cases, the solver registry, the race) is the
 //! `harness` crate's.
 
+#![warn(missing_docs)]
+
 mod agent;
 mod env;
 #[cfg(feature = "fixtures")]

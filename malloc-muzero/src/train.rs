@@ -47,9 +47,11 @@ mod checkpoint;
 mod config;
 mod demos;
 mod error;
+mod learner;
 mod remote;
 mod run_dir;
 mod selfplay;
+mod summary;
 mod trainer;
 
 pub use config::{Limits, TrainConfig};
@@ -61,7 +63,8 @@ pub use run_dir::{load_network, read_run_info, RunInfo};
 pub use selfplay::{
     improve_by_proposals, play_games, play_greedy, reanalyse_game, xla_latency, PlayedGame,
 };
-pub use trainer::{CaseSummary, Progress, TrainCase, TrainSummary, Trainer, MAX_CASES};
+pub use summary::{CaseSummary, Progress, TrainSummary};
+pub use trainer::{TrainCase, Trainer, MAX_CASES};
 
 /// What `init` names: the bundled generalist ([`crate::generalist`]).
 pub const INIT_BUNDLED: &str = "bundled";

@@ -57,7 +57,7 @@ fn run(
     );
     let incumbent = Incumbent::new(Instant::now());
     let calls = search
-        .run(&setup, seed, &limit(threads), &incumbent)
+        .run(&setup, &[], seed, &limit(threads), &incumbent)
         .unwrap()
         .network_calls;
     let best = incumbent.best().unwrap();
@@ -157,7 +157,7 @@ fn a_guide_learning_online_learns_and_repeats_exactly_per_seed() {
         .setup(&program, &hw, &GameOptions::default())
         .unwrap();
     let incumbent = Incumbent::new(Instant::now());
-    let stats = online.run(&setup, 5, &limit(2), &incumbent).unwrap();
+    let stats = online.run(&setup, &[], 5, &limit(2), &incumbent).unwrap();
     // 48 moves a chain, a step every 8 unless none of the last 16 changed latency.
     assert!(
         (1..=12).contains(&stats.learning_steps),
@@ -168,7 +168,7 @@ fn a_guide_learning_online_learns_and_repeats_exactly_per_seed() {
     let mut bundled = GuidedSearch::new(GuideKind::Bundled, 0).unwrap();
     bundled.search = counted(48);
     let plain = bundled
-        .run(&setup, 5, &limit(2), &Incumbent::new(Instant::now()))
+        .run(&setup, &[], 5, &limit(2), &Incumbent::new(Instant::now()))
         .unwrap();
     assert_eq!(plain.learning_steps, 0);
 }

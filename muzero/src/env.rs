@@ -21,5 +21,6 @@ pub trait Environment: Clone + Send + Sync {
     fn legal_mask(&self, mask: &mut [bool]);
     /// Plays `action`; returns its reward.
     fn apply(&mut self, action: usize) -> Result<f32, EnvError>;
+    /// Whether the game is over: no action is legal and the return is final.
     fn is_terminal(&self) -> bool;
 }

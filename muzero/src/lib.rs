@@ -15,6 +15,8 @@
 //! - `toy` (feature `toy`): toy games and an exact model, test doubles for the engine's
 //!   tests and benches, not API.
 
+#![warn(missing_docs)]
+
 mod batch;
 mod cpu_infer;
 mod env;

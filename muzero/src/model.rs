@@ -24,8 +24,11 @@ pub struct ModelOutput {
 
 /// MuZero's representation h, dynamics g and prediction f, batched.
 pub trait Model: Send + Sync {
+    /// Length of the observations [`Model::initial_inference`] takes.
     fn observation_len(&self) -> usize;
+    /// Width of the hidden state the dynamics carry from step to step.
     fn hidden_len(&self) -> usize;
+    /// Number of discrete actions: the policy's length.
     fn action_count(&self) -> usize;
     /// `f(h(observations))` for `batch` observations of `observation_len` each.
     fn initial_inference(

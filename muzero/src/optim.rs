@@ -19,17 +19,32 @@ pub const OPTIM_VERSION: u32 = 2;
 /// An error from the optimizer.
 #[derive(Debug, thiserror::Error)]
 pub enum OptimError {
+    /// A config value is out of range (its field named).
     #[error("optimizer config: {0}")]
     Config(String),
+    /// The gradient norm was NaN or infinite: the loss or the weights diverged.
     #[error(
         "non-finite gradient norm ({grad_norm}) at step {step}: the loss or the weights \
          diverged; the step was not applied"
     )]
-    NonFinite { step: u64, grad_norm: f32 },
+    NonFinite {
+        /// The step that would have been applied.
+        step: u64,
+        /// The norm found.
+        grad_norm: f32,
+    },
+    /// A saved optimizer state does not fit the network or cannot be read.
     #[error("{path}: {msg}")]
-    State { path: String, msg: String },
+    State {
+        /// The file.
+        path: String,
+        /// What does not fit.
+        msg: String,
+    },
+    /// The state file could not be read or written.
     #[error(transparent)]
     Bin(#[from] BinError),
+    /// The tensor backend failed.
     #[error("tensor backend: {0}")]
     Candle(#[from] candle_core::Error),
 }
@@ -67,8 +82,11 @@ impl Gradients {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decay {
+    /// Half a cosine from the peak rate down to the final rate.
     Cosine,
+    /// A straight line from the peak rate down to the final rate.
     Linear,
+    /// The peak rate throughout.
     Constant,
 }
 
@@ -79,16 +97,22 @@ pub struct OptimConfig {
     pub learning_rate: f64,
     /// Steps of linear warm-up from `learning_rate / warmup_steps` to `learning_rate`.
     pub warmup_steps: u64,
+    /// How the rate falls from the end of the warm-up to `total_steps`.
     pub decay: Decay,
     /// The step at which the decay reaches `final_lr_fraction * learning_rate`; the rate
     /// stays there afterwards.
     pub total_steps: u64,
+    /// The rate at `total_steps` and after, as a fraction of `learning_rate`.
     pub final_lr_fraction: f64,
     /// Decoupled weight decay (AdamW), applied to weight matrices only: decaying biases
     /// and layer-norm gains toward 0 only fights the normalisation.
     pub weight_decay: f64,
+    /// Adam's decay rate of the first moment (the gradients' running mean).
     pub beta1: f64,
+    /// Adam's decay rate of the second moment (the squared gradients' running mean).
     pub beta2: f64,
+    /// Added to the second moment's square root, so a parameter with no gradient yet does
+    /// not divide by 0.
     pub eps: f64,
     /// Global gradient-norm limit; 0 turns clipping off.
     pub max_grad_norm: f64,
@@ -169,9 +193,11 @@ impl OptimConfig {
 pub struct StepStats {
     /// Updates applied so far, this one included.
     pub step: u64,
+    /// The learning rate this update used.
     pub lr: f64,
     /// Global gradient norm before clipping.
     pub grad_norm: f32,
+    /// Whether the gradients were scaled down to `max_grad_norm`.
     pub clipped: bool,
 }
 
@@ -299,6 +325,7 @@ impl Optimizer {
         })
     }
 
+    /// The settings the optimizer was made with.
     pub fn config(&self) -> &OptimConfig {
         &self.config
     }

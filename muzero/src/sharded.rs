@@ -14,10 +14,13 @@ use crate::optim::{Gradients, OptimError, Optimizer, StepStats};
 /// Why a training step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
+    /// The network failed on a shard.
     #[error(transparent)]
     Net(#[from] NetError),
+    /// The optimizer refused the step (a non-finite gradient, ...).
     #[error(transparent)]
     Optim(#[from] OptimError),
+    /// A thread of the step panicked: the step was not applied.
     #[error("a learner thread panicked")]
     Panicked,
 }
@@ -30,6 +33,7 @@ pub struct StepReport {
     /// Per sample, in the batch's order: the new replay priorities
     /// ([`crate::LossOutput::value_errors`]).
     pub value_errors: Vec<f32>,
+    /// What the optimizer did: the step, the learning rate, the gradient norm.
     pub stats: StepStats,
 }
 

@@ -34,9 +34,14 @@ pub fn h_inv(y: f64) -> f64 {
 /// ends.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Support {
+    /// The lowest bin's value, in h-space.
     pub min: f32,
+    /// The highest bin's value, in h-space.
     pub max: f32,
+    /// Number of bins, evenly spaced from `min` to `max`.
     pub bins: usize,
+    /// The factor a scalar is multiplied by before `h`: rewards of order `1/scale` use the
+    /// support's full range.
     pub scale: f32,
 }
 
@@ -94,6 +99,7 @@ impl Support {
         h_inv(self.max as f64) / self.scale as f64
     }
 
+    /// The smallest value representable without clamping.
     pub fn lowest(&self) -> f64 {
         h_inv(self.min as f64) / self.scale as f64
     }

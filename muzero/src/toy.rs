@@ -35,6 +35,8 @@ pub struct ChainGame {
 }
 
 impl ChainGame {
+    /// A chain of `steps` turns over `actions` actions, its correct and illegal actions
+    /// drawn from `seed`; refused when `steps` is 0 or `actions` below 2.
     pub fn new(steps: usize, actions: usize, seed: u64) -> Result<Self, EnvError> {
         if steps == 0 {
             return Err(EnvError("ChainGame steps = 0: must be at least 1".into()));
@@ -158,6 +160,8 @@ pub struct DelayedGame {
 }
 
 impl DelayedGame {
+    /// A game of `steps` turns over `actions` actions, its payoffs drawn from `seed`;
+    /// refused when `steps` or `actions` is 0.
     pub fn new(steps: usize, actions: usize, seed: u64) -> Result<Self, EnvError> {
         if steps == 0 {
             return Err(EnvError("DelayedGame steps = 0: must be at least 1".into()));
@@ -259,6 +263,8 @@ pub struct RandomModel {
 }
 
 impl RandomModel {
+    /// A model of the given sizes whose outputs are drawn from `seed` and the inputs;
+    /// refused when `hidden_len` or `action_count` is 0.
     pub fn new(
         observation_len: usize,
         hidden_len: usize,

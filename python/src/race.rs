@@ -30,14 +30,17 @@ use std::path::PathBuf;
 /// `"learned"`): `muzero-train`'s training; `egrl_config` (JSON text, `EgrlConfig`'s fields
 /// but the seed, threads and variant the race sets): the EGRL solvers'. A setting that no
 /// solver of the race reads is an `Error` before any budget is spent. `exact_objective`:
-/// `"simulated"` (the default) or `"proxy"`; `slots`, `order`, `fast_levels` and `reward`:
-/// the game's rules for the game solvers.
+/// `"simulated"` (the default) or `"proxy"`; `mip_share` (0 to 0.9): the share of the
+/// `muzero` and `guided-*` solvers' budget spent on the MIP whose line is one of their
+/// starts (default 0.5); `slots`, `order`, `fast_levels` and `reward`: the game's rules
+/// for the game solvers.
 #[pyfunction]
 #[pyo3(signature = (
     workload = None, solvers = None, hw = None, fast_capacity = None, *, seconds,
     suite = None, seed = 0, threads = 1, out = None, checkpoint = None, config = None,
     search_model = None, egrl_config = None,
-    exact_objective = None, slots = None, order = None, fast_levels = None, reward = None
+    exact_objective = None, mip_share = None, slots = None, order = None, fast_levels = None,
+    reward = None
 ))]
 #[allow(clippy::too_many_arguments)] // the command line's flags, as keyword arguments
 pub fn race(
@@ -58,6 +61,7 @@ pub fn race(
     search_model: Option<&str>,
     egrl_config: Option<&str>,
     exact_objective: Option<&str>,
+    mip_share: Option<&Bound<'_, PyAny>>,
     slots: Option<&Bound<'_, PyAny>>,
     order: Option<String>,
     fast_levels: Option<&Bound<'_, PyAny>>,
@@ -84,6 +88,16 @@ pub fn race(
         .transpose()
         .map_err(|e| bad_arg(format!("exact_objective: {e}")))?
         .unwrap_or_default();
+    let mip_share = match mip_share {
+        None => None,
+        Some(v) => {
+            let v = number(v, "mip_share")?;
+            if !(0.0..=0.9).contains(&v) {
+                return Err(bad_arg(format!("mip_share: must be in 0..=0.9, got {v}")));
+            }
+            Some(v)
+        }
+    };
     let train = train_config(config, search_model)?;
     let egrl = egrl_config_of(egrl_config)?;
     let fast_levels: Option<usize> = opt_uint(fast_levels, "fast_levels")?;
@@ -108,6 +122,7 @@ pub fn race(
         ("config", config.is_some(), Setting::TrainConfig),
         ("search_model", search_model.is_some(), Setting::SearchModel),
         ("egrl_config", egrl_config.is_some(), Setting::EgrlConfig),
+        ("mip_share", mip_share.is_some(), Setting::MipShare),
     ];
     if let Some(why) = race_settings::first_unread(&solvers, given) {
         return Err(bad_arg(why));
@@ -128,6 +143,7 @@ pub fn race(
         agent_dir: None,
         egrl: egrl.clone(),
         exact_objective,
+        mip_share,
     };
     let mut dropped = Vec::new();
     let finished: Vec<Finished> = py

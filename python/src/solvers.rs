@@ -102,6 +102,7 @@ pub fn evaluate(
             seconds: exact_seconds,
             relative_gap: exact_gap,
             objective: exact_objective,
+            ..Default::default()
         },
         threads,
     };

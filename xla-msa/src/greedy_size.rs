@@ -8,7 +8,7 @@
 //! begins and held to its last use.
 
 use crate::heap::{ChunkHeap, TopGap};
-use crate::Solver;
+use crate::OneShotSolver;
 use accel_sim::{
     Allocation, Arrival, BufferKind, BufferPlacement, CostModel, CostState, Hardware, Mapping,
     Program,
@@ -81,7 +81,7 @@ impl GreedySize {
     }
 }
 
-impl Solver for GreedySize {
+impl OneShotSolver for GreedySize {
     fn name(&self) -> &str {
         "greedy-size"
     }

@@ -14,9 +14,13 @@ use accel_sim::{Hardware, OpId};
 /// A committed chunk: bytes `[offset, offset + size)` held over ops `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Chunk {
+    /// The first op the chunk is held over.
     pub start: OpId,
+    /// The last op the chunk is held over (inclusive).
     pub end: OpId,
+    /// The chunk's first byte in the level.
     pub offset: u64,
+    /// The buffer's size in bytes.
     pub size: u64,
 }
 
@@ -50,43 +54,77 @@ pub enum TopGap {
 /// A chunk the heap cannot take; names the value that is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeapError {
+    /// A level with no bytes holds no chunk.
     #[error("heap capacity must be > 0")]
     ZeroCapacity,
+    /// Offsets are multiples of the alignment, which must be a power of two (the value
+    /// given).
     #[error("heap alignment must be a power of two, got {0}")]
     BadAlignment(u64),
+    /// A heap over no ops holds no chunk.
     #[error("heap horizon (number of ops) must be > 0")]
     ZeroHorizon,
+    /// The heap was asked for a level that is level 0 (slow memory, no heap) or past the
+    /// hardware's levels.
     #[error("level {level} is not a fast level of hardware `{hw}` (levels 1..{max})")]
     NotFastLevel {
+        /// The hardware's name.
         hw: String,
+        /// The level asked for.
         level: usize,
+        /// The hardware's fastest level.
         max: usize,
     },
+    /// A chunk of no bytes: a buffer of size 0 is never placed.
     #[error("chunk size must be > 0")]
     ZeroSize,
+    /// A chunk's live range is empty or runs past the heap's ops.
     #[error("chunk interval {start}..={end} is not inside ops 0..{horizon}")]
     BadInterval {
+        /// Its first op.
         start: OpId,
+        /// Its last op.
         end: OpId,
+        /// The heap's number of ops.
         horizon: usize,
     },
+    /// A chunk whose offset breaks the level's alignment.
     #[error("chunk offset {offset} is not a multiple of the alignment {alignment}")]
-    Misaligned { offset: u64, alignment: u64 },
+    Misaligned {
+        /// The chunk's offset.
+        offset: u64,
+        /// The level's alignment.
+        alignment: u64,
+    },
+    /// A chunk that ends above the level's capacity.
     #[error("chunk offset {offset} + size {size} exceeds the capacity {capacity}")]
     OverCapacity {
+        /// The chunk's offset.
         offset: u64,
+        /// Its size.
         size: u64,
+        /// The level's capacity.
         capacity: u64,
     },
+    /// A chunk that shares bytes and ops with one already committed: the heap never holds
+    /// two buffers in one byte at one time.
     #[error("chunk [{offset}, {top}) over ops {start}..={end} overlaps a committed chunk [{other_offset}, {other_top}) over ops {other_start}..={other_end}")]
     Overlap {
+        /// The new chunk's first byte.
         offset: u64,
+        /// One past its last byte.
         top: u64,
+        /// Its first op.
         start: OpId,
+        /// Its last op.
         end: OpId,
+        /// The committed chunk's first byte.
         other_offset: u64,
+        /// One past its last byte.
         other_top: u64,
+        /// Its first op.
         other_start: OpId,
+        /// Its last op.
         other_end: OpId,
     },
 }
@@ -135,12 +173,15 @@ impl ChunkHeap {
         ChunkHeap::new(l.capacity, l.alignment, horizon)
     }
 
+    /// The level's size in bytes: no chunk ends above it.
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
+    /// The level's alignment: every offset is a multiple of it.
     pub fn alignment(&self) -> u64 {
         self.alignment
     }
+    /// The number of ops the heap spans: chunks are held within ops `0..horizon`.
     pub fn horizon(&self) -> usize {
         self.index.horizon()
     }
@@ -152,6 +193,7 @@ impl ChunkHeap {
     pub fn len(&self) -> usize {
         self.index.len()
     }
+    /// Whether no chunk is committed.
     pub fn is_empty(&self) -> bool {
         self.index.len() == 0
     }
@@ -483,19 +525,19 @@ impl ChunkHeap {
 
 /// The result of [`pack_decreasing_size`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Packing {
+pub(crate) struct Packing {
     /// Per interval (input order): its offset, or `None` if it did not fit.
-    pub offsets: Vec<Option<u64>>,
+    pub(crate) offsets: Vec<Option<u64>>,
     /// How many intervals fit.
-    pub placed: usize,
+    pub(crate) placed: usize,
     /// The highest `offset + size` among the placed ones.
-    pub peak: u64,
+    pub(crate) peak: u64,
 }
 
 /// XLA's "global decreasing size best fit" packing of `(start, end, size)` intervals
 /// (inclusive op ranges) into `capacity` bytes: largest first, then longest-lived, then
 /// input order; each at its best-fit offset, or left out if it fits nowhere.
-pub fn pack_decreasing_size(
+pub(crate) fn pack_decreasing_size(
     intervals: &[(OpId, OpId, u64)],
     capacity: u64,
     alignment: u64,
@@ -537,6 +579,8 @@ pub fn pack_decreasing_size(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use accel_sim::Program;
+    use std::path::PathBuf;
 
     fn chunk(start: OpId, end: OpId, offset: u64, size: u64) -> Chunk {
         Chunk {
@@ -776,5 +820,66 @@ mod tests {
         let p = pack_decreasing_size(&iv, 12, 1, TopGap::Capacity).unwrap();
         assert_eq!(p.offsets, vec![Some(8), Some(8), Some(4), Some(4), Some(0)]);
         assert_eq!((p.placed, p.peak), (5, 12));
+    }
+
+    /// The third-party instances committed with bench-workloads (see its `data/*/README.md`).
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench-workloads/data");
+
+    fn csv_instance(name: &str) -> Option<bench_workloads::csv::CsvInstance> {
+        let path = PathBuf::from(format!("{DATA}/minimalloc/{name}"));
+        match bench_workloads::csv::load_file(&path) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                println!(
+                    "{}: loader not ready or file missing ({e}): skipped",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    fn intervals(p: &Program) -> Vec<(usize, usize, u64)> {
+        (0..p.buffers().len())
+            .map(|b| {
+                let (s, e) = p.live_range(b);
+                (s, e, p.buffer(b).size)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn minimalloc_packing_with_the_best_fit_heap() {
+        let Some(c) = csv_instance("input.12.csv") else {
+            return;
+        };
+        assert_eq!(c.capacity, Some(12));
+        let pack = pack_decreasing_size(&intervals(&c.program), 12, 1, TopGap::Capacity).unwrap();
+        assert_eq!(pack.placed, 5, "{pack:?}");
+        assert!(pack.peak <= 12);
+        for name in ["A", "C", "E", "G", "I", "K"] {
+            let file = format!("{name}.1048576.csv");
+            let Some(c) = csv_instance(&file) else {
+                continue;
+            };
+            let cap = c.capacity.unwrap_or(1 << 20);
+            let iv = intervals(&c.program);
+            for top in [TopGap::Capacity, TopGap::Peak] {
+                let within = pack_decreasing_size(&iv, cap, 1, top).unwrap();
+                let unbounded = pack_decreasing_size(&iv, u64::MAX / 2, 1, top).unwrap();
+                println!(
+                    "{file} ({} buffers, peak live {}): best fit {top:?}: {} fit in {cap}; \
+                     unbounded peak address {} ({:.3} x capacity)",
+                    iv.len(),
+                    c.program.peak_live_bytes(),
+                    within.placed,
+                    unbounded.peak,
+                    unbounded.peak as f64 / cap as f64
+                );
+                assert!(within.placed <= iv.len() && within.peak <= cap);
+                assert_eq!(unbounded.placed, iv.len());
+                assert!(unbounded.peak >= c.program.peak_live_bytes());
+            }
+        }
     }
 }

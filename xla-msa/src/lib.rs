@@ -19,6 +19,8 @@
 //!   ([`GreedySize`]).
 //! - [`bound_latency`]: the latency with unbounded fast memory and free copies.
 
+#![warn(missing_docs)]
+
 mod bound;
 mod budgets;
 mod copy_budget;
@@ -39,9 +41,7 @@ mod xla;
 
 pub use bound::bound_latency;
 pub use greedy_size::GreedySize;
-pub use heap::{
-    pack_decreasing_size, Candidate, Chunk, ChunkHeap, ChunkId, HeapError, Packing, TopGap,
-};
+pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, TopGap};
 pub use options::{CascadeTiming, EvictionOverBudget, XlaOptions, DEFAULT_MAX_REPACKS};
 pub use order::xla_order;
 pub use pass::XlaPassStats;
@@ -51,16 +51,21 @@ pub use xla::{Xla, XlaSolution};
 
 use accel_sim::{Hardware, Mapping, MappingError, Program};
 
-/// A mapping solver.
-pub trait Solver: Send + Sync {
+/// A one-shot solver: a program and a hardware in, one mapping out, at once (the
+/// baselines, and EGRL's knapsack mapper). Searches that improve a mapping for as long as
+/// they are given are `malloc_game::anytime::AnytimeSolver`s instead.
+pub trait OneShotSolver: Send + Sync {
+    /// The solver's name in the registry (`xla`, `greedy-size`, ...), as rows and races
+    /// print it.
     fn name(&self) -> &str;
     /// A valid mapping (Mapping::validate passes) of `program` on `hw`.
     fn solve(&self, program: &Program, hw: &Hardware) -> Mapping;
 }
 
 /// Every baseline with its default options: `all-slow`, `xla`, `xla-repack` and
-/// `greedy-size` (each solver's [`Solver::name`], the name `harness::registry` gives it).
-pub fn baselines() -> Vec<Box<dyn Solver>> {
+/// `greedy-size` (each solver's [`OneShotSolver::name`], the name `harness::registry` gives
+/// it).
+pub fn baselines() -> Vec<Box<dyn OneShotSolver>> {
     let repack = XlaOptions {
         max_repacks: DEFAULT_MAX_REPACKS,
         ..XlaOptions::default()
@@ -73,8 +78,8 @@ pub fn baselines() -> Vec<Box<dyn Solver>> {
     ]
 }
 
-/// The baseline of [`Solver::name`] `name` ([`baselines`]).
-pub fn solver(name: &str) -> Option<Box<dyn Solver>> {
+/// The baseline of [`OneShotSolver::name`] `name` ([`baselines`]).
+pub fn solver(name: &str) -> Option<Box<dyn OneShotSolver>> {
     baselines().into_iter().find(|s| s.name() == name)
 }
 
@@ -98,7 +103,7 @@ pub fn xla_latency(program: &Program, hw: &Hardware) -> Result<f64, String> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AllSlow;
 
-impl Solver for AllSlow {
+impl OneShotSolver for AllSlow {
     fn name(&self) -> &str {
         "all-slow"
     }
@@ -108,9 +113,9 @@ impl Solver for AllSlow {
 }
 
 /// The solvers build valid mappings by construction and their tests check it on random
-/// programs; this net keeps the `Solver` promise even against a bug: each buffer the
+/// programs; this net keeps the `OneShotSolver` promise even against a bug: each buffer the
 /// validator names loses its fast allocations (level 0 is always valid for it).
-pub fn ensure_valid(program: &Program, hw: &Hardware, mut mapping: Mapping) -> Mapping {
+pub(crate) fn ensure_valid(program: &Program, hw: &Hardware, mut mapping: Mapping) -> Mapping {
     if mapping.buffers.len() != program.buffers().len() {
         return Mapping::all_slow(program);
     }

@@ -16,7 +16,10 @@ mod shared_array;
 /// offset to the next chunk above it, or to the capacity).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Candidate {
+    /// The offset the chunk would start at.
     pub offset: u64,
+    /// The free bytes from the offset up to the next chunk above it (or the capacity): how
+    /// much room the chunk would leave, which best fit minimises.
     pub gap: u64,
 }
 

@@ -19,17 +19,25 @@ use std::sync::Arc;
 /// What one pass (one fast level) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct XlaPassStats {
-    pub level: usize,
+    pub(crate) level: usize,
     /// Buffers written into the level by their defining op.
-    pub defined: usize,
-    pub prefetches: usize,
-    pub evictions: usize,
+    pub(crate) defined: usize,
+    pub(crate) prefetches: usize,
+    pub(crate) evictions: usize,
     /// Evictions made although the copy budget could not carry them.
-    pub evictions_over_budget: usize,
+    pub(crate) evictions_over_budget: usize,
     /// Buffers whose pending chunks were undone.
-    pub undone: usize,
+    pub(crate) undone: usize,
     /// Re-packs of the level's offsets that let a buffer be tried again.
-    pub repacks: usize,
+    pub(crate) repacks: usize,
+}
+
+impl XlaPassStats {
+    /// How many times the pass re-packed its level's offsets to try a buffer again
+    /// (`XlaOptions::max_repacks` bounds it).
+    pub fn repacks(&self) -> usize {
+        self.repacks
+    }
 }
 
 /// What does not change while XLA's passes run over one program.

@@ -7,8 +7,16 @@ use accel_sim::{BufferId, CostModel, Hardware, OpId};
 /// XLA's overlap ratios (the values its own tests use).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PickerConfig {
+    /// The least overlap a prefetch must get, as a multiple of its copy time: a start that
+    /// hides less of the copy is not allowed (XLA gives up on the prefetch when none hides
+    /// this much).
     pub min_overlap: f64,
+    /// The overlap the picker aims for, as a multiple of the copy time: its preferred start
+    /// is the one closest to it.
     pub preferred_overlap: f64,
+    /// The most overlap allowed, as a multiple of the time to copy the whole level: it
+    /// bounds how early a prefetch may start, and how long a buffer may stay in the level
+    /// without a copy (XLA's no-copy rule).
     pub max_overlap: f64,
 }
 
@@ -25,6 +33,8 @@ impl Default for PickerConfig {
 /// Start times the picker allows for one prefetch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrefetchWindow {
+    /// The earliest start: the first op from which level 0 holds the data and the overlap
+    /// stays within `max_overlap`.
     pub earliest: OpId,
     /// The latest start that still overlaps `min_overlap` x the copy time; `earliest` when
     /// no start does (the copy cannot be hidden: start it as early as allowed).

@@ -28,14 +28,21 @@ pub enum Choice {
     /// The chunk held so far stays through the use ([`Choices::keep`]).
     Keep,
     /// The defining op writes the buffer into the level at `offset`, held through the use
-    /// ([`Choices::define`]).
-    Define { offset: u64 },
+    /// (`Choices::define`).
+    Define {
+        /// Where in the level the buffer is written.
+        offset: u64,
+    },
     /// The chunk held so far ends, and a copy from op `start` brings the buffer in at
     /// `offset` for the use. `within_budget`: the copy budget must carry it, as it carries
     /// XLA's copies; otherwise a copy XLA would not make, which the budget does not carry.
     Prefetch {
+        /// The op after which the copy from level 0 is issued.
         start: OpId,
+        /// Where in the level the copy lands.
         offset: u64,
+        /// Whether the copy budget must carry the copy (XLA's copies) or the copy is one
+        /// XLA would not make, beyond the budget.
         within_budget: bool,
     },
 }
@@ -47,13 +54,16 @@ pub enum Choice {
 /// before the buffer's next event, or the free offset, end first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
+    /// The last op the chunk is held through.
     pub end: OpId,
+    /// The op after which a chunk the defining op wrote is copied back to level 0; `None`:
+    /// no eviction unless level 0 needs the buffer back.
     pub eviction: Option<OpId>,
 }
 
 /// What XLA's rules offer at a buffer's pending use, worked out on demand and changing
 /// nothing. Keep and define are XLA's no-copy moves, which XLA makes only where its
-/// no-copy rule allows them ([`Choices::no_copy`]); prefetches are planned as if the
+/// no-copy rule allows them (`Choices::no_copy`); prefetches are planned as if the
 /// chunk held so far had already ended ([`Choices::closed`]).
 pub struct Choices<'w> {
     pass: Pass<'w>,
@@ -91,25 +101,17 @@ impl<'w> Pass<'w> {
 }
 
 impl Choices<'_> {
-    /// The buffer whose use is pending.
-    pub fn buffer(&self) -> BufferId {
-        self.c.b
-    }
     /// The op of the pending use.
     pub fn use_op(&self) -> OpId {
         self.u
     }
     /// The fast level of the pass.
-    pub fn level(&self) -> usize {
+    pub(crate) fn level(&self) -> usize {
         self.pass.st.level
     }
     /// The buffer's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
-    }
-    /// The op that starts the current segment: the definition, then the previous use.
-    pub fn segment_start(&self) -> OpId {
-        self.c.p
     }
 
     /// Whether the turn is at the buffer's definition (its first event in the pass is not
@@ -163,7 +165,7 @@ impl Choices<'_> {
     /// XLA's no-copy rule (`CanAllocateInAlternateMemoryNoCopy`) over the segment: the ops
     /// between its start and the use are short enough for the buffer to stay in the level
     /// through them. XLA keeps or defines only where it holds.
-    pub fn no_copy(&self) -> bool {
+    pub(crate) fn no_copy(&self) -> bool {
         self.pass.no_copy_ok(self.c.p, self.u)
     }
 
@@ -183,7 +185,7 @@ impl Choices<'_> {
     /// Define: on the buffer's first segment (it has a defining op and no earlier pass
     /// holds it), the chunk from the definition through the use at XLA's best-fit offset,
     /// if one fits.
-    pub fn define(&self) -> Option<Allocation> {
+    pub(crate) fn define(&self) -> Option<Allocation> {
         self.define_start()?;
         let start = self.c.p;
         let offset = self.pass.best_chunk(start, self.ends, self.size)?;
@@ -191,7 +193,7 @@ impl Choices<'_> {
     }
 
     /// Where a define would start (the definition), on the buffer's first segment only;
-    /// its offset is [`Choices::best_chunk`] from there.
+    /// its offset is `Choices::best_chunk` from there.
     pub fn define_start(&self) -> Option<OpId> {
         (self.c.open.is_none() && self.c.can_define).then_some(self.c.p)
     }
@@ -247,11 +249,11 @@ impl Choices<'_> {
 
     /// XLA's prefetch for the use: the picker's first start, from the preferred one
     /// alternately later and earlier, with a best-fit chunk and room in the copy budget.
-    pub fn prefetch(&self) -> Option<Allocation> {
+    pub(crate) fn prefetch(&self) -> Option<Allocation> {
         self.prefetch_with(None)
     }
 
-    /// [`Choices::prefetch`], with the free gaps a chunk from its start through the use
+    /// `Choices::prefetch`, with the free gaps a chunk from its start through the use
     /// fits in written into `out` from the walk that found its offset.
     pub fn prefetch_and_gaps(&self, out: &mut Vec<Candidate>) -> Option<Allocation> {
         self.prefetch_with(Some(out))
@@ -292,28 +294,20 @@ impl Choices<'_> {
 
     /// XLA's best-fit offset for a chunk from `start` through the use, stretched as far
     /// over the later uses as the level allows (XLA's `FindBestChunkCandidate`).
-    pub fn best_chunk(&self, start: OpId) -> Option<u64> {
+    pub(crate) fn best_chunk(&self, start: OpId) -> Option<u64> {
         self.pass.best_chunk(start, self.ends, self.size)
     }
 
-    /// [`Choices::best_chunk`], with the free gaps a chunk from `start` through the use
+    /// `Choices::best_chunk`, with the free gaps a chunk from `start` through the use
     /// fits in written into `out` from the same walk.
     pub fn best_chunk_and_gaps(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
         self.pass
             .best_chunk_and_gaps(start, self.ends, self.size, out)
     }
 
-    /// The plain best-fit offset for a chunk from `start` through the use.
-    pub fn best_fit(&self, start: OpId) -> Option<u64> {
-        let top = self.pass.opts.top_gap;
-        self.pass
-            .st
-            .heap
-            .best_fit(start, self.u, self.size, None, top)
-    }
-
-    /// The free gaps a chunk from `start` through the use fits in (into `out`), and
-    /// [`Choices::best_fit`] from the same walk.
+    /// The free gaps a chunk from `start` through the use fits in (into `out`), and the
+    /// plain best-fit offset for that chunk (the heap's, not stretched over later uses as
+    /// `Choices::best_chunk` is) from the same walk.
     pub fn gaps_and_best_fit(&self, start: OpId, out: &mut Vec<Candidate>) -> Option<u64> {
         let top = self.pass.opts.top_gap;
         self.pass
@@ -342,7 +336,7 @@ impl Choices<'_> {
     /// XLA's choice: keep the chunk through the use, else write the buffer into the level
     /// (each only where the no-copy rule allows), else end the chunk and prefetch, else
     /// read level 0.
-    pub fn xla(&self) -> Choice {
+    pub(crate) fn xla(&self) -> Choice {
         if self.at_definition() {
             return Choice::Level0;
         }
@@ -441,6 +435,8 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// The rules of XLA's passes over `program` on `hw` with `opts`: the cost model and the
+    /// level 0 op times the first pass plans with, worked out once.
     pub fn new(program: Arc<Program>, hw: Hardware, opts: XlaOptions) -> Rules {
         let cost = CostModel::new(&program, &hw);
         let levels = pass_levels(&opts, hw.fastest());
@@ -455,15 +451,19 @@ impl Rules {
             default_timing,
         }
     }
+    /// The program whose buffers the walk places.
     pub fn program(&self) -> &Arc<Program> {
         &self.program
     }
+    /// The hardware: its levels, their capacities and copy bandwidths.
     pub fn hardware(&self) -> &Hardware {
         &self.hw
     }
+    /// The cost model the passes time their copies with.
     pub fn cost_model(&self) -> &CostModel {
         &self.cost
     }
+    /// XLA's options the walk follows (the picker's overlaps, copy budgets, cascade).
     pub fn options(&self) -> &XlaOptions {
         &self.opts
     }

@@ -71,7 +71,7 @@ use crate::options::XlaOptions;
 use crate::order::{pass_levels, xla_order};
 use crate::pass::{mapping_of, Ctx, PassState, XlaPassStats};
 use crate::timing::Timing;
-use crate::Solver;
+use crate::OneShotSolver;
 use accel_sim::{Allocation, BufferPlacement, CostModel, Hardware, Mapping, Program};
 use std::sync::Arc;
 
@@ -81,18 +81,34 @@ mod tests;
 /// A mapping with what each pass did.
 #[derive(Clone, Debug)]
 pub struct XlaSolution {
-    pub mapping: Mapping,
+    mapping: Mapping,
     /// One per pass, fastest level first.
-    pub passes: Vec<XlaPassStats>,
+    passes: Vec<XlaPassStats>,
+}
+
+impl XlaSolution {
+    /// The mapping: every buffer's allocations, level by level.
+    pub fn mapping(&self) -> &Mapping {
+        &self.mapping
+    }
+    /// The mapping, taken out of the solution.
+    pub fn into_mapping(self) -> Mapping {
+        self.mapping
+    }
+    /// What each pass did (prefetches, evictions, re-packs), fastest level first.
+    pub fn passes(&self) -> &[XlaPassStats] {
+        &self.passes
+    }
 }
 
 /// The `xla` solver.
 #[derive(Clone, Debug, Default)]
 pub struct Xla {
-    pub options: XlaOptions,
+    options: XlaOptions,
 }
 
 impl Xla {
+    /// The `xla` solver with `options` (`xla-repack` when they allow re-packs).
     pub fn new(options: XlaOptions) -> Xla {
         Xla { options }
     }
@@ -149,7 +165,7 @@ impl Xla {
     }
 }
 
-impl Solver for Xla {
+impl OneShotSolver for Xla {
     fn name(&self) -> &str {
         if self.options.max_repacks > 0 {
             "xla-repack"

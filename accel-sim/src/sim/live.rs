@@ -134,6 +134,7 @@ impl LiveSim {
         self.model.len()
     }
 
+    /// Always false for a program (a program has an op).
     pub fn is_empty(&self) -> bool {
         self.model.len() == 0
     }

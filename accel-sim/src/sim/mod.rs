@@ -32,13 +32,16 @@ use std::sync::Arc;
 /// Why an op took the time it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bound {
+    /// Its compute time was the longer.
     Compute,
+    /// Its memory traffic was the longer.
     Memory,
     /// It waited for a copy longer than it ran.
     Stalled,
 }
 
 impl Bound {
+    /// The bound's name in reports (`compute`, `memory`, `stalled`).
     pub fn as_str(self) -> &'static str {
         match self {
             Bound::Compute => "compute",
@@ -53,18 +56,22 @@ impl Bound {
 pub struct OpTiming {
     /// When the op began (after any stall), seconds from the program start.
     pub start_s: f64,
+    /// `flops / peak`, seconds.
     pub compute_s: f64,
+    /// Its traffic at each level's bandwidth, seconds.
     pub memory_s: f64,
     /// Waiting for copies before the op could begin.
     pub stall_s: f64,
     /// The op's own duration (`max(compute, memory) + overhead`).
     pub run_s: f64,
+    /// Which of those set the op's time.
     pub bound: Bound,
 }
 
 /// The result of one simulation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimReport {
+    /// The program's end-to-end time, seconds.
     pub latency_s: f64,
     /// Total waiting for copies.
     pub stall_s: f64,
@@ -94,6 +101,7 @@ pub struct Simulator {
 }
 
 impl Simulator {
+    /// A simulator of `program` on `hw`; runs start with empty scratch space.
     pub fn new(program: &Program, hw: &Hardware) -> Simulator {
         let model = SimModel::new(program, hw);
         let t_count = model.len();

@@ -43,12 +43,14 @@ pub struct Options {
 
 /// A JAX program bundled as a built-in workload.
 pub struct Bundled {
+    /// The workload's name (`jax-mlp-train`, ...).
     pub name: &'static str,
     /// The module's text (scheduled; before optimization for a `-lowered` name), written
     /// by `scripts/export_jax_hlo.py --bundle`.
     pub text: &'static str,
     /// Entry parameters `0..weights` are the model's weights (and optimizer state).
     pub weights: usize,
+    /// What the program is, in words, for `mallocmuzero workloads`.
     pub description: &'static str,
 }
 

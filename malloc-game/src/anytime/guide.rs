@@ -19,7 +19,9 @@ pub const MAX_CHANGED: usize = 64;
 /// where the game ends first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
+    /// The first turn re-decided.
     pub first: usize,
+    /// How many turns from it are re-decided.
     pub changed: usize,
 }
 

@@ -26,7 +26,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::time::Instant;
-use xla_msa::{GreedySize, Solver};
+use xla_msa::{GreedySize, OneShotSolver};
 
 /// The knobs of [`LocalSearch`] (defaults tuned on the suite: docs/race.md).
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +65,7 @@ impl Default for LocalSearchConfig {
 /// The `local-search` solver.
 #[derive(Clone, Debug, Default)]
 pub struct LocalSearch {
+    /// The search's moves, starts and snapshots.
     pub config: LocalSearchConfig,
 }
 
@@ -78,11 +79,14 @@ const START_BEAM_SHARE: f64 = 0.1;
 /// incumbent notes when it starts there.
 #[derive(Clone, Debug)]
 pub struct Start {
+    /// The start's name, which the incumbent notes when the search starts there.
     pub name: String,
+    /// The finished game the search starts from.
     pub game: Game,
 }
 
 impl Start {
+    /// A start named `name` from the finished `game`.
     pub fn new(name: &str, game: Game) -> Start {
         Start {
             name: name.to_string(),

@@ -175,6 +175,7 @@ impl std::fmt::Debug for Found {
 /// How long and on how many threads an anytime solver runs.
 #[derive(Clone, Copy, Debug)]
 pub struct Limit {
+    /// When the solver must stop.
     pub deadline: Instant,
     /// Worker threads (at least 1).
     pub threads: usize,
@@ -188,6 +189,7 @@ impl Limit {
             threads: threads.max(1),
         }
     }
+    /// Whether the deadline has passed.
     pub fn expired(&self) -> bool {
         Instant::now() >= self.deadline
     }
@@ -195,6 +197,7 @@ impl Limit {
 
 /// A solver that improves its best game until the deadline.
 pub trait AnytimeSolver: Send + Sync {
+    /// The solver's name in races and results.
     fn name(&self) -> String;
     /// Searches `setup` until `limit`, offering its games to `incumbent`; deterministic
     /// given `seed`, the thread count and the number of games it got to play.

@@ -37,27 +37,43 @@ pub use state::Game;
 /// A problem with a game's setup or with an action.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GameError {
+    /// The game's options do not fit the program or hardware (its field named).
     #[error("game options: {0}")]
     Options(String),
+    /// An action was applied after the game ended.
     #[error("the game is over: no action can be applied")]
     Terminal,
+    /// A numbered action is not on the turn's menu.
     #[error("action {action} is illegal for buffer `{buffer}`: {reason}")]
     Illegal {
+        /// The action.
         action: usize,
+        /// The buffer whose turn it was.
         buffer: String,
+        /// Why it is illegal.
         reason: String,
     },
+    /// A move given in full breaks the rules at the turn.
     #[error("the move is illegal for buffer `{buffer}`: {reason}")]
-    IllegalMove { buffer: String, reason: String },
+    IllegalMove {
+        /// The buffer whose turn it was.
+        buffer: String,
+        /// Why it is illegal.
+        reason: String,
+    },
 }
 
 /// Where a mapping leaves the game's trajectories ([`GameSetup::trajectory_of`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("not a trajectory of the game: turn {turn}, buffer `{buffer}`, use at op {op}: {reason}")]
 pub struct Inexpressible {
+    /// The turn at which the mapping leaves the game.
     pub turn: usize,
+    /// The buffer whose turn it is.
     pub buffer: String,
+    /// The op of the use the turn decides.
     pub op: OpId,
+    /// What the mapping does there that no move can.
     pub reason: String,
     /// The actions up to that turn, each reproducing the mapping.
     pub actions: Vec<usize>,

@@ -21,14 +21,23 @@ pub enum Read {
     Keep,
     /// A chunk the defining op writes at `offset`, held from the definition through the
     /// use (the buffer's first segment only; at a definition's turn, the only chunk).
-    Define { offset: u64 },
+    Define {
+        /// Where in the level the defining op writes the buffer.
+        offset: u64,
+    },
     /// A chunk at `offset` that a copy from level 0 fills, issued when op `start` begins.
-    Prefetch { start: OpId, offset: u64 },
+    Prefetch {
+        /// The op at whose start the copy is issued.
+        start: OpId,
+        /// Where in the level the copy lands.
+        offset: u64,
+    },
 }
 
 /// A turn's decision given in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Move {
+    /// Where the use reads from.
     pub read: Read,
     /// How the chunk the use reads from ends, if it ends before the buffer's next turn in
     /// the level (`None`: as XLA ends it). A later `keep` may say it again.
@@ -51,7 +60,9 @@ impl Move {
 /// What a turn decided: a numbered action of the menu, or a move given in full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Decision {
+    /// A numbered action of the turn's menu.
     Action(usize),
+    /// A move given in full.
     Move(Move),
 }
 

@@ -33,6 +33,8 @@ pub struct GameSetup {
 }
 
 impl GameSetup {
+    /// The game of `program` on `hw` under `options`: XLA's passes over the fast levels,
+    /// their buffer order, and `S0`, worked out once for every game that starts from it.
     pub fn new(
         program: Arc<Program>,
         hw: Hardware,
@@ -102,18 +104,23 @@ impl GameSetup {
         }))
     }
 
+    /// The program being mapped.
     pub fn program(&self) -> &Program {
         self.rules.program()
     }
+    /// The program, shared.
     pub fn program_arc(&self) -> &Arc<Program> {
         self.rules.program()
     }
+    /// The hardware it runs on.
     pub fn hardware(&self) -> &Hardware {
         self.rules.hardware()
     }
+    /// The rules' knobs.
     pub fn options(&self) -> &GameOptions {
         &self.options
     }
+    /// The cost model the turns' proxy rewards are measured with.
     pub fn cost_model(&self) -> &CostModel {
         self.rules.cost_model()
     }
@@ -137,6 +144,7 @@ impl GameSetup {
     pub(crate) fn boundedness(&self, b: BufferId) -> f64 {
         self.boundedness[b]
     }
+    /// Actions on a turn's menu (the same every turn): the policy's length.
     pub fn action_count(&self) -> usize {
         self.options.action_count()
     }

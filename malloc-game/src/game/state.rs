@@ -60,12 +60,15 @@ impl Game {
         Ok(GameSetup::new(program, hw, options)?.start())
     }
 
+    /// The setup the game was started from.
     pub fn setup(&self) -> &Arc<GameSetup> {
         &self.setup
     }
+    /// Actions on a turn's menu (the same every turn).
     pub fn action_count(&self) -> usize {
         self.setup.action_count()
     }
+    /// Whether every turn has been played: the mapping is final.
     pub fn is_terminal(&self) -> bool {
         self.final_latency.is_some()
     }

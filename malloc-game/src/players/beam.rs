@@ -59,6 +59,7 @@ impl BeamPlayer {
             ..self
         }
     }
+    /// Games kept at each step.
     pub fn width(&self) -> usize {
         self.width
     }

@@ -30,7 +30,7 @@ impl XlaPlayer {
     pub fn mapping(setup: &GameSetup) -> Mapping {
         Xla::new(setup.xla_options().clone())
             .solve_detailed(setup.program(), setup.hardware())
-            .mapping
+            .into_mapping()
     }
 }
 
@@ -70,7 +70,7 @@ mod tests {
         let hw = Hardware::tpu_v4i_like().with_capacity(1, 3 << 20).unwrap();
         let setup = GameSetup::new(Arc::clone(&p), hw.clone(), GameOptions::default()).unwrap();
         let g = XlaPlayer.play(&setup, 0);
-        let want = Xla::default().solve_detailed(&p, &hw).mapping;
+        let want = Xla::default().solve_detailed(&p, &hw).into_mapping();
         assert_eq!(g.mapping(), want);
         let s = Simulator::new(&p, &hw).run(&want, false).latency_s;
         assert_eq!(g.final_latency(), Some(s));

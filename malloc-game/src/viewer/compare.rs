@@ -13,13 +13,28 @@ use std::collections::HashMap;
 /// Why two games cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
+    /// The games are of differently named programs.
     #[error("the games are of different programs: `{a}` and `{b}`")]
-    Program { a: String, b: String },
+    Program {
+        /// The first game's program.
+        a: String,
+        /// The second's.
+        b: String,
+    },
+    /// The games are of two versions of one program.
     #[error("the games are of different versions of program `{workload}` (content hashes {a:#018x} and {b:#018x})")]
-    ProgramVersion { workload: String, a: u64, b: u64 },
+    ProgramVersion {
+        /// The program's name.
+        workload: String,
+        /// The first game's content hash.
+        a: u64,
+        /// The second's.
+        b: u64,
+    },
     /// Settings that differ, each as its field's path and both values (A's, then B's).
     #[error("the games were played under different settings: {}", said(.differences))]
     Rules {
+        /// Each differing setting.
         differences: Vec<(String, String, String)>,
     },
 }
@@ -29,6 +44,7 @@ pub enum CompareError {
 pub struct Difference {
     /// The turn of A (of B) that made the decision; `None` if that game did not.
     pub a_turn: Option<usize>,
+    /// The turn of B that made the decision; `None` if it did not.
     pub b_turn: Option<usize>,
     /// The latency A's decision adds against B's, seconds (negative: A's saves).
     pub cost_s: f64,

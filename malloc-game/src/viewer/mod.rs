@@ -49,33 +49,48 @@ impl Default for ViewLimits {
 /// What one game showed at each of its turns, ready to be drawn ([`game_html`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct GameView {
+    /// The workload's name.
     pub workload: String,
+    /// The hardware's name.
     pub hardware: String,
+    /// Who played.
     pub player: String,
+    /// The player's seed.
     pub seed: u64,
+    /// What the rewards measure (`simulated` or `proxy`).
     pub reward_kind: String,
     /// `S0`, seconds.
     pub s0: f64,
     /// `S` of the finished game, seconds.
     pub final_latency_s: f64,
+    /// The sum of the rewards.
     #[serde(rename = "return")]
     pub total_return: f64,
+    /// Ops in the program.
     pub ops: usize,
     /// Op names, when the program is small enough ([`ViewLimits::op_names`]).
     pub op_names: Option<Vec<String>>,
     /// The fast levels, in pass order (fastest first).
     pub levels: Vec<LevelView>,
+    /// The buffer kinds' names, which buffers index.
     pub kinds: Vec<&'static str>,
+    /// Each kind's colour.
     pub colours: Vec<&'static str>,
+    /// Each kind's lighter colour, for prefetched allocations.
     pub prefetch_colours: Vec<String>,
+    /// The colour of eviction marks.
     pub evict_colour: &'static str,
     /// The name of every action ([`crate::GameSetup::action_name`]).
     pub action_names: Vec<String>,
     /// The buffers the view refers to (those with a turn or an allocation).
     pub buffers: BufferTable,
+    /// One row per turn.
     pub turns: TurnTable,
+    /// The legal actions of the turns that keep them.
     pub alternatives: AlternativeTable,
+    /// The search's visits per turn, for agents that search.
     pub search: Option<SearchTable>,
+    /// Every fast allocation the game made, and the turns it was visible for.
     pub allocations: AllocationTable,
     /// What was left out to stay within [`ViewLimits`], one sentence each.
     pub left_out: Vec<String>,
@@ -91,17 +106,23 @@ pub struct GameView {
     settings: serde_json::Value,
 }
 
+/// One fast level of the game.
 #[derive(Clone, Debug, Serialize)]
 pub struct LevelView {
+    /// Its hardware level.
     pub level: usize,
+    /// Its name.
     pub name: String,
+    /// Its capacity, bytes.
     pub capacity: u64,
 }
 
 /// The buffers of a view, column by column.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BufferTable {
+    /// Each buffer's name.
     pub name: Vec<String>,
+    /// Its size, bytes.
     pub size: Vec<u64>,
     /// Index into [`GameView::kinds`].
     pub kind: Vec<u8>,
@@ -117,7 +138,9 @@ pub struct TurnTable {
     pub use_op: Vec<u32>,
     /// The pass (index into [`GameView::levels`]).
     pub pass: Vec<u8>,
+    /// The action played.
     pub action: Vec<u32>,
+    /// Its reward.
     pub reward: Vec<f64>,
     /// The simulated latency of the mapping after the turn (`S(t)`), seconds.
     pub latency: Vec<f64>,
@@ -127,8 +150,11 @@ pub struct TurnTable {
 /// turn `turn[k]` owns rows `start[k]..start[k + 1]`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AlternativeTable {
+    /// The turn the rows belong to.
     pub turn: Vec<u32>,
+    /// Its first row.
     pub start: Vec<u32>,
+    /// Each legal action.
     pub action: Vec<u32>,
     /// The offset of the chunk the action places (-1: action 0, level 0).
     pub offset: Vec<i64>,
@@ -141,9 +167,13 @@ pub struct AlternativeTable {
 /// actions with visits).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SearchTable {
+    /// Each turn's root value.
     pub root_value: Vec<f64>,
+    /// Each turn's first row.
     pub start: Vec<u32>,
+    /// Each action with visits.
     pub action: Vec<u32>,
+    /// Its visits.
     pub visits: Vec<u32>,
 }
 
@@ -151,17 +181,25 @@ pub struct SearchTable {
 /// `from` to `to` (exclusive), where state `s` is the mapping after `s` turns.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AllocationTable {
+    /// Index into [`GameView::buffers`].
     pub buffer: Vec<u32>,
+    /// The allocation's level.
     pub level: Vec<u8>,
+    /// Its offset in the level.
     pub offset: Vec<u64>,
+    /// Its first op.
     pub start: Vec<u32>,
+    /// Its last op.
     pub end: Vec<u32>,
+    /// 1 for a prefetch, 0 for a chunk its defining op writes.
     pub prefetch: Vec<u8>,
     /// The op after which the eviction is issued, -1 for none.
     pub evict: Vec<i64>,
     /// A prefetch's first use it serves (the copy is in flight until then), -1 for none.
     pub first_use: Vec<i64>,
+    /// The first state that shows it.
     pub from: Vec<u32>,
+    /// The first state that no longer does.
     pub to: Vec<u32>,
 }
 

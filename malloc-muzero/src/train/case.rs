@@ -5,7 +5,7 @@
 use super::best::{Best, Found};
 use super::demos::{corrected_history, demonstration, imitate};
 use super::selfplay::{play_greedy, seed_for, xla_latency, PlayedGame};
-use super::trainer::Progress;
+use super::summary::Progress;
 use super::{TrainConfig, TrainError};
 use malloc_game::anytime::Line;
 use malloc_game::{Game, GameSetup};

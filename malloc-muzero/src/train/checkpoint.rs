@@ -4,8 +4,8 @@
 //! ([`Snapshot::of`]) and a thread of its own writes it while the next iteration runs.
 //! `latest.json` is still written last, so a kill leaves the previous checkpoint whole.
 
+use super::learner::Learner;
 use super::run_dir::{Latest, RunDir};
-use super::trainer::Learner;
 use super::TrainError;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use muzero::ReplayBuffer;

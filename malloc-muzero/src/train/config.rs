@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
+    /// The seed of every random draw: a run repeats exactly for any thread count.
     pub seed: u64,
     /// The network; `None` sizes [`NetworkConfig::small`] to the game.
     pub network: Option<NetworkConfig>,
@@ -31,9 +32,13 @@ pub struct TrainConfig {
     /// states, the network's policy and value as the prior) or the network's learned
     /// model (MuZero's own, `learned`).
     pub search_model: SearchModel,
+    /// The replay buffer's size, priorities and value targets.
     pub replay: ReplayConfig,
+    /// The optimizer: learning rate and its schedule, Adam's moments, clipping.
     pub optim: OptimConfig,
+    /// The weights of the value, reward and policy terms.
     pub loss: LossWeights,
+    /// Positions per training step.
     pub batch_size: usize,
     /// Games played in lockstep per iteration (one batched search call per turn).
     pub games_per_iteration: usize,
@@ -74,6 +79,7 @@ pub struct TrainConfig {
     /// played with the rest of the game kept from the best game where legal, and the
     /// fastest result, if faster, becomes the best game for the next round.
     pub proposal_rounds: usize,
+    /// Turns of the best game each round of proposals tries a new move at.
     pub proposals_per_round: usize,
     /// A round's fastest proposal slower than the current line by a relative `d` still
     /// becomes the current line with probability `exp(-d / proposal_temperature)` (0: only

@@ -8,7 +8,7 @@ use malloc_game::players::{BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{observation, Game, GameSetup};
 use muzero::{GameHistory, ReplayBuffer};
 use std::sync::Arc;
-use xla_msa::{GreedySize, Solver};
+use xla_msa::{GreedySize, OneShotSolver};
 
 /// The demonstrations a run may ask for.
 pub const DEMONSTRATION_NAMES: &[&str] = &["xla", "greedy-size", "beam", "greedy"];

@@ -42,6 +42,8 @@ pub struct WorkOrder {
     /// Unique within a session; the batch's seeds are the trainer's for an iteration of
     /// this number.
     pub ticket: u64,
+    /// The actions of the line the batch's branch games and proposals start from; `None`
+    /// before there is one.
     pub line: Option<Vec<usize>>,
 }
 
@@ -63,9 +65,11 @@ struct Batch {
 /// What a batch came back with, besides its games.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BatchInfo {
+    /// The order's ticket the batch answers.
     pub ticket: u64,
     /// The weights version the worker played with (as it was sent).
     pub weights_version: u64,
+    /// Games in the batch.
     pub games: usize,
     /// Positions the learner gains (turns the worker searched).
     pub positions: usize,

@@ -10,7 +10,8 @@
 
 use super::checkpoint::Snapshot;
 use super::error::io_error;
-use super::trainer::{Learner, Progress};
+use super::learner::Learner;
+use super::summary::Progress;
 use super::TrainConfig;
 use super::TrainError;
 use accel_sim::Program;
@@ -36,10 +37,15 @@ pub struct RunInfo {
     /// in run folders written before it was recorded).
     #[serde(default)]
     pub workload_path: Option<String>,
+    /// The program's content hash: a resume refuses a changed program.
     pub program_hash: u64,
+    /// The hardware, as a file writes it.
     pub hardware: accel_sim::HardwareFile,
+    /// The game's options (its actions and observation follow from them).
     pub options: malloc_game::GameOptions,
+    /// The network's sizes: a resume keeps them.
     pub network: NetworkConfig,
+    /// The training config (a resume may replace it, but not the network).
     pub config: TrainConfig,
     /// A multi-program run's cases; empty for a run of one program. In a multi-program
     /// run the fields above name its first case.
@@ -54,10 +60,14 @@ pub struct RunInfo {
 pub struct CaseInfo {
     /// What the case is called in progress lines and summaries (`resnet50@16MiB`).
     pub name: String,
+    /// A built-in workload's name, or the program file as it was given.
     pub workload: String,
+    /// The program file's absolute path, when it was loaded from a file.
     #[serde(default)]
     pub workload_path: Option<String>,
+    /// The program's content hash.
     pub program_hash: u64,
+    /// The hardware, as a file writes it.
     pub hardware: accel_sim::HardwareFile,
 }
 
@@ -287,12 +297,14 @@ fn rules_v1() -> u32 {
 /// refused, naming what it is.
 pub fn read_run_info(dir: &Path) -> Result<RunInfo, TrainError> {
     binio::check_folder_kind(dir, binio::FolderKind::Training, binio::Purpose::Read)?;
-    read_info_at(&dir.join("run.json"))
+    // What is read here is the run's network and its game options, which any rules of
+    // `NETWORK_RULES` share.
+    read_info_at(&dir.join("run.json"), &malloc_game::NETWORK_RULES)
 }
 
-/// Reads `run.json` at `path`, refusing a run made under other rules of the game before
-/// its options (whose modes changed) can fail on a field.
-fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
+/// Reads `run.json` at `path`, refusing a run made under rules not in `rules` before its
+/// options (whose modes changed) can fail on a field.
+fn read_info_at(path: &Path, rules: &[u32]) -> Result<RunInfo, TrainError> {
     let value: serde_json::Value = read_json(path)?;
     // An EGRL run has no `rules` either: it is not a mallocMuZero run of old rules.
     if value.get("format").and_then(|f| f.as_str()) == Some("egrl-run") {
@@ -303,11 +315,11 @@ fn read_info_at(path: &Path) -> Result<RunInfo, TrainError> {
             ),
         });
     }
-    let rules = value.get("rules").map_or(Some(1), |r| r.as_u64());
-    if rules != Some(u64::from(malloc_game::RULES_VERSION)) {
+    let found = value.get("rules").map_or(Some(1), |r| r.as_u64());
+    if !found.is_some_and(|f| rules.iter().any(|&r| u64::from(r) == f)) {
         return Err(TrainError::Rules {
             path: path.display().to_string(),
-            found: rules.map_or_else(|| "?".to_string(), |r| r.to_string()),
+            found: found.map_or_else(|| "?".to_string(), |r| r.to_string()),
             current: malloc_game::RULES_VERSION,
         });
     }
@@ -413,7 +425,8 @@ impl RunDir {
         if !path.exists() {
             return Ok(None);
         }
-        read_info_at(&path).map(Some)
+        // A run resumes only under its own rules: its stored games replay move by move.
+        read_info_at(&path, &[malloc_game::RULES_VERSION]).map(Some)
     }
 
     /// Writes the programs' copies (`program.json`, the first case's, and in a

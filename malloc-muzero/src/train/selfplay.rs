@@ -18,8 +18,12 @@ pub(super) use malloc_game::seed_for;
 
 /// One finished game with what the learner and the records need.
 pub struct PlayedGame {
+    /// The finished game.
     pub game: Game,
+    /// Its positions as the learner stores them (none for a branch proposal, which searched
+    /// nothing of its own).
     pub history: GameHistory,
+    /// The search's visit counts and root value at each turn, for the saved game.
     pub search: Vec<SearchStats>,
 }
 

@@ -12,7 +12,10 @@ pub const MAX_PARAMETERS: usize = 1 << 30;
 /// Sizes of the three networks. See the module docs for how they are wired.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetworkConfig {
+    /// Length of the observation vector the representation reads.
     pub observation_len: usize,
+    /// Number of discrete actions: the policy head's width, and the one-hot the dynamics
+    /// read.
     pub action_count: usize,
     /// Width of the hidden state.
     pub hidden: usize,
@@ -24,7 +27,9 @@ pub struct NetworkConfig {
     pub dyn_layers: Vec<usize>,
     /// Widths of the prediction trunk (input `hidden`).
     pub pred_layers: Vec<usize>,
+    /// The value head's categorical support.
     pub value_support: Support,
+    /// The reward head's categorical support.
     pub reward_support: Support,
 }
 

@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 /// The weights of the loss terms.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LossWeights {
+    /// Weight of the value term (cross-entropy against the n-step value target).
     pub value: f32,
+    /// Weight of the reward term (cross-entropy against the observed rewards).
     pub reward: f32,
+    /// Weight of the policy term (cross-entropy against the search policy).
     pub policy: f32,
 }
 
@@ -31,9 +34,13 @@ impl Default for LossWeights {
 /// averaged over the batch; `total` includes the [`LossWeights`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LossParts {
+    /// The value term.
     pub value: f32,
+    /// The reward term.
     pub reward: f32,
+    /// The policy term.
     pub policy: f32,
+    /// The weighted sum of the three.
     pub total: f32,
 }
 
@@ -41,6 +48,7 @@ pub struct LossParts {
 pub struct LossOutput {
     /// The scalar to differentiate.
     pub loss: Tensor,
+    /// The loss terms as numbers, for the metrics.
     pub parts: LossParts,
     /// Per sample, `|value prediction at k = 0 - target value at k = 0|`: the new replay
     /// priorities.

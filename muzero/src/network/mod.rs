@@ -51,16 +51,27 @@ pub use model::MuZeroNet;
 /// An error from building, running, saving or loading a network.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
+    /// A network config that cannot be built (its field named).
     #[error("network config: {0}")]
     Config(String),
+    /// An input of the wrong shape or with non-finite values.
     #[error("{0}")]
     Input(String),
+    /// A training batch whose parts disagree in size.
     #[error("training batch: {0}")]
     Batch(String),
+    /// A weights file that does not fit the network or cannot be read.
     #[error("{path}: {msg}")]
-    Checkpoint { path: String, msg: String },
+    Checkpoint {
+        /// The file.
+        path: String,
+        /// What does not fit.
+        msg: String,
+    },
+    /// The weights file could not be read or written.
     #[error(transparent)]
     Bin(#[from] BinError),
+    /// The tensor backend failed.
     #[error("tensor backend: {0}")]
     Candle(#[from] candle_core::Error),
 }

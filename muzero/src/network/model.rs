@@ -71,10 +71,12 @@ impl MuZeroNet {
         })
     }
 
+    /// The sizes the network was built with.
     pub fn config(&self) -> &NetworkConfig {
         &self.config
     }
 
+    /// Where its tensors live (the CPU, or a CUDA device).
     pub fn device(&self) -> &Device {
         &self.device
     }

@@ -162,14 +162,17 @@ impl ReplayBuffer {
         })
     }
 
+    /// The buffer's capacity, priorities and target settings.
     pub fn config(&self) -> &ReplayConfig {
         &self.config
     }
 
+    /// Length of the observations its games hold.
     pub fn observation_len(&self) -> usize {
         self.observation_len
     }
 
+    /// Number of actions: the length of each stored policy.
     pub fn action_count(&self) -> usize {
         self.action_count
     }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GameHistory {
+    /// Length of each observation.
     pub observation_len: usize,
+    /// Number of actions: the length of each policy.
     pub action_count: usize,
     /// `[len, observation_len]`.
     pub observations: Vec<f32>,
@@ -28,6 +30,7 @@ pub(super) const REANALYSE: &str = "reanalyse";
 pub(super) const PRIORITIES: &str = "update_priorities";
 
 impl GameHistory {
+    /// An empty game of observations of `observation_len` and policies of `action_count`.
     pub fn new(observation_len: usize, action_count: usize) -> Self {
         GameHistory {
             observation_len,
@@ -45,6 +48,7 @@ impl GameHistory {
         self.actions.len()
     }
 
+    /// Whether no position has been recorded.
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()
     }

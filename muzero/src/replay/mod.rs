@@ -26,43 +26,73 @@ pub use history::GameHistory;
 /// Bad configuration, a malformed game, a bad priority or a bad snapshot.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReplayError {
+    /// A config value is out of range.
     #[error("replay config: {field} = {value}: {reason}")]
     Config {
+        /// The field.
         field: &'static str,
+        /// Its value, as given.
         value: String,
+        /// Why it is refused.
         reason: &'static str,
     },
+    /// A game's vectors do not have the lengths its positions need.
     #[error("{context}: {field} has {found} entries, expected {expected}")]
     Shape {
+        /// What was being checked (a game history, reanalyse, priorities).
         context: &'static str,
+        /// The vector.
         field: &'static str,
+        /// Its length.
         found: usize,
+        /// The length it needs.
         expected: usize,
     },
+    /// An entry of a game is not finite, or out of its range (a policy that does not sum to
+    /// 1, an action past the count).
     #[error("{context}: {field}[{index}] = {value}: {reason}")]
     Value {
+        /// What was being checked.
         context: &'static str,
+        /// The vector.
         field: &'static str,
+        /// The entry's index.
         index: usize,
+        /// Its value.
         value: String,
+        /// Why it is refused.
         reason: &'static str,
     },
+    /// A game's observation or action count is not the buffer's.
     #[error(
         "game history: {field} = {found}, but this buffer holds games with {field} = {expected}"
     )]
     Mismatch {
+        /// `observation_len` or `action_count`.
         field: &'static str,
+        /// The game's.
         found: usize,
+        /// The buffer's.
         expected: usize,
     },
+    /// A game of no positions: nothing to learn from.
     #[error("game history: empty game (no positions to learn from)")]
     EmptyGame,
+    /// Sampling from a buffer that holds no game.
     #[error("cannot sample from an empty replay buffer")]
     Empty,
+    /// A batch of size 0 was asked for.
     #[error("cannot sample a batch of size 0")]
     ZeroBatch,
+    /// A priority update whose priorities are not one per position it names.
     #[error("update_priorities: {indices} indices but {priorities} priorities")]
-    PriorityCount { indices: usize, priorities: usize },
+    PriorityCount {
+        /// Positions named.
+        indices: usize,
+        /// Priorities given.
+        priorities: usize,
+    },
+    /// A saved buffer that does not decode into one (its message).
     #[error("replay snapshot: {0}")]
     Snapshot(String),
 }

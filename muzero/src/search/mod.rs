@@ -59,14 +59,26 @@ pub struct SearchOutput {
 /// Bad input to a search, as a value (boxed into [`ModelError`] by [`search`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SearchError {
+    /// A search config value out of range.
     #[error("invalid search config: {0}")]
     Config(String),
+    /// An input of the wrong shape (observations, masks, roots).
     #[error("search input: {0}")]
     Input(String),
+    /// A root with no legal action: there is nothing to search.
     #[error("search input: root {root} has no legal action")]
-    NoLegalAction { root: usize },
+    NoLegalAction {
+        /// The root's index in the batch.
+        root: usize,
+    },
+    /// The model returned outputs of the wrong shape or non-finite values.
     #[error("model {call} returned {detail}")]
-    ModelOutput { call: &'static str, detail: String },
+    ModelOutput {
+        /// `initial_inference` or `recurrent_inference`.
+        call: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
 }
 
 /// Searches `batch` roots in lockstep with a fresh [`Searcher`]. `observations` is `[batch,
@@ -106,6 +118,8 @@ struct Scratch {
 }
 
 impl Searcher {
+    /// A searcher with no scratch space yet; it grows to the first search's size and is
+    /// reused.
     pub fn new() -> Self {
         Self::default()
     }
