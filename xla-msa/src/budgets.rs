@@ -13,8 +13,11 @@ use accel_sim::OpId;
 /// reaches the same buffer with the same moves queues the same copies at the same keys.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Charge {
+    /// The budget that queued it.
     pub kind: BudgetKind,
+    /// Its place in that budget's queue.
     pub key: CopyKey,
+    /// The copy's seconds.
     pub amount: f64,
 }
 

@@ -245,43 +245,6 @@ impl ChunkHeap {
         self.index.is_free(start, end, offset, top)
     }
 
-    /// Whether the chunks overlapping ops `start..=end` in time hold every byte of
-    /// `[lo, hi)` between them (at one op or another). Not a query of the walk's: a watch
-    /// does not note it.
-    pub fn covers(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
-        if lo >= hi {
-            return true;
-        }
-        if start > end || start >= self.horizon() {
-            return false;
-        }
-        let end = end.min(self.horizon() - 1);
-        with_scratch(|scratch| {
-            self.index.busy(start, end, scratch);
-            let mut reach = lo;
-            for &(o, t) in scratch.sorted() {
-                if o > reach {
-                    break;
-                }
-                reach = reach.max(t);
-                if reach >= hi {
-                    return true;
-                }
-            }
-            reach >= hi
-        })
-    }
-
-    /// Whether a chunk overlapping ops `start..=end` in time meets bytes `[lo, hi)`. Not
-    /// a query of the walk's: a watch does not note it.
-    pub fn meets(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
-        if lo >= hi || start > end || start >= self.horizon() {
-            return false;
-        }
-        let end = end.min(self.horizon() - 1);
-        !self.index.is_free(start, end, lo, hi)
-    }
-
     /// Removes every committed chunk of `size` bytes at `offset` that lies within ops
     /// `start..=end` (the pieces an allocation was committed in, which cover it with no
     /// gap); returns how many. Chunks at one offset never overlap in time, so these are

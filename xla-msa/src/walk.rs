@@ -737,21 +737,6 @@ impl Walk {
         })
     }
 
-    /// Whether the chunks of the pass's heap over ops `start..=end` hold every byte of
-    /// `[lo, hi)` between them ([`ChunkHeap::covers`]).
-    pub fn heap_covers(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
-        self.passes
-            .last()
-            .is_some_and(|st| st.heap.covers(start, end, lo, hi))
-    }
-
-    /// Whether a chunk of the pass's heap over ops `start..=end` meets bytes `[lo, hi)`.
-    pub fn heap_meets(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
-        self.passes
-            .last()
-            .is_some_and(|st| st.heap.meets(start, end, lo, hi))
-    }
-
     /// Takes buffers' allocations in the pass's level out of its heap ([`Walk::place`]
     /// undone): each `(size, allocations)` a buffer's.
     pub fn unplace(&mut self, buffers: &[(u64, &[Allocation])]) {

@@ -16,16 +16,21 @@ use std::cell::RefCell;
 /// A queued copy's place in a budget's queue: (issue op, deadline op, order of arrival).
 pub type CopyKey = (usize, usize, u64);
 
-/// The lowest and the highest key there is, for ranges open on one side.
+/// The lowest key there is, for ranges open below.
 pub const KEY_MIN: CopyKey = (0, 0, 0);
+/// The highest key there is, for ranges open above.
 pub const KEY_MAX: CopyKey = (usize::MAX, usize::MAX, u64::MAX);
 
 /// A region of a heap: bytes `[lo, hi)` over ops `start..=end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
+    /// The first op.
     pub start: usize,
+    /// The last op (inclusive).
     pub end: usize,
+    /// The first byte.
     pub lo: u64,
+    /// The byte past the last.
     pub hi: u64,
 }
 
@@ -40,7 +45,9 @@ impl Region {
 /// budgets are not separate) or the evictions'.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BudgetKind {
+    /// The prefetches' budget.
     Prefetch,
+    /// The evictions' budget.
     Eviction,
 }
 
@@ -48,7 +55,9 @@ pub enum BudgetKind {
 /// copy budget, the range of queue keys its answers read (inclusive).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Seen {
+    /// The heap regions its queries looked at, sorted, each once.
     pub heap: Vec<Region>,
+    /// Per budget, the first and the last queue key its answers read.
     pub budgets: Vec<(BudgetKind, CopyKey, CopyKey)>,
 }
 

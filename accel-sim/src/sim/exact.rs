@@ -244,14 +244,12 @@ fn differences(
     let mut o: Vec<&Allocation> = old.iter().collect();
     let mut n: Vec<&Allocation> = new.iter().collect();
     // Holds in both are left alone; the rest come off and go on.
-    o.retain(|a| {
-        match n.iter().position(|x| seen(x) == seen(a)) {
-            Some(i) => {
-                n.remove(i);
-                false
-            }
-            None => true,
+    o.retain(|a| match n.iter().position(|x| seen(x) == seen(a)) {
+        Some(i) => {
+            n.remove(i);
+            false
         }
+        None => true,
     });
     for a in o {
         model.effects(b, a, |e| out.push((op_of(&e), e, -1.0)));

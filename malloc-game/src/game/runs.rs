@@ -69,14 +69,12 @@ impl Game {
         &self,
         removed: &[Charge],
         added: &[Charge],
-    ) -> Vec<(xla_msa::watch::BudgetKind, xla_msa::watch::CopyKey, xla_msa::watch::CopyKey)> {
+    ) -> Vec<(
+        xla_msa::watch::BudgetKind,
+        xla_msa::watch::CopyKey,
+        xla_msa::watch::CopyKey,
+    )> {
         self.walk.copies_differing(removed, added)
-    }
-
-    /// Whether the chunks of the pass's heap over ops `start..=end` take every byte of
-    /// `[lo, hi)` between them.
-    pub(crate) fn heap_covers(&self, start: OpId, end: OpId, lo: u64, hi: u64) -> bool {
-        self.walk.heap_covers(start, end, lo, hi)
     }
 
     /// Whether the walk stands between two buffers of a pass (a line's recorder stopped

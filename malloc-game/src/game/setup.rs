@@ -198,7 +198,10 @@ impl GameSetup {
 
     /// A whole run of the mapping `allocs` (each buffer's allocations) kept alive as it
     /// changes ([`ExactSim`]).
-    pub(crate) fn exact_sim(&self, allocs: &imbl::Vector<Arc<Vec<accel_sim::Allocation>>>) -> ExactSim {
+    pub(crate) fn exact_sim(
+        &self,
+        allocs: &imbl::Vector<Arc<Vec<accel_sim::Allocation>>>,
+    ) -> ExactSim {
         self.simulator
             .exact_of(allocs.iter().enumerate().map(|(b, a)| (b, a.as_slice())))
     }

@@ -178,6 +178,7 @@ impl Line {
     pub fn len(&self) -> usize {
         self.decisions.len()
     }
+    /// Whether no turn was played.
     pub fn is_empty(&self) -> bool {
         self.decisions.is_empty()
     }

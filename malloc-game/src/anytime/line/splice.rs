@@ -56,48 +56,18 @@ impl Differences {
         self.heap.is_empty() && self.budgets.is_empty()
     }
 
-    /// Whether a walk that looked at `seen` could see a difference, the new game being
-    /// `g` (between two buffers, past every changed run).
-    fn met_by(&self, seen: &Seen, g: &Game) -> bool {
+    /// Whether a walk that looked at `seen` could see a difference.
+    fn met_by(&self, seen: &Seen) -> bool {
         let heap = self.span.is_some_and(|(lo, hi)| {
             seen.span().is_some_and(|(a, b)| a <= hi && lo <= b)
                 && seen.heap.iter().any(|r| {
-                    r.start <= hi
-                        && lo <= r.end
-                        && self.heap.iter().any(|(d, _)| d.meets(r))
+                    r.start <= hi && lo <= r.end && self.heap.iter().any(|(d, _)| d.meets(r))
                 })
         });
         heap || seen.budgets.iter().any(|&(k, lo, hi)| {
             self.budgets
                 .iter()
                 .any(|&(dk, dlo, dhi)| dk == k && lo <= dhi && dlo <= hi)
-        })
-    }
-
-    /// Whether the chunks every game shares hide the differing chunk `d` (the new game's
-    /// if `new`) from a look at region `r`: the bytes of `d` that `r` looks at are taken
-    /// over `r`'s ops in both games all the same. A look at a region depends only on
-    /// which of its bytes some chunk over its ops takes, so then it answers the same.
-    fn hidden(&self, r: &Region, d: &Region, new: bool, g: &Game) -> bool {
-        let (lo, hi) = (r.lo.max(d.lo), r.hi.min(d.hi));
-        if !new {
-            // The line's chunk: the new game must take its bytes all the same (the chunks
-            // it holds only grow until the look).
-            return g.heap_covers(r.start, r.end, lo, hi);
-        }
-        // The new game's chunk: chunks both games hold must take its bytes, at ops it
-        // does not hold, where no other new chunk could be what takes them.
-        let free_of_new = |s: usize, e: usize| {
-            let w = Region { start: s, end: e, lo, hi };
-            !self.heap.iter().any(|(x, n)| *n && x.meets(&w))
-        };
-        let before = r.start < d.start && {
-            let e = d.start - 1;
-            free_of_new(r.start, e) && g.heap_covers(r.start, e, lo, hi)
-        };
-        before || (d.end < r.end && {
-            let s = d.end + 1;
-            free_of_new(s, r.end) && g.heap_covers(s, r.end, lo, hi)
         })
     }
 }
@@ -151,7 +121,12 @@ impl Line {
     /// Goes on from `g` (the new game, between two buffers of the last pass or over, with
     /// `done` the runs it re-played) through the rest of the last pass, re-playing only
     /// the buffers that could see a difference.
-    fn spliced(&self, mut g: Game, done: Vec<(usize, Run)>, cancelled: &dyn Fn() -> bool) -> Option<Line> {
+    fn spliced(
+        &self,
+        mut g: Game,
+        done: Vec<(usize, Run)>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<Line> {
         let mut changes = Changes::default();
         let mut next = done.last().map_or(0, |(at, _)| at + 1);
         for (at, run) in done {
@@ -163,28 +138,16 @@ impl Line {
             self.differ(&mut diff, p, &changes);
         }
         diff.recount(&g);
-        let t0 = std::time::Instant::now();
-        let (mut n_replay, mut n_ff, mut n_mat, mut n_met) = (0, 0, 0, 0);
-        let first_next = next;
         let mut q = next;
         while q < end && !g.is_terminal() && !diff.is_empty() {
-            if !diff.met_by(&self.runs[q].seen, &g) {
+            if !diff.met_by(&self.runs[q].seen) {
                 q += 1;
                 continue;
             }
             if cancelled() {
                 return None;
             }
-            n_met += 1;
-            if std::env::var("SPLICE_STATS").is_ok() {
-                let seen = &self.runs[q].seen;
-                let heap = diff.span.is_some_and(|(lo, hi)| seen.heap.iter().any(|r| r.start <= hi && lo <= r.end && diff.heap.iter().any(|(d, n)| d.meets(r) && !diff.hidden(r, d, *n, &g))));
-                HITS.with(|h| { let mut h = h.borrow_mut(); if heap { h.0 += 1 } else { h.1 += 1 } });
-            }
-            let (from, _) = self.checkpoints.before(q);
-            if q - next <= q - from + 2 * changes.walk.len() + 8 { n_ff += q - next } else { n_mat += 1 }
             g = self.state_for(g, next, q, &changes);
-            n_replay += 1;
             let mut rec = Recorder::new(&self.shape, None);
             rec.once();
             rec.resume(&mut g);
@@ -204,19 +167,15 @@ impl Line {
             next = q + 1;
             q = next;
         }
-        if std::env::var("SPLICE_STATS").is_ok() {
-            HITS.with(|h| { let h = h.borrow(); eprintln!("HITS heap {} budget-only {}", h.0, h.1) });
-            eprintln!("SPLICE from {first_next} replayed {n_replay} ff {n_ff} mat {n_mat} walkdiff {} changed {} lastq {q} ms {:.3}", changes.walk.len(), changes.runs.len(), t0.elapsed().as_secs_f64()*1e3);
-        }
         Some(self.with_changes(changes))
     }
 
     /// The new game before position `q`: `g` (before position `next`) with the runs
     /// between fast-forwarded, or the line's state there with the changes swapped in,
-    /// whichever is less work.
+    /// whichever is less work (a run to take or swap out, each).
     fn state_for(&self, mut g: Game, next: usize, q: usize, changes: &Changes) -> Game {
-        let (from, _) = self.checkpoints.before(q);
-        let fresh = q - from + 2 * changes.walk.len() + 8;
+        let (from, stale) = self.checkpoint_for(q);
+        let fresh = q - from + 2 * (stale + changes.walk.len()) + 8;
         if q - next <= fresh {
             for k in next..q {
                 let ok = g.fast_forward(&self.runs[k]);
@@ -268,7 +227,9 @@ impl Line {
         };
         let old_only = old.placed.iter().filter(|a| !new.placed.contains(a));
         let new_only = new.placed.iter().filter(|a| !old.placed.contains(a));
-        let tagged = old_only.map(|a| (a, false)).chain(new_only.map(|a| (a, true)));
+        let tagged = old_only
+            .map(|a| (a, false))
+            .chain(new_only.map(|a| (a, true)));
         for (a, new) in tagged {
             let r = region(a);
             diff.span = Some(diff.span.map_or((r.start, r.end), |(lo, hi)| {
@@ -329,5 +290,3 @@ fn splice_turns(v: &mut imbl::Vector<Decision>, turns: std::ops::Range<usize>, r
     v.extend(run.turns.iter().map(|&(_, d)| d));
     v.append(tail);
 }
-
-thread_local! { static HITS: std::cell::RefCell<(usize, usize)> = const { std::cell::RefCell::new((0, 0)) }; }

@@ -84,6 +84,21 @@ impl Line {
         g
     }
 
+    /// The checkpoint [`Line::state_at`] starts from for position `at`, and how many of
+    /// its runs it would swap for this line's first (at most: runs that are copies but
+    /// equal count too).
+    pub(super) fn checkpoint_for(&self, at: usize) -> (usize, usize) {
+        let (from, slot) = self.checkpoints.before(at);
+        let cp = Arc::clone(&lock(slot));
+        if cp.runs.ptr_eq(&self.runs) {
+            return (from, 0);
+        }
+        let lo = self.shape.pass_range(self.shape.pass_of(from)).start;
+        let mine = self.runs.iter().skip(lo).take(from - lo);
+        let stale = cp.runs.iter().skip(lo).take(from - lo).zip(mine);
+        (from, stale.filter(|(a, b)| !Arc::ptr_eq(a, b)).count())
+    }
+
     /// Checkpoint `cp` (before position `from`) with this line's runs in place of those
     /// that differ.
     fn refreshed(&self, from: usize, cp: &Checkpoint) -> Game {
@@ -98,7 +113,11 @@ impl Line {
             }
         }
         debug_assert!(
-            cp.runs.iter().take(lo).zip(self.runs.iter()).all(|(a, b)| **a == **b),
+            cp.runs
+                .iter()
+                .take(lo)
+                .zip(self.runs.iter())
+                .all(|(a, b)| **a == **b),
             "lines of one search differ only in the pass they splice in"
         );
         let ok = g.swap_runs(&pairs);

@@ -23,23 +23,37 @@ fn setup(program: Program, hw: Hardware) -> Arc<GameSetup> {
     GameSetup::new(Arc::new(program), hw, options).unwrap()
 }
 
-fn suite(workload: &str) -> Arc<GameSetup> {
+fn suite(workload: &str, hw: &str) -> Arc<GameSetup> {
     let case = bench_workloads::suite::cases()
         .into_iter()
-        .find(|c| c.workload == workload)
+        .find(|c| c.workload == workload && c.hardware().name == hw)
         .unwrap();
     setup(bench_workloads::load(workload).unwrap(), case.hardware())
 }
 
+/// Suite cases (one with two fast levels) and generated programs of several seeds.
 fn cases() -> Vec<(String, Arc<GameSetup>)> {
     let tpu = |cap| Hardware::tpu_v4i_like().with_capacity(1, cap).unwrap();
     let nnp = Hardware::nnp_i_like().with_capacity(2, 2 * MIB).unwrap();
-    vec![
-        ("alexnet".into(), suite("alexnet")),
-        ("gpt2-small-s128".into(), suite("gpt2-small-s128")),
-        ("large-random 300 tpu".into(), setup(large_random(300, 1), tpu(8 * MIB))),
-        ("large-random 300 nnp".into(), setup(large_random(300, 7), nnp)),
+    let mut v: Vec<(String, Arc<GameSetup>)> = [
+        ("alexnet", "tpu-v4i-like"),
+        ("gpt2-small-s128", "tpu-v4i-like"),
+        ("bert-base-s128", "tpu-v4i-like"),
+        ("random-dag", "tpu-v4i-like"),
+        ("resnet50", "nnp-i-like"),
     ]
+    .into_iter()
+    .map(|(w, hw)| (format!("{w} {hw}"), suite(w, hw)))
+    .collect();
+    for seed in [1, 2, 3] {
+        let name = format!("large-random 300 seed {seed} tpu");
+        v.push((name, setup(large_random(300, seed), tpu(8 * MIB))));
+    }
+    for seed in [7, 8] {
+        let name = format!("large-random 300 seed {seed} nnp");
+        v.push((name, setup(large_random(300, seed), nnp.clone())));
+    }
+    v
 }
 
 /// The game of `decisions` played turn by turn from the start.
@@ -93,7 +107,11 @@ fn spliced(line: &Line, t: usize, changed: usize, seed: u64) -> Line {
 }
 
 fn assert_same(what: &str, line: &Line, want: &Game) {
-    assert_eq!(line.decisions.iter().copied().collect::<Vec<_>>(), want.decisions(), "{what}: decisions");
+    assert_eq!(
+        line.decisions.iter().copied().collect::<Vec<_>>(),
+        want.decisions(),
+        "{what}: decisions"
+    );
     let mapping = want.mapping();
     let bad: Vec<(usize, Option<usize>)> = line
         .allocs
@@ -117,7 +135,10 @@ fn assert_same(what: &str, line: &Line, want: &Game) {
             );
         }
     }
-    assert!(bad.is_empty(), "{what}: buffers (and positions) that differ: {bad:?}");
+    assert!(
+        bad.is_empty(),
+        "{what}: buffers (and positions) that differ: {bad:?}"
+    );
     for (b, a) in line.allocs.iter().enumerate() {
         assert!(
             **a == mapping.buffers[b].allocations,
@@ -151,11 +172,18 @@ fn moves_give_what_the_full_replay_gives() {
                 let seed = rng.random();
                 let want = full_replay(&line, t, changed, seed);
                 let got = spliced(&line, t, changed, seed);
-                assert_same(&format!("{name} start {k} move {m} at turn {t}"), &got, &want);
+                assert_same(
+                    &format!("{name} start {k} move {m} at turn {t}"),
+                    &got,
+                    &want,
+                );
                 line = got;
             }
             // The line's game, played turn by turn, is the last move's.
-            assert_eq!(line.game().decisions(), line.decisions.iter().copied().collect::<Vec<_>>());
+            assert_eq!(
+                line.game().decisions(),
+                line.decisions.iter().copied().collect::<Vec<_>>()
+            );
             assert_eq!(line.game().final_latency(), Some(line.latency()));
         }
     }
@@ -179,7 +207,10 @@ fn a_lines_states_are_its_games_states() {
                 assert_eq!(got.legal_actions(), want.legal_actions(), "{what}");
                 assert!(got.mapping() == want.mapping(), "{what}: mappings differ");
                 let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
-                assert!(close(got.simulated_latency(), want.simulated_latency()), "{what}");
+                assert!(
+                    close(got.simulated_latency(), want.simulated_latency()),
+                    "{what}"
+                );
                 assert!(close(got.proxy_latency(), want.proxy_latency()), "{what}");
             }
         }
