@@ -161,7 +161,7 @@ impl Budgets {
                     .filter(|c| c.kind == kind)
                     .map(|c| (c.key, c.amount))
                     .collect();
-                v.sort_by(|a, b| a.0.cmp(&b.0));
+                v.sort_by_key(|a| a.0);
                 v
             };
             if let Some((lo, hi)) = self.budget(kind).differing(&of(removed), &of(added)) {

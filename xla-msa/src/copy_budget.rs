@@ -188,7 +188,7 @@ impl CopyBudget {
         let first = removed.iter().chain(added).map(|c| c.0).min()?;
         let mut last = removed.iter().chain(added).map(|c| c.0).max()?;
         let mut gone: Vec<(Key, f64)> = removed.to_vec();
-        gone.sort_by(|a, b| a.0.cmp(&b.0));
+        gone.sort_by_key(|a| a.0);
         let mut gone = gone.into_iter().peekable();
         // Both queues agree before `first`: the same copy comes before it in both.
         let mut other = self
@@ -385,7 +385,7 @@ mod tests {
     fn queue_of(per_op: &[f64], copies: &[((usize, usize, u64), f64)]) -> Vec<(Key, f64, f64)> {
         let b = CopyBudget::new(per_op, BudgetKind::Prefetch);
         let mut sorted = copies.to_vec();
-        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        sorted.sort_by_key(|a| a.0);
         let mut p = 0.0f64;
         sorted
             .into_iter()
@@ -465,7 +465,7 @@ mod tests {
             for &(k, amount) in &with(&added) {
                 new.insert_key(k, amount);
             }
-            added.sort_by(|a, b| a.0.cmp(&b.0));
+            added.sort_by_key(|a| a.0);
             let range = new.differing(&removed, &added);
             let new_entries = entries(&new);
             let mut disagree: Vec<Key> = Vec::new();

@@ -43,8 +43,11 @@ pub struct ExactSim {
     ops: imbl::Vector<Op>,
 }
 
+/// A change's buffers kept between calls: the changes and the ops' rewrites.
+type Scratch = (Vec<Change>, Vec<(OpId, Op)>);
+
 thread_local! {
-    static SCRATCH: std::cell::Cell<(Vec<Change>, Vec<(OpId, Op)>)> =
+    static SCRATCH: std::cell::Cell<Scratch> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 

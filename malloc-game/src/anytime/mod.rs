@@ -65,7 +65,7 @@ impl Incumbent {
     /// was kept.
     pub fn offer(&self, game: &Game) -> bool {
         match game.final_latency() {
-            Some(latency) => self.keep(latency, || Best::Game(game.clone())),
+            Some(latency) => self.keep(latency, || Best::Game(Box::new(game.clone()))),
             None => false,
         }
     }
@@ -73,7 +73,7 @@ impl Incumbent {
     /// [`Incumbent::offer`] for a line: its game is played only when asked for
     /// ([`Incumbent::best`]), so a search that improves often pays for the last only.
     pub fn offer_line(&self, line: &Line) -> bool {
-        self.keep(line.latency(), || Best::Line(line.clone()))
+        self.keep(line.latency(), || Best::Line(Box::new(line.clone())))
     }
 
     fn keep(&self, latency: f64, best: impl FnOnce() -> Best) -> bool {
@@ -108,7 +108,7 @@ impl Incumbent {
     pub fn best_line(&self, snapshot_every: usize, cancelled: &dyn Fn() -> bool) -> Option<Line> {
         let best = self.lock().best.clone()?;
         match best {
-            Best::Line(l) => Some(l),
+            Best::Line(l) => Some(*l),
             Best::Game(g) => Line::of_until(&g, snapshot_every, cancelled),
         }
     }
@@ -143,8 +143,8 @@ impl Incumbent {
 /// The best so far: a finished game, or a line whose game is played when asked for.
 #[derive(Clone)]
 enum Best {
-    Game(Game),
-    Line(Line),
+    Game(Box<Game>),
+    Line(Box<Line>),
 }
 
 impl Best {
@@ -156,7 +156,7 @@ impl Best {
     }
     fn game(&self) -> Game {
         match self {
-            Best::Game(g) => g.clone(),
+            Best::Game(g) => (**g).clone(),
             Best::Line(l) => l.game().clone(),
         }
     }
