@@ -41,7 +41,7 @@ pub use mapping::{
 pub use program::{
     Buffer, BufferId, BufferKind, Op, OpId, Program, ProgramError, MAX_BYTES, MAX_FLOPS_PER_OP,
 };
-pub use sim::{Bound, LiveSim, OpState, OpTiming, SimReport, Simulator};
+pub use sim::{Bound, ExactSim, LiveSim, OpState, OpTiming, SimReport, Simulator};
 pub use terminal::terminal_text;
 pub use textfile::{
     json_differences, objects_where_objects, parse_json, read_text, read_text_capped,

@@ -182,6 +182,47 @@ fn check_live_sim(p: &Program, hw: &Hardware, m: &Mapping, rng: &mut StdRng) {
     assert!(close(live.latency_s(), s0));
 }
 
+/// The exact incremental simulation, built one buffer at a time in a random order and
+/// taken apart again, against whole runs of each partial mapping: the same latency to
+/// the bit, and a clone taken halfway keeps its own.
+fn check_exact_sim(p: &Program, hw: &Hardware, m: &Mapping, rng: &mut StdRng) {
+    let mut sim = Simulator::new(p, hw);
+    let placed = |m: &Mapping| {
+        m.buffers
+            .iter()
+            .enumerate()
+            .map(|(b, pl)| (b, pl.allocations.clone()))
+            .collect::<Vec<_>>()
+    };
+    let whole = placed(m);
+    let of = sim.exact_of(whole.iter().map(|(b, a)| (*b, a.as_slice())));
+    assert_eq!(of.latency_s(), sim.run(m, false).latency_s);
+    let mut exact = sim.exact_of(std::iter::empty());
+    let s0 = sim.run(&Mapping::all_slow(p), false).latency_s;
+    assert_eq!(exact.latency_s(), s0);
+    let mut order: Vec<usize> = (0..m.buffers.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut partial = Mapping::all_slow(p);
+    let mut halfway = None;
+    for (k, &b) in order.iter().enumerate() {
+        let new = &m.buffers[b].allocations;
+        exact.change(b, &partial.buffers[b].allocations, new);
+        partial.buffers[b].allocations.clone_from(new);
+        assert_eq!(exact.latency_s(), sim.run(&partial, false).latency_s);
+        if k == order.len() / 2 {
+            halfway = Some((exact.clone(), partial.clone()));
+        }
+    }
+    let (old, old_mapping) = halfway.unwrap();
+    assert_eq!(old.latency_s(), sim.run(&old_mapping, false).latency_s);
+    for &b in order.iter().rev() {
+        exact.change(b, &m.buffers[b].allocations, &[]);
+    }
+    assert_eq!(exact.latency_s(), s0);
+}
+
 fn overlaps(p: &Program, m: &Mapping) -> bool {
     let mut rects = Vec::new();
     for (b, pl) in m.buffers.iter().enumerate() {
@@ -231,6 +272,7 @@ fn overlapping_random_mappings_never_validate() {
                 assert!(sim.is_finite() && sim >= compute);
                 check_cost_model(&p, &hw, &m, &mut rng);
                 check_live_sim(&p, &hw, &m, &mut rng);
+                check_exact_sim(&p, &hw, &m, &mut rng);
             }
             Err(e) => {
                 assert!(overlap, "a mapping without overlaps was rejected: {e}");

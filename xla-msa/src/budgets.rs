@@ -6,7 +6,27 @@ use crate::copy_budget::CopyBudget;
 use crate::options::XlaOptions;
 use crate::pass::Txn;
 use crate::timing::Timing;
+use crate::watch::{BudgetKind, CopyKey};
 use accel_sim::OpId;
+
+/// A copy a budget queued: which budget, its key in the queue and its seconds. A game that
+/// reaches the same buffer with the same moves queues the same copies at the same keys.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Charge {
+    /// The budget that queued it.
+    pub kind: BudgetKind,
+    /// Its place in that budget's queue.
+    pub key: CopyKey,
+    /// The copy's seconds.
+    pub amount: f64,
+}
+
+/// Where the budgets stood, to list the copies queued since ([`Budgets::charges_since`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChargeMark {
+    logged: usize,
+    arrivals: [u64; 2],
+}
 
 /// A copy the budgets carry: (eviction?, first op, end op (exclusive), seconds).
 type LoggedCopy = (bool, OpId, OpId, f64);
@@ -25,10 +45,10 @@ pub(crate) struct Budgets {
 impl Budgets {
     pub(crate) fn new(opts: &XlaOptions, timing: &Timing) -> Budgets {
         Budgets {
-            prefetch: CopyBudget::new(&timing.elapsed),
+            prefetch: CopyBudget::new(&timing.elapsed, BudgetKind::Prefetch),
             eviction: opts
                 .separate_eviction_budget
-                .then(|| CopyBudget::new(&timing.elapsed)),
+                .then(|| CopyBudget::new(&timing.elapsed, BudgetKind::Eviction)),
             enabled: opts.copy_budget,
             log: imbl::Vector::new(),
         }
@@ -48,6 +68,107 @@ impl Budgets {
         }
         fresh.log = log.into_iter().collect();
         fresh
+    }
+
+    fn budget(&self, kind: BudgetKind) -> &CopyBudget {
+        match (kind, &self.eviction) {
+            (BudgetKind::Eviction, Some(e)) => e,
+            _ => &self.prefetch,
+        }
+    }
+
+    fn budget_mut(&mut self, kind: BudgetKind) -> &mut CopyBudget {
+        match (kind, &mut self.eviction) {
+            (BudgetKind::Eviction, Some(e)) => e,
+            _ => &mut self.prefetch,
+        }
+    }
+
+    /// The budget a copy draws on.
+    fn kind_of(&self, eviction: bool) -> BudgetKind {
+        if eviction && self.eviction.is_some() {
+            BudgetKind::Eviction
+        } else {
+            BudgetKind::Prefetch
+        }
+    }
+
+    /// Copies queued from now on arrive with orders of at least `order` ([`CopyBudget::order_from`]).
+    pub(crate) fn order_from(&mut self, order: u64) {
+        self.each(|b| b.order_from(order));
+    }
+
+    pub(crate) fn mark(&self) -> ChargeMark {
+        ChargeMark {
+            logged: self.log.len(),
+            arrivals: [
+                self.prefetch.arrivals(),
+                self.eviction.as_ref().map_or(0, |e| e.arrivals()),
+            ],
+        }
+    }
+
+    /// The copies queued since `mark`, in the order they were queued.
+    pub(crate) fn charges_since(&self, mark: &ChargeMark) -> Vec<Charge> {
+        let mut nth = [0u64; 2];
+        let mut out = Vec::new();
+        for &(eviction, lo, hi, amount) in self.log.iter().skip(mark.logged) {
+            let kind = self.kind_of(eviction);
+            let i = usize::from(kind == BudgetKind::Eviction);
+            let budget = self.budget(kind);
+            if let Some((lo, hi)) = budget.window_of(lo, hi, amount) {
+                let key = (lo, hi, mark.arrivals[i] + nth[i]);
+                nth[i] += 1;
+                out.push(Charge { kind, key, amount });
+            }
+        }
+        out
+    }
+
+    /// Queues `charges` whatever the windows say (copies another game of the same walk
+    /// queued there), and logs them for a later pass, as if charged in this order.
+    pub(crate) fn insert(&mut self, charges: &[Charge]) {
+        for c in charges {
+            self.budget_mut(c.kind).insert_key(c.key, c.amount);
+            let eviction = c.kind == BudgetKind::Eviction;
+            self.log.push_back((eviction, c.key.0, c.key.1, c.amount));
+        }
+    }
+
+    /// Takes `charges` out of their queues (not out of the log: a later pass's budgets
+    /// would replay them, so only the last pass's copies may be taken out).
+    pub(crate) fn remove(&mut self, charges: &[Charge]) {
+        for c in charges {
+            self.budget_mut(c.kind).remove_key(c.key);
+        }
+    }
+
+    /// Per budget, the keys where these queues disagree with the queues that hold
+    /// `removed` instead of `added` ([`CopyBudget::differing`]).
+    pub(crate) fn differing(
+        &self,
+        removed: &[Charge],
+        added: &[Charge],
+    ) -> Vec<(BudgetKind, CopyKey, CopyKey)> {
+        let mut out = Vec::new();
+        for kind in [BudgetKind::Prefetch, BudgetKind::Eviction] {
+            if kind == BudgetKind::Eviction && self.eviction.is_none() {
+                continue;
+            }
+            let of = |list: &[Charge]| -> Vec<(CopyKey, f64)> {
+                let mut v: Vec<(CopyKey, f64)> = list
+                    .iter()
+                    .filter(|c| c.kind == kind)
+                    .map(|c| (c.key, c.amount))
+                    .collect();
+                v.sort_by_key(|a| a.0);
+                v
+            };
+            if let Some((lo, hi)) = self.budget(kind).differing(&of(removed), &of(added)) {
+                out.push((kind, lo, hi));
+            }
+        }
+        out
     }
 
     pub(crate) fn each(&mut self, mut f: impl FnMut(&mut CopyBudget)) {

@@ -10,12 +10,13 @@
 //! pointers of the copies queued behind it (it may push them past their deadlines) and
 //! stops as soon as one is unchanged, since all later ones then are too.
 
+use crate::watch::{self, BudgetKind, KEY_MAX, KEY_MIN};
 use imbl::OrdMap;
 use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::Arc;
 
 /// A queued copy's place in the queue: by issue op, then deadline, then arrival.
-type Key = (usize, usize, u64);
+pub(crate) type Key = crate::watch::CopyKey;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Queued {
@@ -45,11 +46,13 @@ pub(crate) struct CopyBudget {
     scratch: Vec<(Key, f64)>,
     /// While a transaction is open ([`CopyBudget::begin`]): how to undo it.
     journal: Option<Vec<Undo>>,
+    /// Which of the walk's budgets this is, for a watch ([`crate::watch`]).
+    kind: BudgetKind,
 }
 
 impl CopyBudget {
     /// A budget of `per_op[t]` seconds at op `t`.
-    pub(crate) fn new(per_op: &[f64]) -> CopyBudget {
+    pub(crate) fn new(per_op: &[f64], kind: BudgetKind) -> CopyBudget {
         let mut cum = Vec::with_capacity(per_op.len() + 1);
         let mut acc = 0.0;
         cum.push(0.0);
@@ -63,6 +66,7 @@ impl CopyBudget {
             arrivals: 0,
             scratch: Vec::new(),
             journal: None,
+            kind,
         }
     }
 
@@ -80,28 +84,135 @@ impl CopyBudget {
         if lo >= hi {
             return None;
         }
-        let pointer = self
-            .queue
-            .range(..key)
-            .next_back()
-            .map_or(0.0, |(_, c)| c.finish);
+        let before = self.queue.range(..key).next_back();
+        // What the answer reads: the copy before the key, and those it pushes back.
+        let first = before.map_or(KEY_MIN, |(&k, _)| k);
+        let pointer = before.map_or(0.0, |(_, c)| c.finish);
         let finish = self.cum[lo].max(pointer) + amount;
         if finish > self.cum[hi] + self.slack(hi) {
+            watch::budget(self.kind, first, key);
             return None;
         }
         let mut p = finish;
+        let mut last = KEY_MAX;
         for (&k, c) in self.queue.range((Excluded(key), Unbounded)) {
             let f = self.cum[k.0].max(p) + c.amount;
             if f == c.finish {
+                last = k;
                 break;
             }
             if f > self.cum[k.1] + self.slack(k.1) {
+                watch::budget(self.kind, first, k);
                 return None;
             }
             pushed.push((k, f));
             p = f;
         }
+        watch::budget(self.kind, first, last);
         Some(finish)
+    }
+
+    /// From now on, copies arrive with an order of at least `order` (the walk numbers a
+    /// buffer's copies from its place in the pass, so that the same copies get the same
+    /// keys in any game that reaches that buffer: [`CopyBudget::insert_key`]). Only the
+    /// order among copies with the same window matters, and it stays the arrival order.
+    pub(crate) fn order_from(&mut self, order: u64) {
+        self.arrivals = self.arrivals.max(order);
+    }
+
+    /// The window a queued copy beside ops `lo..hi` has in its key (`None`: a copy of no
+    /// time, which is not queued).
+    pub(crate) fn window_of(&self, lo: usize, hi: usize, amount: f64) -> Option<(usize, usize)> {
+        (amount > 0.0).then_some((lo, hi.min(self.cum.len() - 1)))
+    }
+
+    /// The arrivals so far (the order the next copy gets).
+    pub(crate) fn arrivals(&self) -> u64 {
+        self.arrivals
+    }
+
+    /// Sets the finishes of the copies after `from` (excluded) from `pointer` on, until one
+    /// is already right: a queue where a copy was added or removed before them.
+    fn refinish(&mut self, from: Key, mut pointer: f64) {
+        let mut changed: Vec<(Key, f64)> = Vec::new();
+        for (&k, c) in self.queue.range((Excluded(from), Unbounded)) {
+            let f = self.cum[k.0].max(pointer) + c.amount;
+            if f == c.finish {
+                break;
+            }
+            changed.push((k, f));
+            pointer = f;
+        }
+        for (k, f) in changed {
+            if let Some(c) = self.queue.get_mut(&k) {
+                c.finish = f;
+            }
+        }
+    }
+
+    /// Queues a copy at `key` whatever the windows say (a copy another game of the same
+    /// walk queued there), the copies behind it pushed back.
+    pub(crate) fn insert_key(&mut self, key: Key, amount: f64) {
+        let pointer = self
+            .queue
+            .range(..key)
+            .next_back()
+            .map_or(0.0, |(_, c)| c.finish);
+        let finish = self.cum[key.0].max(pointer) + amount;
+        self.queue.insert(key, Queued { amount, finish });
+        self.refinish(key, finish);
+    }
+
+    /// Takes the copy at `key` out of the queue, the copies behind it moved up.
+    pub(crate) fn remove_key(&mut self, key: Key) {
+        if self.queue.remove(&key).is_none() {
+            return;
+        }
+        let pointer = self
+            .queue
+            .range(..key)
+            .next_back()
+            .map_or(0.0, |(_, c)| c.finish);
+        self.refinish(key, pointer);
+    }
+
+    /// The keys where this queue and the queue with the copies `added` (which this one
+    /// holds) replaced by `removed` (which it does not) disagree: a copy in one only, or
+    /// a copy both hold that finishes at another time. `None` if they agree everywhere.
+    /// `added` is sorted by key.
+    pub(crate) fn differing(
+        &self,
+        removed: &[(Key, f64)],
+        added: &[(Key, f64)],
+    ) -> Option<(Key, Key)> {
+        let first = removed.iter().chain(added).map(|c| c.0).min()?;
+        let mut last = removed.iter().chain(added).map(|c| c.0).max()?;
+        let mut gone: Vec<(Key, f64)> = removed.to_vec();
+        gone.sort_by_key(|a| a.0);
+        let mut gone = gone.into_iter().peekable();
+        // Both queues agree before `first`: the same copy comes before it in both.
+        let mut other = self
+            .queue
+            .range(..first)
+            .next_back()
+            .map_or(0.0, |(_, c)| c.finish);
+        for (&k, c) in self.queue.range(first..) {
+            while let Some(&(g, amount)) = gone.peek().filter(|g| g.0 < k) {
+                other = self.cum[g.0].max(other) + amount;
+                gone.next();
+            }
+            if added.binary_search_by(|a| a.0.cmp(&k)).is_ok() {
+                continue;
+            }
+            let f = self.cum[k.0].max(other) + c.amount;
+            other = f;
+            if f != c.finish {
+                last = last.max(k);
+            } else if k > last && gone.peek().is_none() {
+                break;
+            }
+        }
+        Some((first, last))
     }
 
     /// The key a copy beside ops `lo..hi` arriving now gets: behind every queued copy
@@ -235,7 +346,7 @@ mod tests {
     #[test]
     fn copies_fill_their_window_in_fifo_order() {
         // Four ops of 1 s each.
-        let mut b = CopyBudget::new(&[1.0, 1.0, 1.0, 1.0]);
+        let mut b = CopyBudget::new(&[1.0, 1.0, 1.0, 1.0], BudgetKind::Prefetch);
         // 1.5 s beside ops 0..2: done at 1.5.
         assert!(b.try_add(0, 2, 1.5));
         // Another from op 1 must wait for the first: 1.5 + 1.0 = 2.5 <= 3 (ops 1..3).
@@ -252,7 +363,7 @@ mod tests {
 
     #[test]
     fn an_earlier_copy_may_not_push_a_queued_one_past_its_deadline() {
-        let mut b = CopyBudget::new(&[1.0, 1.0, 1.0]);
+        let mut b = CopyBudget::new(&[1.0, 1.0, 1.0], BudgetKind::Prefetch);
         // Queued: 1 s beside op 1 exactly (ops 1..2).
         assert!(b.try_add(1, 2, 1.0));
         // A copy issued at op 0 goes first; 1.5 s would push the queued one to 2.5 > 2.
@@ -270,10 +381,119 @@ mod tests {
         assert!(b.try_add(2, 3, 1.0));
     }
 
+    /// A queue of `copies` (key, amount) as if each was queued in key order.
+    fn queue_of(per_op: &[f64], copies: &[((usize, usize, u64), f64)]) -> Vec<(Key, f64, f64)> {
+        let b = CopyBudget::new(per_op, BudgetKind::Prefetch);
+        let mut sorted = copies.to_vec();
+        sorted.sort_by_key(|a| a.0);
+        let mut p = 0.0f64;
+        sorted
+            .into_iter()
+            .map(|(k, amount)| {
+                let f = b.cum[k.0].max(p) + amount;
+                p = f;
+                (k, amount, f)
+            })
+            .collect()
+    }
+
+    fn entries(b: &CopyBudget) -> Vec<(Key, f64, f64)> {
+        b.queue
+            .iter()
+            .map(|(k, c)| (*k, c.amount, c.finish))
+            .collect()
+    }
+
+    /// Random copies over `n` ops (keys unique), some sharing a window.
+    fn random_copies(rng: &mut impl rand::Rng, n: usize, count: usize) -> Vec<(Key, f64)> {
+        (0..count as u64)
+            .map(|i| {
+                let lo = rng.random_range(0..n - 1);
+                let hi = rng.random_range(lo + 1..=n);
+                ((lo, hi, i), rng.random_range(0.1..2.0))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn copies_put_in_and_taken_out_leave_the_queue_they_would_have_made() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for _ in 0..200 {
+            let n = rng.random_range(2..12);
+            let per_op: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.5)).collect();
+            let count = rng.random_range(1..10);
+            let copies = random_copies(&mut rng, n, count);
+            let mut b = CopyBudget::new(&per_op, BudgetKind::Prefetch);
+            for &(k, amount) in &copies {
+                b.insert_key(k, amount);
+            }
+            assert_eq!(entries(&b), queue_of(&per_op, &copies));
+            let out = rng.random_range(0..copies.len());
+            b.remove_key(copies[out].0);
+            let mut left = copies.clone();
+            left.remove(out);
+            assert_eq!(entries(&b), queue_of(&per_op, &left));
+        }
+    }
+
+    #[test]
+    fn the_differing_keys_cover_every_disagreement() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for _ in 0..300 {
+            let n = rng.random_range(2..16);
+            let per_op: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.5)).collect();
+            let count = rng.random_range(2..14);
+            let all = random_copies(&mut rng, n, count);
+            // Each copy is common, only in the old queue, or only in the new one.
+            let (mut common, mut removed, mut added) = (Vec::new(), Vec::new(), Vec::new());
+            for c in all {
+                match rng.random_range(0..5) {
+                    0 => removed.push(c),
+                    1 => added.push(c),
+                    _ => common.push(c),
+                }
+            }
+            let with = |extra: &[(Key, f64)]| {
+                let mut v = common.clone();
+                v.extend_from_slice(extra);
+                v
+            };
+            let old = queue_of(&per_op, &with(&removed));
+            let mut new = CopyBudget::new(&per_op, BudgetKind::Prefetch);
+            for &(k, amount) in &with(&added) {
+                new.insert_key(k, amount);
+            }
+            added.sort_by_key(|a| a.0);
+            let range = new.differing(&removed, &added);
+            let new_entries = entries(&new);
+            let mut disagree: Vec<Key> = Vec::new();
+            for e in &old {
+                if !new_entries.contains(e) {
+                    disagree.push(e.0);
+                }
+            }
+            for e in &new_entries {
+                if !old.contains(e) {
+                    disagree.push(e.0);
+                }
+            }
+            match range {
+                None => assert!(disagree.is_empty() && removed.is_empty() && added.is_empty()),
+                Some((lo, hi)) => {
+                    for k in disagree {
+                        assert!(lo <= k && k <= hi, "{k:?} outside {lo:?}..={hi:?}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn copies_are_served_in_issue_order() {
         // Four ops of 1 s each.
-        let mut b = CopyBudget::new(&[1.0; 4]);
+        let mut b = CopyBudget::new(&[1.0; 4], BudgetKind::Prefetch);
         // 1.5 s beside ops 1..3: done at 2.5 of the 3 s there.
         assert!(b.try_add(1, 3, 1.5));
         // Issued earlier, 1.5 s beside ops 0..2 is served first (done at 1.5) and pushes

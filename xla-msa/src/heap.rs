@@ -216,6 +216,7 @@ impl ChunkHeap {
             return;
         }
         let end = end.min(self.horizon() - 1);
+        crate::watch::heap(start, end, 0, self.capacity);
         let chunks = &self.chunks;
         let mut visit = |id: usize, _: &Rect| {
             if let Some(c) = &chunks[id] {
@@ -237,12 +238,55 @@ impl ChunkHeap {
         let Some(top) = offset.checked_add(size) else {
             return false;
         };
-        top <= self.capacity && self.index.is_free(start, end, offset, top)
+        if top > self.capacity {
+            return false;
+        }
+        crate::watch::heap(start, end, offset, top);
+        self.index.is_free(start, end, offset, top)
+    }
+
+    /// Removes every committed chunk of `size` bytes at `offset` that lies within ops
+    /// `start..=end` (the pieces an allocation was committed in, which cover it with no
+    /// gap); returns how many. Chunks at one offset never overlap in time, so these are
+    /// the allocation's own: each piece is found live where the one before it ends.
+    pub fn remove_at(&mut self, start: OpId, end: OpId, offset: u64, size: u64) -> usize {
+        self.remove_all_at(&[(start, end, offset, size)])
+    }
+
+    /// [`ChunkHeap::remove_at`] for each `(start, end, offset, size)`, the time index's
+    /// unions rebuilt once for all.
+    pub fn remove_all_at(&mut self, allocations: &[(OpId, OpId, u64, u64)]) -> usize {
+        let mut gone: Vec<(usize, Rect)> = Vec::new();
+        for &(start, end, offset, size) in allocations {
+            let top = offset.saturating_add(size);
+            let mut t = start;
+            while t <= end && t < self.horizon() {
+                let mut piece = None;
+                self.index.stab(t, |id, r| {
+                    if r.offset == offset && r.top == top && r.start >= start && r.end <= end {
+                        piece = Some((id, *r));
+                    }
+                });
+                let Some((id, r)) = piece else {
+                    break;
+                };
+                gone.push((id, r));
+                t = r.end + 1;
+            }
+        }
+        for &(id, _) in &gone {
+            if let Some(slot) = self.chunks.get_mut(id) {
+                *slot = None;
+            }
+        }
+        self.index.remove_many(&gone);
+        gone.len()
     }
 
     /// Calls `f(lo, hi)` for every free gap `[lo, hi)` over ops `start..=end`, from the
     /// lowest; the last one ends at the capacity (it may be empty).
     fn for_each_gap(&self, start: OpId, end: OpId, f: impl FnMut(u64, u64, bool)) {
+        crate::watch::heap(start, end, 0, self.capacity);
         with_scratch(|scratch| {
             self.index.busy(start, end, scratch);
             crate::occupancy::for_each_gap(scratch.sorted(), self.capacity, f);
@@ -259,6 +303,7 @@ impl ChunkHeap {
         if start > end || end >= self.horizon() {
             return;
         }
+        crate::watch::heap(start, end, 0, self.capacity);
         with_scratch(|scratch| {
             self.index.busy(start, end, scratch);
             fitting_gaps(scratch.sorted(), size, self.alignment, self.capacity, out);
@@ -276,6 +321,7 @@ impl ChunkHeap {
         out: &mut Vec<Candidate>,
     ) -> Option<u64> {
         self.candidates(start, end, size, out);
+        self.note_peak(top);
         // The candidates are the aligned starts of the gaps that hold the chunk, with
         // their true sizes; best fit sizes the last gap (the one ending at the capacity)
         // by `top` instead.
@@ -319,6 +365,7 @@ impl ChunkHeap {
                 return Some(p);
             }
         }
+        self.note_peak(top);
         let alignment = self.alignment;
         let peak = self.peak_address();
         let capacity = self.capacity;
@@ -380,6 +427,7 @@ impl ChunkHeap {
                 capacity: self.capacity,
             });
         };
+        crate::watch::heap(start, end, offset, top);
         if !self.index.is_free(start, end, offset, top) {
             // Rare (a caller's bug): name the first clashing chunk in overlap order.
             let mut clash: Option<Chunk> = None;
@@ -413,6 +461,13 @@ impl ChunkHeap {
             self.chunks.set(id, Some(chunk));
         }
         Ok(id)
+    }
+
+    /// A best fit that sizes the top gap by the peak address reads the whole heap.
+    fn note_peak(&self, top: TopGap) {
+        if top == TopGap::Peak {
+            crate::watch::heap(0, self.horizon().saturating_sub(1), 0, self.capacity);
+        }
     }
 
     /// Removes a committed chunk (undoing a commit); `None` if `id` is not committed.
@@ -654,6 +709,66 @@ mod tests {
                 h.for_each_overlapping(s, e, |c| got.push(*c));
                 got.sort_by_key(|c| (c.start, c.end, c.offset));
                 assert_eq!(got, overlapping_naive(&h, s, e), "{s}..={e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_heap_answers_by_what_it_holds_not_by_how_it_was_committed() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for _ in 0..40 {
+            let t = 24;
+            // Chunks in pieces (a hold extended use by use), and whole: the same bytes.
+            let mut pieces = ChunkHeap::new(256, 8, t).unwrap();
+            let mut whole = ChunkHeap::new(256, 8, t).unwrap();
+            let mut placed = Vec::new();
+            for _ in 0..30 {
+                let (s, len, size) = (
+                    rng.random_range(0..t),
+                    rng.random_range(0..8),
+                    8 * rng.random_range(1..6),
+                );
+                let e = (s + len).min(t - 1);
+                let Some(o) = whole.best_fit(s, e, size, None, TopGap::Capacity) else {
+                    continue;
+                };
+                if o + size > 256 {
+                    continue;
+                }
+                whole.commit(chunk(s, e, o, size)).unwrap();
+                let mut from = s;
+                while from <= e {
+                    let to = (from + rng.random_range(0..3)).min(e);
+                    pieces.commit(chunk(from, to, o, size)).unwrap();
+                    from = to + 1;
+                }
+                placed.push(chunk(s, e, o, size));
+            }
+            // Some allocations taken out of both, the pieces by where they lie.
+            for c in placed.iter().filter(|_| rng.random_bool(0.3)) {
+                assert!(pieces.remove_at(c.start, c.end, c.offset, c.size) >= 1);
+                let id = whole
+                    .iter()
+                    .find(|(_, x)| *x == c)
+                    .map(|(id, _)| id)
+                    .unwrap();
+                whole.remove(id);
+            }
+            for _ in 0..60 {
+                let s = rng.random_range(0..t);
+                let e = (s + rng.random_range(0..10)).min(t - 1);
+                let size = 8 * rng.random_range(1..8);
+                let o = 8 * rng.random_range(0..32);
+                assert_eq!(pieces.fits(s, e, o, size), whole.fits(s, e, o, size));
+                assert_eq!(
+                    pieces.best_fit(s, e, size, None, TopGap::Capacity),
+                    whole.best_fit(s, e, size, None, TopGap::Capacity)
+                );
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                pieces.candidates(s, e, size, &mut a);
+                whole.candidates(s, e, size, &mut b);
+                assert_eq!(a, b);
             }
         }
     }

@@ -36,6 +36,7 @@ mod prefetch;
 mod repack;
 mod timing;
 mod walk;
+pub mod watch;
 mod xla;
 
 pub use bound::bound_latency;
@@ -45,7 +46,7 @@ pub use options::{CascadeTiming, EvictionOverBudget, XlaOptions, DEFAULT_MAX_REP
 pub use order::xla_order;
 pub use pass::XlaPassStats;
 pub use picker::{PickerConfig, PrefetchWindow};
-pub use walk::{Choice, Choices, Hold, Rules, Walk};
+pub use walk::{Charge, ChargeMark, Choice, Choices, Hold, Rules, Walk};
 pub use xla::{Xla, XlaSolution};
 
 use accel_sim::{Hardware, Mapping, MappingError, Program};

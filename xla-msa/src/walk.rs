@@ -6,6 +6,7 @@
 //! and lets a player choose among them ([`Walk`]).
 
 use crate::budgets::Budgets;
+pub use crate::budgets::{Charge, ChargeMark};
 use crate::cursor::{Cursor, Item};
 use crate::heap::{Candidate, ChunkHeap};
 use crate::options::XlaOptions;
@@ -13,6 +14,7 @@ use crate::order::pass_levels;
 use crate::pass::{Ctx, Pass, PassMut, PassState, Txn};
 use crate::picker::PrefetchWindow;
 use crate::timing::Timing;
+use crate::watch::{BudgetKind, CopyKey};
 use accel_sim::{Allocation, Arrival, BufferId, CostModel, Hardware, Mapping, OpId, Program};
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -686,5 +688,93 @@ impl Walk {
     /// definition).
     pub fn segment_start(&self) -> Option<OpId> {
         self.cursor.as_ref().map(|c| c.p)
+    }
+
+    /// Numbers the copies queued from now on from `rank`, the place in the pass's order of
+    /// the buffer about to begin: a copy's key then depends on which buffer queued it, not
+    /// on how many copies the game made before, so that two games that reach the buffer
+    /// with the same moves queue it at the same keys. The order of copies with the same
+    /// window stays the order they came in.
+    pub fn order_copies(&mut self, rank: u64) {
+        self.budgets.order_from((1 << 62) | (rank << 24));
+    }
+
+    /// Where the copy budgets stand, to list the copies queued from there
+    /// ([`Walk::charges_since`]).
+    pub fn charge_mark(&self) -> ChargeMark {
+        self.budgets.mark()
+    }
+
+    /// The copies queued since `mark`, in the order they came.
+    pub fn charges_since(&self, mark: &ChargeMark) -> Vec<Charge> {
+        self.budgets.charges_since(mark)
+    }
+
+    /// The fast level of the pass under way.
+    pub fn level(&self) -> Option<usize> {
+        self.passes
+            .last()
+            .filter(|_| self.under_way)
+            .map(|s| s.level)
+    }
+
+    /// Commits a buffer's `allocations` in the pass's level (`size` bytes each) into its
+    /// heap, as another game of the same walk made them. `false` if one does not fit (the
+    /// heap then holds those before it).
+    pub fn place(&mut self, size: u64, allocations: &[Allocation]) -> bool {
+        let Some(st) = self.passes.last_mut() else {
+            return false;
+        };
+        allocations.iter().filter(|a| a.level == st.level).all(|a| {
+            st.heap
+                .commit(crate::heap::Chunk {
+                    start: a.start,
+                    end: a.end,
+                    offset: a.offset,
+                    size,
+                })
+                .is_ok()
+        })
+    }
+
+    /// Takes buffers' allocations in the pass's level out of its heap ([`Walk::place`]
+    /// undone): each `(size, allocations)` a buffer's.
+    pub fn unplace(&mut self, buffers: &[(u64, &[Allocation])]) {
+        if let Some(st) = self.passes.last_mut() {
+            let level = st.level;
+            let all: Vec<(OpId, OpId, u64, u64)> = buffers
+                .iter()
+                .flat_map(|&(size, allocations)| {
+                    allocations
+                        .iter()
+                        .filter(move |a| a.level == level)
+                        .map(move |a| (a.start, a.end, a.offset, size))
+                })
+                .collect();
+            st.heap.remove_all_at(&all);
+        }
+    }
+
+    /// Queues `charges` (copies another game of the same walk queued) whatever the
+    /// budgets' windows say.
+    pub fn charge(&mut self, charges: &[Charge]) {
+        self.budgets.insert(charges);
+    }
+
+    /// Takes `charges` out of the budgets' queues (the last pass's only: the log a later
+    /// pass replays keeps them).
+    pub fn uncharge(&mut self, charges: &[Charge]) {
+        self.budgets.remove(charges);
+    }
+
+    /// Per copy budget, the range of keys where its queue disagrees with the queue that
+    /// holds `removed` instead of `added` (which this one holds): what a look at the
+    /// budgets must avoid to get the same answer from both.
+    pub fn copies_differing(
+        &self,
+        removed: &[Charge],
+        added: &[Charge],
+    ) -> Vec<(BudgetKind, CopyKey, CopyKey)> {
+        self.budgets.differing(removed, added)
     }
 }

@@ -17,14 +17,14 @@ use std::sync::Arc;
 /// The copies an op issues and waits for, as the whole run orders them: issues by
 /// [`super::queues::QueueRank`], needs by key (the wait does not depend on their order).
 #[derive(Clone, Debug, Default, PartialEq)]
-struct OpEvents {
-    before: Vec<Issue>,
-    need: Vec<CopyKey>,
-    after: Vec<Issue>,
+pub(super) struct OpEvents {
+    pub(super) before: Vec<Issue>,
+    pub(super) need: Vec<CopyKey>,
+    pub(super) after: Vec<Issue>,
 }
 
 impl OpEvents {
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.before.is_empty() && self.need.is_empty() && self.after.is_empty()
     }
 }
@@ -70,7 +70,7 @@ pub struct LiveSim {
 
 /// One allocation's effect with its sign: +1 for a hold the change adds, -1 for one it
 /// removes.
-type Change = (OpId, Effect, f64);
+pub(super) type Change = (OpId, Effect, f64);
 
 /// The ops a change rewrites, with their new records.
 type Writes = Vec<(OpId, OpRec)>;
@@ -249,7 +249,7 @@ impl LiveSim {
         let mut focus = self.ops.focus();
         let mut t = changes[0].0;
         let mut queues = CopyQueues::default();
-        load_queues(&mut queues, focus.get(t));
+        load_queues(&mut queues, focus.get(t).and_then(|r| r.entry.as_deref()));
         let (mut d_latency, mut d_stall) = (0.0, 0.0);
         let mut next = 0;
         let none = OpEvents::default();
@@ -263,7 +263,7 @@ impl LiveSim {
                 match changes.get(next) {
                     Some(c) => {
                         t = c.0;
-                        load_queues(&mut queues, focus.get(t));
+                        load_queues(&mut queues, focus.get(t).and_then(|r| r.entry.as_deref()));
                         continue;
                     }
                     None => break,
@@ -325,7 +325,7 @@ impl LiveSim {
     }
 }
 
-fn op_of(e: &Effect) -> OpId {
+pub(super) fn op_of(e: &Effect) -> OpId {
     match *e {
         Effect::Access { op, .. }
         | Effect::IssueBefore { op, .. }
@@ -335,15 +335,15 @@ fn op_of(e: &Effect) -> OpId {
 }
 
 /// Sets `queues` to the stored queues before an op, reusing its buffers.
-fn load_queues(queues: &mut CopyQueues, stored: Option<&OpRec>) {
-    match stored.and_then(|r| r.entry.as_deref()) {
+pub(super) fn load_queues(queues: &mut CopyQueues, stored: Option<&CopyQueues>) {
+    match stored {
         Some(q) => queues.copy_from(q),
         None => queues.clear(),
     }
 }
 
 /// Whether the stored queues before an op (`None`: empty) are `queues`.
-fn same_queues(stored: Option<&CopyQueues>, queues: &CopyQueues) -> bool {
+pub(super) fn same_queues(stored: Option<&CopyQueues>, queues: &CopyQueues) -> bool {
     match stored {
         None => queues.is_empty(),
         Some(s) => s == queues,
@@ -383,7 +383,7 @@ fn apply(rec: &OpRec, changes: &[Change], events: &mut OpEvents) -> (f64, f64) {
 }
 
 /// Inserts `item` into `list` in key order (`sign > 0`) or removes it.
-fn edit<T: Copy, K: Ord>(list: &mut Vec<T>, item: T, sign: f64, key: impl Fn(&T) -> K) {
+pub(super) fn edit<T: Copy, K: Ord>(list: &mut Vec<T>, item: T, sign: f64, key: impl Fn(&T) -> K) {
     let k = key(&item);
     let at = list.partition_point(|x| key(x) < k);
     if sign > 0.0 {

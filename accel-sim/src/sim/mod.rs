@@ -16,6 +16,7 @@
 //!   full bandwidth.
 
 mod effects;
+mod exact;
 mod live;
 mod queues;
 
@@ -23,6 +24,7 @@ use crate::hardware::Hardware;
 use crate::mapping::{Allocation, Mapping};
 use crate::program::{BufferId, OpId, Program};
 use effects::{Effect, SimModel};
+pub use exact::ExactSim;
 pub use live::{LiveSim, OpState};
 use queues::{CopyKey, CopyQueues, Issue, OpStep};
 use std::sync::Arc;
@@ -121,6 +123,15 @@ impl Simulator {
     /// constants ([`LiveSim`]).
     pub fn live(&self) -> LiveSim {
         LiveSim::new(Arc::clone(&self.model))
+    }
+
+    /// A whole run of each placed buffer's allocations kept alive as they change
+    /// ([`ExactSim`]), sharing this simulator's constants.
+    pub fn exact_of<'a>(
+        &self,
+        placements: impl IntoIterator<Item = (BufferId, &'a [Allocation])>,
+    ) -> ExactSim {
+        ExactSim::of(Arc::clone(&self.model), placements)
     }
 
     /// Per-op memory times, level-0 traffic and the copies of the placements, none of

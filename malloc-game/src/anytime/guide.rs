@@ -7,7 +7,7 @@
 //! drew, from the same generator in the same order, so a search guided by it is the
 //! `local-search` solver, move for move.
 
-use super::local_search::Line;
+use super::Line;
 use crate::game::Game;
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -44,6 +44,14 @@ pub trait MoveGuide {
     /// turns before `from` still holds.
     fn line_changed(&mut self, _from: usize) {}
 
+    /// Whether [`MoveGuide::action`] reads the simulation through the game (the
+    /// observation, a move's simulated delta): the game is then brought up to date before
+    /// each call. A guide that only looks at the legal moves says no, and a move skips the
+    /// work.
+    fn reads_simulation(&self) -> bool {
+        true
+    }
+
     /// The move just made changed the line's latency by `change` (relative: -0.01 is 1%
     /// faster) and the chain `accepted` it. Called after each move, before
     /// [`MoveGuide::line_changed`]; a guide that learns from the search's outcomes
@@ -69,6 +77,10 @@ pub fn uniform_span(line: &Line, mean_changed: f64, rng: &mut StdRng) -> Span {
 }
 
 impl MoveGuide for UniformGuide {
+    fn reads_simulation(&self) -> bool {
+        false
+    }
+
     fn span(&mut self, line: &Line, mean_changed: f64, rng: &mut StdRng) -> Span {
         uniform_span(line, mean_changed, rng)
     }

@@ -1,29 +1,29 @@
 //! Simulated annealing over the game's trajectories (a large-neighbourhood search).
 //!
-//! A line is a finished game with its decisions keyed by what they decide: (pass, buffer,
-//! use). A move re-decides a few consecutive turns at random and replays the rest of the
-//! game, repairing it from the old line: each later turn plays the old line's decision for
-//! the same (pass, buffer, use) where it is still legal (a numbered action, or a move
-//! given in full: a line may start from any valid mapping's), else the same mode at slot
-//! 0, else the greedy move (a changed decision can open turns the old line never had). The new line
-//! is accepted by its simulated latency: always when faster, else with probability
-//! `exp(-d / T)` for a relative slowdown `d`, the temperature `T` falling geometrically
-//! from `t_start` to `t_end` over the time allowed.
+//! A line is a finished game kept as what each buffer's turn did ([`Line`]). A move
+//! re-decides a few consecutive turns at random and repairs the rest of the game from the
+//! old line: each later turn plays the old line's decision for the same (pass, buffer,
+//! use) where it is still legal (a numbered action, or a move given in full: a line may
+//! start from any valid mapping's), else the same mode at slot 0, else the greedy move (a
+//! changed decision can open turns the old line never had). The new line is accepted by
+//! its simulated latency: always when faster, else with probability `exp(-d / T)` for a
+//! relative slowdown `d`, the temperature `T` falling geometrically from `t_start` to
+//! `t_end` over the time allowed.
 //!
-//! A move replays from the nearest snapshot before its first changed turn (game states
-//! clone in `O(1)`), so its cost is the turns after the change. Chains run one per thread
-//! from the best of the starting games, and every `sync_every`
-//! moves a chain that is behind the best game of all chains continues from it. The starts
-//! are the xla, greedy, greedy-size and beam:64 games, and any the caller gives (any
-//! valid mapping's line: the MIP's, say); the incumbent notes which one won.
+//! A move re-plays only the buffers whose walk could come out differently from the line's
+//! ([`Line`]: the rest of the game is the line's, as a full replay would play it), so its
+//! cost is what it changes, not the turns after it. Chains run one per thread from the
+//! best of the starting games, and every `sync_every` moves a chain that is behind the
+//! best game of all chains continues from it. The starts are the xla, greedy, greedy-size
+//! and beam:64 games, and any the caller gives (any valid mapping's line: the MIP's, say);
+//! the incumbent notes which one won.
 
 use super::guide::{MoveGuide, Span, UniformGuide};
-use super::{thread_seed, AnytimeSolver, Incumbent, Limit};
+use super::{thread_seed, AnytimeSolver, Incumbent, Limit, Line};
 use crate::game::{Decision, Game, GameSetup};
-use crate::players::{greedy_action, BeamPlayer, GreedyPlayer, Player, XlaPlayer};
+use crate::players::{BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::time::Instant;
 use xla_msa::{GreedySize, OneShotSolver};
@@ -95,196 +95,6 @@ impl Start {
     }
 }
 
-/// What a turn decides: (pass, buffer, use).
-type Key = (usize, usize, usize);
-
-/// A finished game with its decisions by turn and by key, and snapshots to replay from:
-/// what a local move starts from. The agent's branch proposals use it too.
-pub struct Line {
-    game: Game,
-    latency: f64,
-    keys: Vec<Key>,
-    decisions: Vec<Decision>,
-    /// `snaps[i]`: the game before turn `i * every`.
-    snaps: Vec<Game>,
-    every: usize,
-    by_key: HashMap<Key, Decision>,
-}
-
-/// Builds a line turn by turn.
-struct Recorder {
-    every: usize,
-    keys: Vec<Key>,
-    decisions: Vec<Decision>,
-    snaps: Vec<Game>,
-}
-
-impl Recorder {
-    /// A recorder continuing `line` from turn `from` (a multiple of the snapshot spacing
-    /// that the line has a snapshot for).
-    fn resume(line: &Line, from: usize, every: usize) -> (Recorder, Game) {
-        let k = from / every;
-        let rec = Recorder {
-            every,
-            keys: line.keys[..from].to_vec(),
-            decisions: line.decisions[..from].to_vec(),
-            snaps: line.snaps[..k].to_vec(),
-        };
-        (rec, line.snaps[k].clone())
-    }
-
-    fn play(&mut self, game: &mut Game, decision: Decision) {
-        let t = game.turn();
-        if t % self.every == 0 && self.snaps.len() == t / self.every {
-            self.snaps.push(game.clone());
-        }
-        let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
-        self.keys.push((game.pass(), b, u));
-        if game.apply_decision(decision).is_err() {
-            // Unreachable: every decision played here was checked legal. Action 0 is
-            // legal on every turn, so the line still ends in a valid mapping.
-            let _ = game.apply_action(0);
-        }
-        // As the game recorded it (a move a numbered action makes is that action).
-        let played = game.decision_at(t).unwrap_or(Decision::Action(0));
-        self.decisions.push(played);
-    }
-
-    fn finish(self, game: Game) -> Option<Line> {
-        let latency = game.final_latency()?;
-        let by_key = self
-            .keys
-            .iter()
-            .copied()
-            .zip(self.decisions.iter().copied())
-            .collect();
-        Some(Line {
-            game,
-            latency,
-            keys: self.keys,
-            decisions: self.decisions,
-            snaps: self.snaps,
-            every: self.every,
-            by_key,
-        })
-    }
-}
-
-impl Line {
-    /// The line of a finished game (`None` if it is not finished), by replaying its
-    /// actions, with a snapshot every `snapshot_every` turns.
-    pub fn of(finished: &Game, snapshot_every: usize) -> Option<Line> {
-        Line::of_until(finished, snapshot_every, &|| false)
-    }
-
-    /// [`Line::of`], or `None` if `cancelled` says so first (asked every 256 turns): on a
-    /// large program the replay takes seconds, which a deadline must be able to cut.
-    pub fn of_until(
-        finished: &Game,
-        snapshot_every: usize,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Option<Line> {
-        let mut rec = Recorder {
-            every: snapshot_every.max(1),
-            keys: Vec::new(),
-            decisions: Vec::new(),
-            snaps: Vec::new(),
-        };
-        let mut game = finished.setup().start();
-        for (t, d) in finished.decisions().into_iter().enumerate() {
-            if t % 256 == 0 && cancelled() {
-                return None;
-            }
-            rec.play(&mut game, d);
-        }
-        rec.finish(game)
-    }
-
-    /// The finished game of the line.
-    pub fn game(&self) -> &Game {
-        &self.game
-    }
-    /// Its simulated latency, seconds.
-    pub fn latency(&self) -> f64 {
-        self.latency
-    }
-    /// Turns played.
-    pub fn len(&self) -> usize {
-        self.decisions.len()
-    }
-    /// Whether no turn was played.
-    pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
-    }
-    /// The numbered action of turn `t` ([`Game::MOVE_GIVEN`] for a move given in full).
-    pub fn action_at(&self, t: usize) -> Option<usize> {
-        self.decisions
-            .get(t)
-            .map(|d| d.action().unwrap_or(Game::MOVE_GIVEN))
-    }
-    /// What turn `t` decided.
-    pub fn decision_at(&self, t: usize) -> Option<Decision> {
-        self.decisions.get(t).copied()
-    }
-
-    /// The game before turn `t` (`t < len`), and a recorder that continues the line from
-    /// there.
-    fn resume(&self, t: usize) -> (Recorder, Game) {
-        let every = self.every;
-        let (mut rec, mut game) = Recorder::resume(self, t / every * every, every);
-        while game.turn() < t {
-            let d = self.decisions[game.turn()];
-            rec.play(&mut game, d);
-        }
-        (rec, game)
-    }
-
-    /// The game before turn `t` (`t < len`).
-    pub fn state_before(&self, t: usize) -> Game {
-        self.resume(t).1
-    }
-
-    /// The line that plays `first` from turn `t` (each where legal) and then repairs the
-    /// rest from this line ([`Line::repair`]); `None` if `cancelled` says so first.
-    pub fn branch(&self, t: usize, first: &[usize], cancelled: &dyn Fn() -> bool) -> Option<Line> {
-        let (mut rec, mut game) = self.resume(t);
-        for &a in first {
-            if game.is_terminal() {
-                break;
-            }
-            let d = if game.is_legal(a) {
-                Decision::Action(a)
-            } else {
-                self.repair(&game)
-            };
-            rec.play(&mut game, d);
-        }
-        while !game.is_terminal() {
-            if game.turn() % 256 == 0 && cancelled() {
-                return None;
-            }
-            let d = self.repair(&game);
-            rec.play(&mut game, d);
-        }
-        rec.finish(game)
-    }
-
-    /// This line's decision for the pending turn where it is still legal, else the same
-    /// mode at slot 0, else the greedy move.
-    pub fn repair(&self, game: &Game) -> Decision {
-        let (b, u) = game.pending().unwrap_or((usize::MAX, usize::MAX));
-        if let Some(&d) = self.by_key.get(&(game.pass(), b, u)) {
-            if game.is_legal_decision(&d) {
-                return d;
-            }
-            if let Some(slot0) = game.same_mode_slot0(&d) {
-                return Decision::Action(slot0);
-            }
-        }
-        Decision::Action(greedy_action(game))
-    }
-}
-
 impl LocalSearch {
     /// The best of the heuristics' games and `given` to start from (each also offered;
     /// the incumbent notes the winner's name). On a large program each heuristic's game
@@ -344,23 +154,19 @@ impl LocalSearch {
         cancelled: &dyn Fn() -> bool,
     ) -> Option<(Line, usize)> {
         let Span { first, changed } = guide.span(cur, self.config.mean_changed, rng);
+        let sim = guide.reads_simulation();
         // The changed turns are chosen as the replay reaches them: each is legal there.
-        let (mut rec, mut game) = cur.resume(first);
-        for i in 0..changed {
-            if game.is_terminal() {
-                break;
-            }
-            let a = guide.action(cur, &game, i, rng);
-            rec.play(&mut game, Decision::Action(a));
-        }
-        while !game.is_terminal() {
-            if game.turn() % 256 == 0 && cancelled() {
+        let mut redecide = |line: &Line, game: &mut Game, i: usize| {
+            if i >= changed {
                 return None;
             }
-            let d = cur.repair(&game);
-            rec.play(&mut game, d);
-        }
-        rec.finish(game).map(|line| (line, first))
+            if sim {
+                game.sync_simulation();
+            }
+            Some(Decision::Action(guide.action(line, game, i, rng)))
+        };
+        cur.moved(first, &mut redecide, cancelled)
+            .map(|line| (line, first))
     }
 
     /// One chain until the deadline, or for [`LocalSearchConfig::moves`] moves.
@@ -371,11 +177,10 @@ impl LocalSearch {
         // of them return here or none does.
         let counted = c.moves.is_some();
         let cancelled = || !counted && limit.expired();
-        let line_of = |g: &Game| Line::of_until(g, c.snapshot_every, &cancelled);
-        let Some(mut cur) = line_of(from) else {
+        let Some(mut cur) = Line::of_until(from, c.snapshot_every, &cancelled) else {
             return;
         };
-        if cur.decisions.is_empty() {
+        if cur.is_empty() {
             return;
         }
         let mut rng = StdRng::seed_from_u64(thread_seed(ctx.seed, k));
@@ -384,7 +189,7 @@ impl LocalSearch {
             .saturating_duration_since(ctx.t0)
             .as_secs_f64()
             .max(1e-9);
-        let mut best = counted.then(|| cur.game.clone());
+        let mut best = counted.then(|| cur.clone());
         let mut moves = 0usize;
         let mut tried = 0u64;
         while !cancelled() && c.moves.is_none_or(|m| moves < m) {
@@ -392,12 +197,10 @@ impl LocalSearch {
             if moves % c.sync_every.max(1) == 0 {
                 let better = match &best {
                     Some(mine) => ctx.sync(k, mine),
-                    None => incumbent.best(),
+                    None => incumbent.best_line(c.snapshot_every, &cancelled),
                 };
-                if let Some(b) =
-                    better.filter(|b| b.final_latency().is_some_and(|l| l < cur.latency))
-                {
-                    cur = line_of(&b).unwrap_or(cur);
+                if let Some(b) = better.filter(|b| b.latency() < cur.latency()) {
+                    cur = b;
                     guide.line_changed(0);
                 }
             }
@@ -410,17 +213,15 @@ impl LocalSearch {
                 None => (ctx.t0.elapsed().as_secs_f64() / total).min(1.0),
             };
             let temp = c.t_start * (c.t_end / c.t_start).powf(frac);
-            let d = (next.latency - cur.latency) / cur.latency;
+            let d = (next.latency() - cur.latency()) / cur.latency();
             let accepted = d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0));
             guide.judged(d, accepted);
             if accepted {
                 match &mut best {
-                    Some(mine) if next.latency < mine.final_latency().unwrap_or(f64::INFINITY) => {
-                        *mine = next.game.clone();
-                    }
+                    Some(mine) if next.latency() < mine.latency() => *mine = next.clone(),
                     Some(_) => {}
                     None => {
-                        incumbent.offer(&next.game);
+                        incumbent.offer_line(&next);
                     }
                 }
                 cur = next;
@@ -435,43 +236,42 @@ impl LocalSearch {
 }
 
 /// What a run's chains share: the run's settings, and in a counted run
-/// ([`LocalSearchConfig::moves`]) each chain's best game, exchanged at barriers so that
+/// ([`LocalSearchConfig::moves`]) each chain's best line, exchanged at barriers so that
 /// the run repeats exactly per seed and thread count.
 struct ChainContext<'a> {
     seed: u64,
     limit: &'a Limit,
     incumbent: &'a Incumbent,
     t0: Instant,
-    /// Each chain's best game at the last sync (counted runs).
-    bests: Mutex<Vec<Option<Game>>>,
+    /// Each chain's best line at the last sync (counted runs).
+    bests: Mutex<Vec<Option<Line>>>,
     barrier: Barrier,
 }
 
 impl ChainContext<'_> {
-    fn bests(&self) -> MutexGuard<'_, Vec<Option<Game>>> {
+    fn bests(&self) -> MutexGuard<'_, Vec<Option<Line>>> {
         self.bests.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Publishes chain `k`'s best game, waits for every chain to, and returns the best of
+    /// Publishes chain `k`'s best line, waits for every chain to, and returns the best of
     /// all (the lowest latency, the lowest chain on a tie); the incumbent is offered them
     /// in chain order (by chain 0), so its best repeats too.
-    fn sync(&self, k: usize, mine: &Game) -> Option<Game> {
+    fn sync(&self, k: usize, mine: &Line) -> Option<Line> {
         self.bests()[k] = Some(mine.clone());
         self.barrier.wait();
         let best = {
             let bests = self.bests();
             if k == 0 {
-                for g in bests.iter().flatten() {
-                    self.incumbent.offer(g);
+                for l in bests.iter().flatten() {
+                    self.incumbent.offer_line(l);
                 }
             }
-            let latency = |g: &Game| g.final_latency().unwrap_or(f64::INFINITY);
             bests
                 .iter()
                 .flatten()
-                .fold(None::<&Game>, |b, g| match b {
-                    Some(b) if latency(b) <= latency(g) => Some(b),
-                    _ => Some(g),
+                .fold(None::<&Line>, |b, l| match b {
+                    Some(b) if b.latency() <= l.latency() => Some(b),
+                    _ => Some(l),
                 })
                 .cloned()
         };
@@ -480,8 +280,8 @@ impl ChainContext<'_> {
         best
     }
 
-    /// Chain `k`'s last sync: its best game offered, in chain order.
-    fn finish(&self, k: usize, mine: &Game) {
+    /// Chain `k`'s last sync: its best line offered, in chain order.
+    fn finish(&self, k: usize, mine: &Line) {
         let _ = self.sync(k, mine);
     }
 }
@@ -564,7 +364,8 @@ mod tests {
     }
 
     /// The local search's move as it was written before the guides (commit d5c33b2), kept
-    /// here as the reference the uniform guide must reproduce draw for draw.
+    /// here as the reference the uniform guide must reproduce draw for draw: it replays
+    /// every turn after the change.
     fn reference_neighbour(ls: &LocalSearch, cur: &Line, rng: &mut StdRng) -> Line {
         let t = rng.random_range(0..cur.len());
         let mut changed = 1;
@@ -572,7 +373,7 @@ mod tests {
         while changed < 64 && rng.random_bool(p_more) {
             changed += 1;
         }
-        let (mut rec, mut game) = cur.resume(t);
+        let mut game = cur.state_before(t);
         for i in 0..changed {
             if game.is_terminal() {
                 break;
@@ -587,13 +388,15 @@ mod tests {
                 0 => old.unwrap_or(0),
                 n => choices[rng.random_range(0..n)],
             };
-            rec.play(&mut game, Decision::Action(a));
+            game.apply_action(a).unwrap();
         }
         while !game.is_terminal() {
             let d = cur.repair(&game);
-            rec.play(&mut game, d);
+            if game.apply_decision(d).is_err() {
+                game.apply_action(0).unwrap();
+            }
         }
-        rec.finish(game).unwrap()
+        Line::of(&game, ls.config.snapshot_every).unwrap()
     }
 
     /// The reference chain of one thread for `moves` moves: the chain as it was, its
@@ -606,15 +409,15 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(thread_seed(seed, 0));
         let mut accepted = 0;
         for m in 1..=moves {
-            if m % c.sync_every == 0 && best.final_latency().unwrap() < cur.latency {
+            if m % c.sync_every == 0 && best.final_latency().unwrap() < cur.latency() {
                 cur = Line::of(&best, c.snapshot_every).unwrap();
             }
             let next = reference_neighbour(ls, &cur, &mut rng);
             let temp = c.t_start * (c.t_end / c.t_start).powf(m as f64 / moves as f64);
-            let d = (next.latency - cur.latency) / cur.latency;
+            let d = (next.latency() - cur.latency()) / cur.latency();
             if d <= 0.0 || rng.random_bool((-d / temp).exp().clamp(0.0, 1.0)) {
-                if next.latency < best.final_latency().unwrap() {
-                    best = next.game.clone();
+                if next.latency() < best.final_latency().unwrap() {
+                    best = next.game().clone();
                 }
                 cur = next;
                 accepted += 1;

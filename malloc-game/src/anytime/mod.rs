@@ -12,11 +12,13 @@
 //! them all with the same simulator ([`Game::final_latency`]).
 
 mod guide;
+mod line;
 pub mod local_search;
 mod restarts;
 
 pub use guide::{uniform_span, MoveGuide, Span, UniformGuide, MAX_CHANGED};
-pub use local_search::{Line, LocalSearch, LocalSearchConfig, Start};
+pub use line::Line;
+pub use local_search::{LocalSearch, LocalSearchConfig, Start};
 pub use restarts::{BeamWidening, RandomRestarts};
 
 use crate::game::{Game, GameSetup};
@@ -34,9 +36,9 @@ pub struct Incumbent {
     moves: AtomicU64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Found {
-    best: Option<Game>,
+    best: Option<Best>,
     /// (seconds since the start, best latency then) at each improvement.
     curve: Vec<(f64, f64)>,
     /// The line the search started from (a search that starts from one).
@@ -62,17 +64,27 @@ impl Incumbent {
     /// Keeps `game` if it is finished and faster than the best so far; returns whether it
     /// was kept.
     pub fn offer(&self, game: &Game) -> bool {
-        let Some(latency) = game.final_latency() else {
-            return false;
-        };
+        match game.final_latency() {
+            Some(latency) => self.keep(latency, || Best::Game(Box::new(game.clone()))),
+            None => false,
+        }
+    }
+
+    /// [`Incumbent::offer`] for a line: its game is played only when asked for
+    /// ([`Incumbent::best`]), so a search that improves often pays for the last only.
+    pub fn offer_line(&self, line: &Line) -> bool {
+        self.keep(line.latency(), || Best::Line(Box::new(line.clone())))
+    }
+
+    fn keep(&self, latency: f64, best: impl FnOnce() -> Best) -> bool {
         let mut found = self.lock();
         let better = found
             .best
             .as_ref()
-            .and_then(Game::final_latency)
-            .is_none_or(|best| latency < best);
+            .and_then(Best::latency)
+            .is_none_or(|b| latency < b);
         if better {
-            found.best = Some(game.clone());
+            found.best = Some(best());
             let t = self.start.elapsed().as_secs_f64();
             found.curve.push((t, latency));
         }
@@ -81,12 +93,24 @@ impl Incumbent {
 
     /// The best latency so far.
     pub fn best_latency(&self) -> Option<f64> {
-        self.lock().best.as_ref().and_then(Game::final_latency)
+        self.lock().best.as_ref().and_then(Best::latency)
     }
 
     /// The best game so far.
     pub fn best(&self) -> Option<Game> {
-        self.lock().best.clone()
+        let best = self.lock().best.clone()?;
+        Some(best.game())
+    }
+
+    /// The best so far as a line (a game offered is replayed into one, with a state to
+    /// resume from every `snapshot_every` turns); `None` if there is none or `cancelled`
+    /// says so first.
+    pub fn best_line(&self, snapshot_every: usize, cancelled: &dyn Fn() -> bool) -> Option<Line> {
+        let best = self.lock().best.clone()?;
+        match best {
+            Best::Line(l) => Some(*l),
+            Best::Game(g) => Line::of_until(&g, snapshot_every, cancelled),
+        }
     }
 
     /// Notes which line the search started from (the local search: the fastest of its
@@ -113,6 +137,38 @@ impl Incumbent {
     /// (seconds since the start, best latency) at each improvement, in time order.
     pub fn curve(&self) -> Vec<(f64, f64)> {
         self.lock().curve.clone()
+    }
+}
+
+/// The best so far: a finished game, or a line whose game is played when asked for.
+#[derive(Clone)]
+enum Best {
+    Game(Box<Game>),
+    Line(Box<Line>),
+}
+
+impl Best {
+    fn latency(&self) -> Option<f64> {
+        match self {
+            Best::Game(g) => g.final_latency(),
+            Best::Line(l) => Some(l.latency()),
+        }
+    }
+    fn game(&self) -> Game {
+        match self {
+            Best::Game(g) => (**g).clone(),
+            Best::Line(l) => l.game().clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Found")
+            .field("best_latency", &self.best.as_ref().and_then(Best::latency))
+            .field("curve", &self.curve)
+            .field("start", &self.start)
+            .finish()
     }
 }
 

@@ -23,11 +23,12 @@ use accel_sim::OpId;
 
 mod menu;
 mod moves;
+pub(crate) mod runs;
 mod setup;
 mod state;
 mod tally;
 mod trajectory;
-mod turns;
+pub(crate) mod turns;
 
 pub use moves::{Decision, Hold, Move, Read};
 pub use setup::GameSetup;

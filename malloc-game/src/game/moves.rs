@@ -5,6 +5,7 @@
 //! ([`crate::GameSetup::trajectory_of`]).
 
 use super::state::Game;
+use super::turns::{Boundaries, NoHook};
 use super::GameError;
 use accel_sim::OpId;
 use xla_msa::{Choice, Choices};
@@ -118,8 +119,17 @@ impl Game {
     /// actions makes (the same chunk, ended as XLA ends it) is played, and recorded, as
     /// that action.
     pub fn apply_move(&mut self, m: Move) -> Result<f64, GameError> {
+        self.apply_move_with(m, &mut NoHook)
+    }
+
+    /// [`Game::apply_move`], the walk to the next turn told to `hook`.
+    pub(crate) fn apply_move_with(
+        &mut self,
+        m: Move,
+        hook: &mut dyn Boundaries,
+    ) -> Result<f64, GameError> {
         if let Some(a) = self.action_of(&m) {
-            return self.apply_action(a);
+            return self.apply_action_with(a, hook);
         }
         if let Some(reason) = self.move_error(&m) {
             return Err(GameError::IllegalMove {
@@ -127,14 +137,23 @@ impl Game {
                 reason,
             });
         }
-        Ok(self.decide(Decision::Move(m), |g| g.play_move(&m)))
+        Ok(self.decide(Decision::Move(m), |g| g.play_move(&m), hook))
     }
 
     /// Plays `d`: [`Game::apply_action`] or [`Game::apply_move`].
     pub fn apply_decision(&mut self, d: Decision) -> Result<f64, GameError> {
+        self.apply_decision_with(d, &mut NoHook)
+    }
+
+    /// [`Game::apply_decision`], the walk to the next turn told to `hook`.
+    pub(crate) fn apply_decision_with(
+        &mut self,
+        d: Decision,
+        hook: &mut dyn Boundaries,
+    ) -> Result<f64, GameError> {
         match d {
-            Decision::Action(a) => self.apply_action(a),
-            Decision::Move(m) => self.apply_move(m),
+            Decision::Action(a) => self.apply_action_with(a, hook),
+            Decision::Move(m) => self.apply_move_with(m, hook),
         }
     }
 

@@ -6,7 +6,7 @@ use super::state::Game;
 use super::tally::Tally;
 use super::GameError;
 use crate::options::{GameOptions, Mode, Order, Reward};
-use accel_sim::{BufferId, CostModel, Hardware, LiveSim, Program, Simulator};
+use accel_sim::{BufferId, CostModel, ExactSim, Hardware, LiveSim, Program, Simulator};
 use std::sync::Arc;
 use xla_msa::{xla_order, Rules, Walk, XlaOptions};
 
@@ -160,6 +160,12 @@ impl GameSetup {
 
     /// A new episode, at its first turn (or finished, if the game has no choice to make).
     pub fn start(self: &Arc<Self>) -> Game {
+        self.start_with(&mut super::turns::NoHook)
+    }
+
+    /// [`GameSetup::start`], the walk to the first turn told to `hook` (which may stop it
+    /// between two buffers).
+    pub(crate) fn start_with(self: &Arc<Self>, hook: &mut dyn super::turns::Boundaries) -> Game {
         let mut g = Game {
             setup: Arc::clone(self),
             turn: 0,
@@ -179,13 +185,25 @@ impl GameSetup {
             rewards: imbl::Vector::new(),
             decisions: imbl::Vector::new(),
             final_latency: None,
+            lag: imbl::OrdMap::new(),
+            defer: false,
         };
         g.start_pass(false);
         let before = g.latency();
-        g.settle();
+        g.settle_with(hook);
         // Nothing before the first choice can change the mapping: no chunk is open.
         debug_assert_eq!(before, g.latency());
         g
+    }
+
+    /// A whole run of the mapping `allocs` (each buffer's allocations) kept alive as it
+    /// changes ([`ExactSim`]).
+    pub(crate) fn exact_sim(
+        &self,
+        allocs: &imbl::Vector<Arc<Vec<accel_sim::Allocation>>>,
+    ) -> ExactSim {
+        self.simulator
+            .exact_of(allocs.iter().enumerate().map(|(b, a)| (b, a.as_slice())))
     }
 
     /// The simulated latency `S` of a finished game's mapping, by a whole run (the figure

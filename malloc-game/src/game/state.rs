@@ -6,6 +6,7 @@ use super::menu::Offer;
 use super::moves::Decision;
 use super::setup::GameSetup;
 use super::tally::Tally;
+use super::turns::{Boundaries, NoHook, Settled};
 use super::GameError;
 use crate::options::{GameOptions, Mode, Reward};
 use accel_sim::{Allocation, Arrival, BufferId, Hardware, LiveSim, Mapping, OpId, Program};
@@ -41,6 +42,12 @@ pub struct Game {
     /// What each turn decided.
     pub(super) decisions: imbl::Vector<Decision>,
     pub(super) final_latency: Option<f64>,
+    /// Buffers whose allocations a line changed in this state without the cost tally and
+    /// the simulation (the allocations those still hold): empty in a game played turn by
+    /// turn ([`Game::sync_simulation`]).
+    pub(super) lag: imbl::OrdMap<BufferId, Arc<Vec<Allocation>>>,
+    /// The tally and the simulation wait until asked ([`Game::defer_simulation`]).
+    pub(super) defer: bool,
 }
 
 impl Game {
@@ -347,6 +354,15 @@ impl Game {
 
     /// Plays `action` for the pending use; returns its reward.
     pub fn apply_action(&mut self, action: usize) -> Result<f64, GameError> {
+        self.apply_action_with(action, &mut NoHook)
+    }
+
+    /// [`Game::apply_action`], the walk to the next turn told to `hook`.
+    pub(crate) fn apply_action_with(
+        &mut self,
+        action: usize,
+        hook: &mut dyn Boundaries,
+    ) -> Result<f64, GameError> {
         if self.is_terminal() {
             return Err(GameError::Terminal);
         }
@@ -358,17 +374,25 @@ impl Game {
                 None => return Err(self.illegal(action)),
             }
         };
-        Ok(self.decide(Decision::Action(action), |g| g.play(mv)))
+        Ok(self.decide(Decision::Action(action), |g| g.play(mv), hook))
     }
 
     /// Makes a checked decision with `play` (the walk's part) and goes on to the next
-    /// turn; returns its reward.
-    pub(super) fn decide(&mut self, d: Decision, play: impl FnOnce(&mut Game)) -> f64 {
+    /// turn (or, where `hook` says so, to the end of a buffer); returns its reward.
+    pub(super) fn decide(
+        &mut self,
+        d: Decision,
+        play: impl FnOnce(&mut Game),
+        hook: &mut dyn Boundaries,
+    ) -> f64 {
         let before = self.latency();
         play(self);
         self.turn += 1;
         self.decisions.push_back(d);
-        let last = self.settle();
+        let last = match self.settle_with(hook) {
+            Settled::Over(last) => Some(last),
+            _ => None,
+        };
         let mut reward = (before - self.latency()) / self.setup.s0;
         if let Some(last) = last {
             reward += last;

@@ -54,6 +54,14 @@ impl Game {
         now.extend(self.walk.pass_allocations());
         now.sort_by_key(|a| a.start);
         if now != self.shown {
+            if self.defer {
+                if !self.lag.contains_key(&b) {
+                    let held = std::mem::take(&mut self.shown);
+                    self.lag.insert(b, Arc::new(held));
+                }
+                self.shown = now;
+                return;
+            }
             let cost = self.setup.cost_model();
             self.tally.apply(cost, b, &self.shown, &now);
             self.sim.change(b, &self.shown, &now);
@@ -80,12 +88,12 @@ impl Game {
     }
 
     /// Goes on from the last move to the next use with a choice: the items that need
-    /// none, uses where only action 0 is on offer, buffers, passes. Returns the last
-    /// turn's extra reward if the game ends here.
-    pub(super) fn settle(&mut self) -> Option<f64> {
+    /// none, uses where only action 0 is on offer, buffers, passes; `hook` hears where each
+    /// buffer of a pass begins and ends, and may stop the walk between two buffers.
+    pub(crate) fn settle_with(&mut self, hook: &mut dyn Boundaries) -> Settled {
         let setup = Arc::clone(&self.setup);
         loop {
-            if self.walk.buffer().is_some() {
+            if let Some(b) = self.walk.buffer() {
                 // Only an item passed over can have changed the buffer's allocations.
                 if self.walk.advance(&setup.rules) {
                     self.sync_latencies();
@@ -101,7 +109,7 @@ impl Game {
                             .is_some_and(|ch| ch.any_chunk())
                     };
                     if !self.menu.is_empty() || any() {
-                        return None;
+                        return Settled::Turn;
                     }
                     self.play(None);
                     continue;
@@ -115,14 +123,23 @@ impl Game {
                     debug_assert_eq!(*self.allocs[b], self.shown);
                 }
                 self.shown.clear();
+                hook.done(self, self.pos - 1, b);
                 continue;
             }
             if self.walk.in_pass() {
                 if let Some(&b) = setup.orders[self.walk.pass()].get(self.pos) {
+                    // The buffer's copies are numbered from its place (before the hook,
+                    // which notes where the budgets stand).
+                    self.walk.order_copies(self.pos as u64);
+                    if !hook.begin(self, self.pos) {
+                        return Settled::Boundary;
+                    }
                     self.pos += 1;
                     let prior = Arc::clone(&self.allocs[b]);
                     if self.walk.begin_buffer(&setup.rules, b, &prior) {
                         self.shown = prior.to_vec();
+                    } else {
+                        hook.done(self, self.pos - 1, b);
                     }
                     continue;
                 }
@@ -133,7 +150,39 @@ impl Game {
             self.menu.clear();
             let (s, last) = setup.finish(self);
             self.final_latency = Some(s);
-            return Some(last);
+            return Settled::Over(last);
         }
     }
+}
+
+/// Where [`Game::settle_with`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Settled {
+    /// At a turn.
+    Turn,
+    /// Between two buffers of a pass, before the next begins: the hook said so.
+    Boundary,
+    /// At the end; the last turn's extra reward.
+    Over(f64),
+}
+
+/// What a line's recorder hears of a game's walk between turns: each buffer of a pass
+/// beginning and ending, at its place in the pass's order.
+pub(crate) trait Boundaries {
+    /// The buffer at place `pos` of the pass's order is about to begin (nothing of it is
+    /// done yet); `false` stops the walk there.
+    fn begin(&mut self, game: &Game, pos: usize) -> bool;
+    /// The buffer at place `pos` (buffer `b`) is done in this pass: its allocations are
+    /// in the game's mapping.
+    fn done(&mut self, game: &Game, pos: usize, b: accel_sim::BufferId);
+}
+
+/// Hears nothing and never stops the walk: plain play.
+pub(crate) struct NoHook;
+
+impl Boundaries for NoHook {
+    fn begin(&mut self, _: &Game, _: usize) -> bool {
+        true
+    }
+    fn done(&mut self, _: &Game, _: usize, _: accel_sim::BufferId) {}
 }

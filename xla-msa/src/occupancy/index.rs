@@ -170,6 +170,62 @@ impl TimeIndex {
         }
     }
 
+    /// Removes rects `(id, rect)` (each id's own rect); the unions they were part of are
+    /// rebuilt once each, however many of the rects they held.
+    pub fn remove_many(&mut self, items: &[(usize, Rect)]) {
+        if items.len() == 1 {
+            return self.remove(items[0].0, items[0].1);
+        }
+        let mut covers: Vec<usize> = Vec::new();
+        let mut unions: Vec<usize> = Vec::new();
+        for &(id, rect) in items {
+            let nodes = &mut self.nodes;
+            for_each_tile(self.leaves, rect.start, rect.end, |n| {
+                let node = nodes.get_mut(n);
+                if let Some(i) = node.cover.iter().position(|x| x.id == id) {
+                    node.cover.swap_remove(i);
+                }
+                covers.push(n);
+            });
+            self.starts.get_mut(rect.start).retain(|x| x.id != id);
+            let mut n = rect.start + self.leaves;
+            while n >= 1 && !self.keeps_union(n) {
+                n >>= 1;
+            }
+            if n >= 1 {
+                unions.push(n);
+            }
+            self.free_ids.push(id);
+            self.live -= 1;
+        }
+        covers.sort_unstable();
+        covers.dedup();
+        for n in covers {
+            let node = self.nodes.get_mut(n);
+            node.cover_union.clear();
+            for x in &node.cover {
+                union_insert(&mut node.cover_union, x.rect.offset, x.rect.top);
+            }
+        }
+        // The lowest nodes that keep a union read their leaves; the others their
+        // children. Children come after their parents in heap order: deepest first.
+        unions.sort_unstable();
+        unions.dedup();
+        for &n in &unions {
+            let union = self.union_from_starts(n);
+            self.nodes.get_mut(n).union = union;
+        }
+        let mut level: Vec<usize> = unions;
+        while level.first().is_some_and(|&n| n > 1) {
+            level = level.iter().map(|&n| n >> 1).collect();
+            level.dedup();
+            for &n in &level {
+                let union = union_of(&self.nodes[2 * n].union, &self.nodes[2 * n + 1].union);
+                self.nodes.get_mut(n).union = union;
+            }
+        }
+    }
+
     /// Removes rect `id`, which must be `rect`; the unions it was part of are rebuilt.
     pub fn remove(&mut self, id: usize, rect: Rect) {
         let nodes = &mut self.nodes;
@@ -397,59 +453,72 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (x >> 33) % n
         };
-        let t = 29;
-        let mut idx = TimeIndex::new(t);
-        let mut live: Vec<(usize, Rect)> = Vec::new();
-        let mut snapshots = Vec::new();
-        for step in 0..300 {
-            let s = next(t as u64) as usize;
-            let e = (s + next(12) as usize).min(t - 1);
-            let o = next(200);
-            let r = Rect {
-                start: s,
-                end: e,
-                offset: o,
-                top: o + 1 + next(30),
-            };
-            live.push((idx.insert(r), r));
-            if next(3) == 0 {
-                let (id, r) = live.swap_remove(next(live.len() as u64) as usize);
-                idx.remove(id, r);
-            }
-            let want_peak = live.iter().map(|(_, r)| r.top).max().unwrap_or(0);
-            assert_eq!(idx.peak(), want_peak);
-            if step % 50 == 0 {
-                // A clone must not see later changes: the nodes are copied on write.
-                snapshots.push((idx.clone(), live.clone()));
-            }
-        }
-        snapshots.push((idx, live));
-        for (index, live) in &snapshots {
-            assert_eq!(index.len(), live.len());
-            for (s, e) in (0..t).flat_map(|s| (s..t + 2).map(move |e| (s, e))) {
-                let want = naive(live, s, e);
-                let mut got = Scratch::default();
-                index.busy(s, e, &mut got);
-                let mut u = Vec::new();
-                for &(lo, hi) in got.sorted() {
-                    union_insert(&mut u, lo, hi);
+        for t in [29, 300] {
+            let mut idx = TimeIndex::new(t);
+            let mut live: Vec<(usize, Rect)> = Vec::new();
+            let mut snapshots = Vec::new();
+            for step in 0..300 {
+                let s = next(t as u64) as usize;
+                let e = (s + next(12) as usize).min(t - 1);
+                let o = next(200);
+                let r = Rect {
+                    start: s,
+                    end: e,
+                    offset: o,
+                    top: o + 1 + next(30),
+                };
+                live.push((idx.insert(r), r));
+                if next(3) == 0 {
+                    let (id, r) = live.swap_remove(next(live.len() as u64) as usize);
+                    idx.remove(id, r);
                 }
-                assert_eq!(u, want, "{s}..={e}");
-                for lo in (0..240).step_by(7) {
-                    let hi = lo + 1 + (lo % 13);
-                    let free = !want.iter().any(|p| p.0 < hi && lo < p.1);
-                    assert_eq!(index.is_free(s, e, lo, hi), free, "{s}..={e} [{lo},{hi})");
+                if next(7) == 0 && live.len() > 4 {
+                    // Several at once, as a line swaps a few buffers' chunks.
+                    let k = 1 + next(4) as usize;
+                    let gone: Vec<(usize, Rect)> = (0..k)
+                        .map(|_| live.swap_remove(next(live.len() as u64) as usize))
+                        .collect();
+                    idx.remove_many(&gone);
+                }
+                let want_peak = live.iter().map(|(_, r)| r.top).max().unwrap_or(0);
+                assert_eq!(idx.peak(), want_peak);
+                if step % 50 == 0 {
+                    // A clone must not see later changes: the nodes are copied on write.
+                    snapshots.push((idx.clone(), live.clone()));
                 }
             }
-            let mut starts = Vec::new();
-            index.starting_in(3, 17, |id, r| starts.push((r.start, id)));
-            let mut want: Vec<_> = live
-                .iter()
-                .filter(|(_, r)| (3..=17).contains(&r.start))
-                .map(|(id, r)| (r.start, *id))
-                .collect();
-            want.sort_unstable();
-            assert_eq!(starts, want);
+            snapshots.push((idx, live));
+            for (index, live) in &snapshots {
+                assert_eq!(index.len(), live.len());
+                let step = if t > 100 { 11 } else { 1 };
+                let pairs = (0..t)
+                    .step_by(step)
+                    .flat_map(|s| (s..t + 2).step_by(step).map(move |e| (s, e)));
+                for (s, e) in pairs {
+                    let want = naive(live, s, e);
+                    let mut got = Scratch::default();
+                    index.busy(s, e, &mut got);
+                    let mut u = Vec::new();
+                    for &(lo, hi) in got.sorted() {
+                        union_insert(&mut u, lo, hi);
+                    }
+                    assert_eq!(u, want, "{s}..={e}");
+                    for lo in (0..240).step_by(7) {
+                        let hi = lo + 1 + (lo % 13);
+                        let free = !want.iter().any(|p| p.0 < hi && lo < p.1);
+                        assert_eq!(index.is_free(s, e, lo, hi), free, "{s}..={e} [{lo},{hi})");
+                    }
+                }
+                let mut starts = Vec::new();
+                index.starting_in(3, 17, |id, r| starts.push((r.start, id)));
+                let mut want: Vec<_> = live
+                    .iter()
+                    .filter(|(_, r)| (3..=17).contains(&r.start))
+                    .map(|(id, r)| (r.start, *id))
+                    .collect();
+                want.sort_unstable();
+                assert_eq!(starts, want);
+            }
         }
     }
 
