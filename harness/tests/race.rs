@@ -163,7 +163,8 @@ fn the_guided_searches_race_and_count_their_moves() {
         agent_dir: None,
         egrl: egrl::EgrlConfig::default(),
         exact_objective: exact::Objective::default(),
-        mip_share: None,
+        // The moves are the point here: no MIP start to take the budget's first half.
+        mip_share: Some(0.0),
     };
     for name in [
         "guided-uniform",
