@@ -2,7 +2,7 @@
 //! validator, the game and the trainer talks about the same program instead of each
 //! crate keeping its own copy.
 
-use crate::{Buffer, BufferKind, Op, Program};
+use crate::{Buffer, BufferKind, Hardware, Op, Program};
 
 /// `x -> op0 -> a -> op1 -> b -> op2 -> y`, with a weight `w` read by `op0` and `op2`:
 /// five buffers, sizes `unit` (x, a, b, y) and `2 * unit` (w), each op `flops` FLOPs.
@@ -79,4 +79,13 @@ pub fn renumbered(
             .collect(),
     };
     (program, mapping)
+}
+
+/// `preset` with its fastest level cut to `1/divisor` of `program`'s peak live bytes (at
+/// least 64 KiB): a capacity that binds, so a solver has choices to make.
+pub fn binding_hw(program: &Program, preset: &str, divisor: u64) -> Hardware {
+    let hw = Hardware::preset(preset).expect("a preset name");
+    let fastest = hw.fastest();
+    hw.with_capacity(fastest, (program.peak_live_bytes() / divisor).max(1 << 16))
+        .expect("a capacity of at least 64 KiB")
 }

@@ -301,16 +301,12 @@ mod tests {
                 24 + 4 * seed as usize,
                 40 + seed,
             ));
-            let base = Hardware::preset(if seed % 2 == 0 {
+            let preset = if seed % 2 == 0 {
                 "tpu-v4i-like"
             } else {
                 "nnp-i-like"
-            })
-            .unwrap();
-            let fastest = base.fastest();
-            let hw = base
-                .with_capacity(fastest, (program.peak_live_bytes() / 3).max(1 << 16))
-                .unwrap();
+            };
+            let hw = accel_sim::fixtures::binding_hw(&program, preset, 3);
             let objective = if seed < 6 {
                 Objective::Simulated
             } else {

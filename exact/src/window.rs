@@ -310,16 +310,12 @@ mod tests {
         let mut better = 0;
         for seed in 0..6u64 {
             let program = bench_workloads::synthetic::random_dag(18 + seed as usize % 5, seed);
-            let base = Hardware::preset(if seed % 2 == 0 {
+            let preset = if seed % 2 == 0 {
                 "tpu-v4i-like"
             } else {
                 "nnp-i-like"
-            })
-            .unwrap();
-            let fastest = base.fastest();
-            let hw = base
-                .with_capacity(fastest, (program.peak_live_bytes() / 4).max(1 << 16))
-                .unwrap();
+            };
+            let hw = accel_sim::fixtures::binding_hw(&program, preset, 4);
             let cost = CostModel::relaxation(&program, &hw);
             let cands = candidates::enumerate(&program, &hw, &cost);
             let mut repairer = Repairer::new(&program, &hw, &cost, &cands);

@@ -11,13 +11,6 @@ use std::sync::Arc;
 /// Relative slack for floating-point sums in different orders.
 const TOLERANCE: f64 = 1e-9;
 
-fn binding(program: &Program, preset: &str, share: u64) -> Hardware {
-    let hw = Hardware::preset(preset).unwrap();
-    let fastest = hw.fastest();
-    hw.with_capacity(fastest, (program.peak_live_bytes() / share).max(1 << 16))
-        .unwrap()
-}
-
 fn random_games(program: &Arc<Program>, hw: &Hardware, games: u64) -> Vec<Mapping> {
     let setup = GameSetup::new(Arc::clone(program), hw.clone(), GameOptions::default()).unwrap();
     (0..games)
@@ -36,7 +29,7 @@ fn windows_never_return_an_invalid_or_slower_mapping() {
             40 + 5 * seed as usize,
             seed,
         ));
-        let hw = binding(
+        let hw = accel_sim::fixtures::binding_hw(
             &program,
             if seed % 2 == 0 {
                 "tpu-v4i-like"
@@ -81,7 +74,7 @@ fn windows_never_return_an_invalid_or_slower_mapping() {
 fn windows_after_a_proven_model_are_no_worse() {
     for (workload, capacity) in [("random-dag", 3), ("diamond", 2), ("chain", 2)] {
         let program = Arc::new(bench_workloads::load(workload).unwrap());
-        let hw = binding(&program, "tpu-v4i-like", capacity);
+        let hw = accel_sim::fixtures::binding_hw(&program, "tpu-v4i-like", capacity);
         let config = exact::ExactConfig {
             seconds: 20.0,
             ..Default::default()
@@ -109,7 +102,7 @@ fn windows_after_a_proven_model_are_no_worse() {
 fn the_bound_by_blocks_is_below_every_mapping_and_the_known_optima() {
     for seed in 0..4u64 {
         let program = Arc::new(bench_workloads::synthetic::random_dag(120, 70 + seed));
-        let hw = binding(
+        let hw = accel_sim::fixtures::binding_hw(
             &program,
             if seed % 2 == 0 {
                 "tpu-v4i-like"

@@ -336,6 +336,17 @@ pub fn mip_share(windows: exact::Windows) -> f64 {
 mod tests {
     use super::*;
 
+    /// The curve is what `on_best` was told, improves step by step in time order and
+    /// ends at the answer.
+    fn assert_curve(run: &ExactRun, told: &[(f64, f64)]) {
+        assert_eq!(run.curve, told);
+        assert!(run
+            .curve
+            .windows(2)
+            .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
+        assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+    }
+
     fn polish() -> Polish {
         Polish {
             options: GameOptions::default(),
@@ -367,12 +378,7 @@ mod tests {
         let t0 = Instant::now();
         let run = run_exact(&case, &config, &polish(), &mut |t, l| told.push((t, l))).unwrap();
         assert!(t0.elapsed().as_secs_f64() >= config.seconds * 0.9);
-        assert_eq!(run.curve, told);
-        assert!(run
-            .curve
-            .windows(2)
-            .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
-        assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+        assert_curve(&run, &told);
         let mut sim = Simulator::new(&case.program, &case.hw);
         // The curve starts at the fastest of the MIP's starting mappings.
         let starts = exact::Exact::starts(&case.program, &case.hw);
@@ -419,12 +425,7 @@ mod tests {
                 took >= seconds * 0.9 && took <= seconds + 2.0,
                 "{workload}: {took}"
             );
-            assert_eq!(run.curve, told);
-            assert!(run
-                .curve
-                .windows(2)
-                .all(|w| w[1].1 < w[0].1 && w[1].0 >= w[0].0));
-            assert_eq!(run.curve.last().unwrap().1, run.solution.simulated_s);
+            assert_curve(&run, &told);
             let mut sim = Simulator::new(&case.program, &case.hw);
             assert_eq!(
                 simulated(&mut sim, &case, &run.solution.mapping).unwrap(),
