@@ -83,10 +83,11 @@ pub struct RaceConfig {
     pub mip_share: Option<f64>,
 }
 
-/// The share of the agent's race budget the MIP gets before the guided search, whose
-/// starts then include the MIP's line (issue 59): chosen on validation programs, never
-/// the suite or the scale tier (docs/results.md, "Where the agent starts").
-pub const AGENT_MIP_SHARE: f64 = 0.5;
+/// The share of the agent's race budget the MIP runs beside the guided search (on one of
+/// its threads), whose starts then include the MIP's line (issue 59): chosen on
+/// validation programs, never the suite or the scale tier (docs/results.md, "Where the
+/// agent starts").
+pub const AGENT_MIP_SHARE: f64 = 0.75;
 
 impl RaceConfig {
     /// The MIP's share of a guided search's budget ([`RaceConfig::mip_share`]).

@@ -11,7 +11,7 @@ use accel_sim::{Mapping, MappingFile};
 use malloc_game::anytime::{AnytimeSolver, Incumbent, Limit, Start};
 use malloc_game::GameSetup;
 use malloc_muzero::train::{Limits, TrainConfig, Trainer};
-use malloc_muzero::{GuideKind, GuidedSearch};
+use malloc_muzero::{Beside, GuideKind, GuidedSearch};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -188,9 +188,18 @@ pub fn guided(kind: GuideKind, r: &mut Racing) -> Result<Raced, RaceError> {
     let limit = r.limit();
     let mut ran = Ok(Default::default());
     watch(&incumbent, &limit, r.on_best, || {
-        // The MIP's time is the search's: its line is one more start.
-        let mip = mip_start(case, config, &setup);
-        ran = search.run(&setup, &mip, config.seed, &limit, &incumbent);
+        // The MIP's time is the search's: it runs beside the search on one of its
+        // threads, and its line is one more start once it returns.
+        let seconds = config.seconds * config.agent_mip_share();
+        ran = if seconds > 0.0 {
+            let mip = Beside {
+                until: Instant::now() + Duration::from_secs_f64(seconds),
+                run: Box::new(|| mip_start(case, seconds, config.seed, &setup)),
+            };
+            search.run_beside(&setup, mip, config.seed, &limit, &incumbent)
+        } else {
+            search.run(&setup, &[], config.seed, &limit, &incumbent)
+        };
     });
     ran?;
     Ok(Raced {
@@ -366,12 +375,10 @@ fn agent_guide_name(config: &RaceConfig) -> String {
 }
 
 /// The MIP's line for a guided search's starts: the exact solver's mapping
-/// ([`crate::exact_run::mip_mapping`]: the MIP, then windows) within
-/// [`RaceConfig::agent_mip_share`] of the budget, played on `setup` as its own line. None
-/// where the share is 0 or the MIP gives nothing.
-fn mip_start(case: &Case, config: &RaceConfig, setup: &Arc<GameSetup>) -> Vec<Start> {
-    let seconds = config.seconds * config.agent_mip_share();
-    crate::exact_run::mip_mapping(case, seconds, config.seed)
+/// ([`crate::exact_run::mip_mapping`]: the MIP, then windows) within `seconds`, played on
+/// `setup` as its own line. None where the MIP gives nothing.
+fn mip_start(case: &Case, seconds: f64, seed: u64, setup: &Arc<GameSetup>) -> Vec<Start> {
+    crate::exact_run::mip_mapping(case, seconds, seed)
         .map(|m| vec![Start::new("mip", setup.nearest_trajectory(&m))])
         .unwrap_or_default()
 }

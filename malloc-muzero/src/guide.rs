@@ -287,7 +287,28 @@ impl GuidedSearch {
         limit: &Limit,
         incumbent: &Incumbent,
     ) -> Result<GuideStats, AgentError> {
-        let (temperature, focus) = (self.temperature, self.focus);
+        let mut starts = given.to_vec();
+        starts.extend(
+            self.own_game(setup, limit)
+                .map(|g| Start::new("network", g)),
+        );
+        let run = Chains {
+            search: &self.search,
+            seed,
+            limit,
+            incumbent,
+        };
+        self.chains(setup, &starts, &run)
+    }
+
+    /// `run.search`'s chains from `starts`, each with its own guide (and learning copy).
+    pub(crate) fn chains(
+        &self,
+        setup: &Arc<GameSetup>,
+        starts: &[Start],
+        run: &Chains<'_>,
+    ) -> Result<GuideStats, AgentError> {
+        let (temperature, focus, limit) = (self.temperature, self.focus, run.limit);
         let net = self.net.as_ref();
         let (_, view) = self.rules_for(setup.options());
         // The learning chains' copies are made here, so that a run named as learning
@@ -308,18 +329,21 @@ impl GuidedSearch {
             let guide = copy.unwrap_or_else(|| NetGuide::new(net, view, temperature));
             Box::new(guide.focused(focus).counting(&calls, &steps))
         };
-        let mut starts = given.to_vec();
-        starts.extend(
-            self.own_game(setup, limit)
-                .map(|g| Start::new("network", g)),
-        );
-        self.search
-            .run_guided(setup, &starts, seed, limit, incumbent, &guides);
+        run.search
+            .run_guided(setup, starts, run.seed, limit, run.incumbent, &guides);
         Ok(GuideStats {
             network_calls: calls.load(Ordering::Relaxed),
             learning_steps: steps.load(Ordering::Relaxed),
         })
     }
+}
+
+/// One run of a guided search's chains: the local search they run and its settings.
+pub(crate) struct Chains<'r> {
+    pub search: &'r LocalSearch,
+    pub seed: u64,
+    pub limit: &'r Limit,
+    pub incumbent: &'r Incumbent,
 }
 
 impl GuidedSearch {

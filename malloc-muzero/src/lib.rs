@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod beside;
 mod env;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
@@ -27,6 +28,7 @@ pub mod train;
 mod view;
 
 pub use agent::{Agent, AgentError, DEFAULT_PROPOSAL_ROUNDS, MAX_PROPOSAL_ROUNDS};
+pub use beside::Beside;
 pub use env::MallocEnv;
 pub use guide::{GuideKind, GuideStats, GuidedSearch, NetGuide, DEFAULT_GUIDE_TEMPERATURE};
 pub use online::OnlineConfig;

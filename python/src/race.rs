@@ -32,7 +32,7 @@ use std::path::PathBuf;
 /// solver of the race reads is an `Error` before any budget is spent. `exact_objective`:
 /// `"simulated"` (the default) or `"proxy"`; `mip_share` (0 to 0.9): the share of the
 /// `muzero` and `guided-*` solvers' budget spent on the MIP whose line is one of their
-/// starts (default 0.5); `slots`, `order`, `fast_levels` and `reward`: the game's rules
+/// starts (default 0.75); `slots`, `order`, `fast_levels` and `reward`: the game's rules
 /// for the game solvers.
 #[pyfunction]
 #[pyo3(signature = (

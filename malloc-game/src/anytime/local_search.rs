@@ -47,6 +47,10 @@ pub struct LocalSearchConfig {
     /// the chains meet every `sync_every` moves to share their best games, so the run
     /// repeats exactly per seed and thread count. `None`: until the deadline.
     pub moves: Option<usize>,
+    /// Whether the heuristics' games (xla, greedy, beam:64, greedy-size) are among the
+    /// starts. A search that continues another's, which had them already, passes only its
+    /// own starts and skips the seconds they take on a large program.
+    pub heuristic_starts: bool,
 }
 
 impl Default for LocalSearchConfig {
@@ -58,6 +62,7 @@ impl Default for LocalSearchConfig {
             sync_every: 256,
             snapshot_every: 16,
             moves: None,
+            heuristic_starts: true,
         }
     }
 }
@@ -96,19 +101,21 @@ impl Start {
 }
 
 impl LocalSearch {
-    /// The best of the heuristics' games and `given` to start from (each also offered;
-    /// the incumbent notes the winner's name). On a large program each heuristic's game
-    /// takes seconds: once the deadline has passed, the rest are skipped. The beam is cut
-    /// at [`START_BEAM_SHARE`] of the time left.
-    fn start(
+    /// The games a search starts from: `given`, then, where the config says
+    /// ([`LocalSearchConfig::heuristic_starts`]), the heuristics' games; each is offered to
+    /// `incumbent` as soon as it is played, so the search has a best from its first
+    /// second. On a large program each heuristic's game takes seconds: once the deadline
+    /// has passed, the rest are skipped. The beam is cut at [`START_BEAM_SHARE`] of the
+    /// time left.
+    pub fn starts(
+        &self,
         setup: &Arc<GameSetup>,
         given: &[Start],
         limit: &Limit,
         incumbent: &Incumbent,
-    ) -> Option<Game> {
+    ) -> Vec<Start> {
         let xla = || vec![Start::new("xla", XlaPlayer.play(setup, 0))];
         let greedy = || vec![Start::new("greedy", GreedyPlayer.play(setup, 0))];
-        let given = || given.to_vec();
         let beam = || {
             let left = limit.deadline.saturating_duration_since(Instant::now());
             let until = Instant::now() + left.mul_f64(START_BEAM_SHARE);
@@ -124,19 +131,38 @@ impl LocalSearch {
             let m = GreedySize.solve(setup.program(), setup.hardware());
             vec![Start::new("greedy-size", setup.nearest_trajectory(&m))]
         };
-        let makers: [&dyn Fn() -> Vec<Start>; 5] = [&given, &xla, &greedy, &beam, &greedy_size];
-        let mut starts = Vec::new();
-        for make in makers {
-            if !starts.is_empty() && limit.expired() {
-                break;
-            }
-            starts.extend(make());
-        }
+        let heuristics: [&dyn Fn() -> Vec<Start>; 4] = [&xla, &greedy, &beam, &greedy_size];
+        let mut starts = given.to_vec();
         for s in &starts {
             incumbent.offer(&s.game);
         }
+        if !self.config.heuristic_starts {
+            return starts;
+        }
+        for make in heuristics {
+            if !starts.is_empty() && limit.expired() {
+                break;
+            }
+            let made = make();
+            for s in &made {
+                incumbent.offer(&s.game);
+            }
+            starts.extend(made);
+        }
+        starts
+    }
+
+    /// The fastest of [`LocalSearch::starts`] (the incumbent notes its name).
+    fn start(
+        &self,
+        setup: &Arc<GameSetup>,
+        given: &[Start],
+        limit: &Limit,
+        incumbent: &Incumbent,
+    ) -> Option<Game> {
         let latency = |s: &Start| s.game.final_latency().unwrap_or(f64::INFINITY);
-        let best = starts
+        let best = self
+            .starts(setup, given, limit, incumbent)
             .into_iter()
             .filter(|s| s.game.final_latency().is_some())
             .min_by(|a, b| latency(a).total_cmp(&latency(b)))?;
@@ -325,7 +351,7 @@ impl LocalSearch {
         guides: &(dyn Fn(usize) -> Box<dyn MoveGuide + 'g> + Sync),
     ) {
         let t0 = Instant::now();
-        let Some(start) = LocalSearch::start(setup, given, limit, incumbent) else {
+        let Some(start) = self.start(setup, given, limit, incumbent) else {
             return;
         };
         let ctx = ChainContext {
@@ -449,7 +475,7 @@ mod tests {
         let moves = 300;
         let ls = counted(moves, 64);
         for seed in [0, 7] {
-            let start = LocalSearch::start(&s, &[], &far(), &Incumbent::new(Instant::now()));
+            let start = ls.start(&s, &[], &far(), &Incumbent::new(Instant::now()));
             let start = start.unwrap();
             let (want, accepted) = reference_chain(&ls, &start, seed, moves);
             assert!(accepted > 10, "the chain must move: {accepted} accepted");
