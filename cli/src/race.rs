@@ -60,9 +60,9 @@ pub struct RaceArgs {
     /// bound bounds every mapping's simulated latency) or proxy (XLA's cost model).
     #[arg(long, default_value = "simulated", value_parser = clap::value_parser!(exact::Objective))]
     pub exact_objective: exact::Objective,
-    /// The share of muzero's budget (and the guided solvers') run beside the search on the exact solver's
-    /// MIP, whose mapping's line is then one of the search's starts: 0 to 0.9 (default
-    /// 0.75, chosen on validation programs; docs/race.md).
+    /// The share of muzero's budget (and the guided solvers') for which the exact solver's
+    /// MIP runs beside the search, its mapping's line then one of the search's starts: 0
+    /// to 0.9 (default 0.75, chosen on validation programs; docs/race.md).
     #[arg(long, value_parser = mip_share)]
     pub mip_share: Option<f64>,
     #[command(flatten)]

@@ -163,6 +163,7 @@ pub fn run_exact(
     let limit = Limit {
         deadline,
         threads: polish.threads.max(1),
+        stop: None,
     };
     let replay = Instant::now();
     let from_mip = setup.nearest_trajectory(&solution.mapping);

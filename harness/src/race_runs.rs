@@ -36,6 +36,7 @@ impl Racing<'_> {
         Limit {
             deadline: self.deadline(),
             threads: self.config.threads,
+            stop: None,
         }
     }
 

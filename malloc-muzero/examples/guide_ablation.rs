@@ -96,6 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let limit = Limit {
                     deadline: t0 + Duration::from_secs(24 * 3600),
                     threads: THREADS,
+                    stop: None,
                 };
                 let stats = search.run(&setup, &[], seed, &limit, &incumbent)?;
                 let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);

@@ -5,21 +5,22 @@
 //! until it returns (the worst primal integral of a race), and on two or more threads all
 //! but one would idle while it runs (the MIP is one thread). So the search starts at
 //! once on the threads the solver leaves, from the heuristics' games and the network's
-//! own; when the solver returns, every thread continues from the fastest of its games and
-//! the search's best so far. On one thread the heuristics' games are played and offered
+//! own; when the solver returns (or its time is up), every thread continues from the
+//! fastest of its games and the search's best so far. On one thread the heuristics' games are played and offered
 //! before the solver runs, so the incumbent has a best from the first second.
 
 use crate::guide::{Chains, GuideStats, GuidedSearch};
 use crate::AgentError;
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig, Start};
 use malloc_game::GameSetup;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// A solver run beside a [`GuidedSearch`] on one of its threads.
 pub struct Beside<'a> {
-    /// When it should be done: the search's threads but one search until then. It is
-    /// waited for in any case.
+    /// When it should be done: the search's threads but one search until then or until
+    /// it returns, whichever comes first. It is waited for in any case.
     pub until: Instant,
     /// Runs it and returns its games, as starts for the search.
     pub run: Box<dyn FnOnce() -> Vec<Start> + Send + 'a>,
@@ -27,10 +28,10 @@ pub struct Beside<'a> {
 
 impl GuidedSearch {
     /// [`GuidedSearch::run`] with `beside` running on one of `limit`'s threads until it
-    /// returns (see the module's doc), then every thread searching from the fastest of
-    /// `beside`'s games and the best found meanwhile, until `limit`. The second part's
-    /// chains draw from another seed than the first's. Returns what the guides did in
-    /// both parts.
+    /// returns (see the module's doc), the others searching meanwhile, then every thread
+    /// searching from the fastest of `beside`'s games, the heuristics' and the best found
+    /// meanwhile, until `limit`. The second part's chains draw from another seed than the
+    /// first's. Returns what the guides did in both parts.
     pub fn run_beside(
         &self,
         setup: &Arc<GameSetup>,
@@ -39,33 +40,58 @@ impl GuidedSearch {
         limit: &Limit,
         incumbent: &Incumbent,
     ) -> Result<GuideStats, AgentError> {
-        let meanwhile = Limit {
+        let search = self.continuing();
+        // The starts are played in full by the deadline alone; the search meanwhile gives
+        // way as soon as the solver beside returns.
+        let until = Limit {
             deadline: beside.until.min(limit.deadline),
             threads: limit.threads.saturating_sub(1).max(1),
+            stop: None,
         };
-        let (first, mut starts) = if limit.threads >= 2 {
-            std::thread::scope(|s| {
-                let other = s.spawn(beside.run);
-                let first = self.run(setup, &[], seed, &meanwhile, incumbent);
-                // A solver beside that panicked gives no start; the search goes on.
-                (first, other.join().unwrap_or_default())
-            })
-        } else {
-            let heuristics = self.search.starts(setup, &[], &meanwhile, incumbent);
-            let mut starts = (beside.run)();
-            starts.extend(heuristics);
-            (Ok(GuideStats::default()), starts)
+        let returned = Arc::new(AtomicBool::new(false));
+        let meanwhile = Limit {
+            stop: Some(Arc::clone(&returned)),
+            ..until.clone()
         };
+        let ((first, mut starts), theirs) = std::thread::scope(|s| {
+            let starts = |limit: &Limit| {
+                let mut starts = self.search.starts(setup, &[], limit, incumbent);
+                starts.extend(
+                    self.own_game(setup, limit)
+                        .map(|g| Start::new("network", g)),
+                );
+                starts
+            };
+            if limit.threads < 2 {
+                // One thread: the starts first, so the incumbent has a best meanwhile.
+                let mine = starts(&until);
+                return ((Ok(GuideStats::default()), mine), (beside.run)());
+            }
+            let other = s.spawn(|| {
+                let theirs = (beside.run)();
+                returned.store(true, Ordering::Relaxed);
+                theirs
+            });
+            let mine = starts(&until);
+            let run = Chains {
+                search: &search,
+                seed,
+                limit: &meanwhile,
+                incumbent,
+            };
+            let first = self.chains(setup, &mine, &run);
+            // A solver beside that panicked gives no start; the search goes on.
+            ((first, mine), other.join().unwrap_or_default())
+        });
         let first = first?;
-        if limit.threads >= 2 {
+        if incumbent.moves() > 0 {
             if let Some(best) = incumbent.best() {
                 let from = incumbent.start().unwrap_or_else(|| "search".into());
                 starts.push(Start::new(&format!("{from}+search"), best));
             }
-        } else {
-            starts.extend(self.own_game(setup, limit).map(|g| Start::new("network", g)));
         }
-        let search = self.continuing();
+        // Theirs first: of equally fast starts the first is taken.
+        let starts: Vec<Start> = theirs.into_iter().chain(starts).collect();
         let run = Chains {
             search: &search,
             seed: malloc_game::seed_for(seed, 1, 0),
@@ -79,8 +105,8 @@ impl GuidedSearch {
         })
     }
 
-    /// The local search of the part after the solver beside: the same, but starting from
-    /// the games it is given only (the heuristics' were among the first part's).
+    /// The local search of [`GuidedSearch::run_beside`]'s chains: the same, but starting
+    /// from the games it is given only (the heuristics' are played before).
     fn continuing(&self) -> LocalSearch {
         LocalSearch {
             config: LocalSearchConfig {

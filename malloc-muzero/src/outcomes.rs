@@ -50,6 +50,7 @@ pub fn collect_outcomes(
     let limit = Limit {
         deadline: Instant::now() + Duration::from_secs(24 * 3600),
         threads: threads.max(1),
+        stop: None,
     };
     let found = Mutex::new(vec![Vec::new(); threads.max(1)]);
     let guides = |k: usize| -> Box<dyn MoveGuide + '_> {

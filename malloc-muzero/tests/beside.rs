@@ -23,6 +23,7 @@ fn limit(threads: usize) -> Limit {
     Limit {
         deadline: Instant::now() + Duration::from_secs(3600),
         threads,
+        stop: None,
     }
 }
 
@@ -31,7 +32,10 @@ fn case(workload: &str) -> (Arc<Program>, Hardware) {
         .into_iter()
         .find(|c| c.workload == workload)
         .unwrap();
-    (Arc::new(bench_workloads::load(workload).unwrap()), case.hardware())
+    (
+        Arc::new(bench_workloads::load(workload).unwrap()),
+        case.hardware(),
+    )
 }
 
 fn setup(search: &GuidedSearch, program: &Arc<Program>, hw: &Hardware) -> Arc<GameSetup> {
@@ -88,7 +92,9 @@ fn a_faster_game_from_beside_is_where_the_search_goes_on() {
     search.search = counted(400);
     search.run(&setup, &[], 1, &limit(1), &heuristics).unwrap();
     let searched = heuristics.best().unwrap();
-    let starts = search.search.starts(&setup, &[], &limit(1), &Incumbent::new(Instant::now()));
+    let starts = search
+        .search
+        .starts(&setup, &[], &limit(1), &Incumbent::new(Instant::now()));
     let fastest_heuristic = starts
         .iter()
         .filter_map(|s| s.game.final_latency())
@@ -106,7 +112,11 @@ fn a_faster_game_from_beside_is_where_the_search_goes_on() {
         search
             .run_beside(&setup, beside, 5, &limit(threads), &incumbent)
             .unwrap();
-        assert_eq!(incumbent.start().as_deref(), Some("mip"), "{threads} threads");
+        assert_eq!(
+            incumbent.start().as_deref(),
+            Some("mip"),
+            "{threads} threads"
+        );
         assert_eq!(
             incumbent.best_latency(),
             searched.final_latency(),

@@ -27,6 +27,7 @@ fn limit(threads: usize) -> Limit {
     Limit {
         deadline: Instant::now() + Duration::from_secs(3600),
         threads,
+        stop: None,
     }
 }
 

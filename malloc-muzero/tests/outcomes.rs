@@ -29,6 +29,7 @@ fn recording_keeps_the_local_searchs_moves_and_only_the_moves_that_made_a_line_f
     let limit = Limit {
         deadline: Instant::now() + Duration::from_secs(3600),
         threads: 2,
+        stop: None,
     };
     search.run_from(&setup, &[], 5, &limit, &plain);
     assert_eq!(

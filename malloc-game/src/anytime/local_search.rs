@@ -466,6 +466,7 @@ mod tests {
         Limit {
             deadline: Instant::now() + Duration::from_secs(3600),
             threads: 1,
+            stop: None,
         }
     }
 
@@ -496,6 +497,7 @@ mod tests {
             let incumbent = Incumbent::new(Instant::now());
             let limit = Limit {
                 threads: 2,
+                stop: None,
                 ..far()
             };
             ls.run_from(&s, &[], seed, &limit, &incumbent);

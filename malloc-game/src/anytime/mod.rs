@@ -22,7 +22,7 @@ pub use local_search::{LocalSearch, LocalSearchConfig, Start};
 pub use restarts::{BeamWidening, RandomRestarts};
 
 use crate::game::{Game, GameSetup};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -173,12 +173,15 @@ impl std::fmt::Debug for Found {
 }
 
 /// How long and on how many threads an anytime solver runs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limit {
     /// When the solver must stop.
     pub deadline: Instant,
     /// Worker threads (at least 1).
     pub threads: usize,
+    /// Stops the solver before the deadline once set (a search that gives way when a
+    /// solver beside it returns); `None`: the deadline alone.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Limit {
@@ -187,11 +190,16 @@ impl Limit {
         Limit {
             deadline: Instant::now() + Duration::from_secs_f64(seconds.max(0.0)),
             threads: threads.max(1),
+            stop: None,
         }
     }
-    /// Whether the deadline has passed.
+    /// Whether the deadline has passed or the stop was set.
     pub fn expired(&self) -> bool {
         Instant::now() >= self.deadline
+            || self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 
@@ -208,4 +216,26 @@ pub trait AnytimeSolver: Send + Sync {
 pub(crate) fn thread_seed(seed: u64, thread: usize) -> u64 {
     // Role 0 adds nothing to the mix: the seeds these solvers have always drawn.
     crate::seed_for(seed, thread as u64 + 1, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A limit with a stop ends when the stop is set, well before its deadline, and its
+    /// copies (each thread's) see it too.
+    #[test]
+    fn a_set_stop_ends_a_limit_before_its_deadline() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let limit = Limit {
+            stop: Some(Arc::clone(&stop)),
+            ..Limit::from_now(3600.0, 2)
+        };
+        let copy = limit.clone();
+        assert!(!limit.expired() && !copy.expired());
+        stop.store(true, Ordering::Relaxed);
+        assert!(limit.expired() && copy.expired());
+        assert!(!Limit::from_now(3600.0, 1).expired());
+        assert!(Limit::from_now(0.0, 1).expired());
+    }
 }
