@@ -5,6 +5,7 @@
 
 use accel_sim::Hardware;
 use harness::race::{race_case, RaceConfig};
+use harness::registry::demonstrations;
 use harness::Case;
 use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
 use malloc_game::{GameOptions, GameSetup};
@@ -39,7 +40,14 @@ fn demonstrations_enter_the_buffer_with_their_true_returns() {
     let case = Case::named(Some("diamond"), None, Some("4MiB")).unwrap();
     let s = setup(&case);
     let dir = temp("demos");
-    let t = Trainer::start(Arc::clone(&s), "diamond", small_config(&s), &dir).unwrap();
+    let t = Trainer::start(
+        Arc::clone(&s),
+        "diamond",
+        small_config(&s),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let demos = t.demonstrations();
     let mut stored: Vec<f64> = demos
         .iter_games()
