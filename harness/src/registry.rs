@@ -610,11 +610,17 @@ mod tests {
     /// The demonstrations a run may ask for are those it always could, and each plays a
     /// finished game.
     #[test]
-    fn demonstrations_play_finished_numbered_games() {
+    fn demonstrations_play_finished_games() {
         let known = demonstrations();
         assert_eq!(known.names(), ["xla", "greedy-size", "beam", "greedy"]);
         let defaults = &malloc_muzero::train::TrainConfig::default().demonstrations;
         assert!(known.check(defaults).is_ok());
+        // A run folder made before the registry held them names them the same way.
+        let saved = malloc_muzero::generalist::info()
+            .unwrap()
+            .config
+            .demonstrations;
+        assert!(known.check(&saved).is_ok(), "{saved:?}");
         let err = known.check(&["xla".into(), "beam:4".into()]).unwrap_err();
         assert_eq!(
             err.to_string(),

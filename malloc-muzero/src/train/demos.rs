@@ -23,7 +23,7 @@ pub struct Demonstration {
 }
 
 /// The demonstrations a run may ask for, in the order messages list them.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Demonstrations(Vec<Demonstration>);
 
 impl Demonstrations {
