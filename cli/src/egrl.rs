@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use egrl::{EgrlConfig, RunFolder, RunLimits, Variant};
+use egrl::{EgrlConfig, RunFolder, RunLimits};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -147,8 +147,10 @@ fn start(args: &TrainEgrlArgs, threads: Option<usize>) -> Result<(RunFolder, egr
         }
     };
     if let Some(name) = &args.variant {
-        let variant = Variant::named(name)
-            .with_context(|| format!("--variant: unknown `{name}` (egrl, egrl-ea, egrl-pg)"))?;
+        let variant = harness::registry::egrl_variant(name).with_context(|| {
+            let known = harness::registry::egrl_variant_names().join(", ");
+            format!("--variant: unknown `{name}` ({known})")
+        })?;
         overridden("variant", config.variant.name().into(), name.clone());
         config.variant = variant;
     }

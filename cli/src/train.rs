@@ -15,8 +15,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::GameSetup;
 use malloc_muzero::generalist::{self, CaseSpec};
+use malloc_muzero::train::{Demonstrations, TrainCase, INIT_BUNDLED};
 use malloc_muzero::train::{Limits, Progress, TrainConfig, TrainError, TrainSummary, Trainer};
-use malloc_muzero::train::{TrainCase, INIT_BUNDLED};
 use malloc_muzero::SearchModel;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,7 +120,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let mut trainer = match &args.resume {
-        Some(dir) => Trainer::resume_or_restart(dir, config, args.restart)?,
+        Some(dir) => Trainer::resume_or_restart(dir, config, args.restart, &demonstrations())?,
         None if args.suite || args.cases.is_some() => start_cases(args, config, &bar)?,
         None => start(args, config)?,
     };
@@ -187,8 +187,14 @@ pub(crate) fn read_config(path: &Path) -> Result<TrainConfig> {
     let config = TrainConfig::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     config
         .check()
+        .and_then(|()| demonstrations().check(&config.demonstrations))
         .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     Ok(config)
+}
+
+/// The demonstrations a run may ask for: the registry's.
+fn demonstrations() -> Demonstrations {
+    harness::registry::demonstrations()
 }
 
 /// The first Ctrl-C raises `stop`; the second exits at once.
@@ -328,7 +334,8 @@ fn start(args: &TrainArgs, config: Option<TrainConfig>) -> Result<Trainer> {
     let dir = out_dir(args, &workload, config.seed);
     let options = game_of(&args.game, &config)?.options(&case.hw);
     let setup = GameSetup::new(case.program, case.hw, options)?;
-    refuse_existing(Trainer::start(setup, &workload, config, &dir), &dir)
+    let started = Trainer::start(setup, &workload, config, &dir, &demonstrations());
+    refuse_existing(started, &dir)
 }
 
 /// A new run of the cases of `--suite` or `--cases` (of one program when the file lists
@@ -395,7 +402,7 @@ fn start_cases(
         "preparing {} cases (baselines and demonstrations)",
         cases.len()
     ));
-    let started = Trainer::start_cases(cases, config, &dir);
+    let started = Trainer::start_cases(cases, config, &dir, &demonstrations());
     refuse_existing(started, &dir)
 }
 

@@ -437,6 +437,24 @@ fn config_files_are_objects_and_a_race_names_what_it_overrides() {
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("must be a JSON object"), "{bad}: {err}");
     }
+    // A demonstration the registry does not know: refused, the file named, before the
+    // run's folder is made.
+    std::fs::write(&file, r#"{"demonstrations": ["xla", "beam:4"]}"#).unwrap();
+    let (code, _, err) = run(&[
+        "train",
+        "--workload",
+        "diamond",
+        "--config",
+        &path,
+        "--steps",
+        "1",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let unknown = "demonstrations: unknown `beam:4` (known: xla, greedy-size, beam, greedy)";
+    assert!(err.contains("c.json") && err.contains(unknown), "{err}");
+    assert!(!dir.join("run").exists());
     // Flags over the file, and the override said.
     std::fs::write(&file, r#"{"seed": 7}"#).unwrap();
     let (code, _, err) = run(&[

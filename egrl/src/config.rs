@@ -30,12 +30,6 @@ impl Variant {
             Variant::Pg => "egrl-pg",
         }
     }
-    /// The variant of a solver name; `None` for another name.
-    pub fn named(name: &str) -> Option<Variant> {
-        [Variant::Egrl, Variant::Ea, Variant::Pg]
-            .into_iter()
-            .find(|v| v.name() == name)
-    }
     pub(crate) fn evolves(self) -> bool {
         self != Variant::Pg
     }

@@ -69,10 +69,12 @@ impl Exact {
 
     /// The mappings the solve starts from: xla's, xla-repack's and greedy-size's.
     pub fn starts(program: &Program, hw: &Hardware) -> Vec<Mapping> {
-        ["xla", "xla-repack", "greedy-size"]
-            .iter()
-            .filter_map(|name| xla_msa::solver(name))
-            .map(|s| s.solve(program, hw))
-            .collect()
+        use xla_msa::{GreedySize, OneShotSolver, Xla, XlaOptions, DEFAULT_MAX_REPACKS};
+        let repack = Xla::new(XlaOptions {
+            max_repacks: DEFAULT_MAX_REPACKS,
+            ..XlaOptions::default()
+        });
+        let starts: [&dyn OneShotSolver; 3] = [&Xla::default(), &repack, &GreedySize];
+        starts.iter().map(|s| s.solve(program, hw)).collect()
     }
 }

@@ -321,6 +321,9 @@ pub fn check_agent(case: &Case, config: &RaceConfig) -> Result<(), RaceError> {
 pub fn check_train(case: &Case, config: &RaceConfig) -> Result<(), RaceError> {
     let bad = |m: String| RaceError::Config(m);
     config.train.check().map_err(Box::new)?;
+    crate::registry::demonstrations()
+        .check(&config.train.demonstrations)
+        .map_err(Box::new)?;
     let Some(dir) = &config.checkpoint else {
         return Ok(());
     };
@@ -434,7 +437,7 @@ fn race_agent(
         // A copy: the run the user names is theirs, and stays as it was.
         Some(from) => {
             copy_run(from, &dir)?;
-            Trainer::resume(&dir, None).map_err(Box::new)?
+            Trainer::resume(&dir, None, &crate::registry::demonstrations()).map_err(Box::new)?
         }
         None => {
             let setup = GameSetup::new(
@@ -447,7 +450,8 @@ fn race_agent(
                 threads: config.threads,
                 ..config.train.clone()
             };
-            Trainer::start(setup, case.program.name(), train, &dir).map_err(Box::new)?
+            let known = crate::registry::demonstrations();
+            Trainer::start(setup, case.program.name(), train, &dir, &known).map_err(Box::new)?
         }
     };
     let limits = Limits {

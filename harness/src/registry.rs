@@ -3,7 +3,8 @@
 //! [`SOLVERS`], holding its name, what it is, the settings it reads, and the functions that
 //! build it: [`Entry::one_shot`] (`evaluate`'s one mapping per case), [`Entry::player`]
 //! (a game player, for `play` and `evaluate`), [`Entry::race`] (the race's run under a
-//! wall-clock budget). Every front end builds a solver from a name here and nowhere else;
+//! wall-clock budget), [`Entry::demonstration`] (its game as a demonstration of the
+//! agent's self-play training, [`demonstrations`]). Every front end builds a solver from a name here and nowhere else;
 //! the crates below export their solvers as types ([`xla_msa::Xla`],
 //! [`malloc_game::anytime::LocalSearch`], [`malloc_muzero::GuideKind`], ...) and the
 //! entries name them. Messages that list names list them in this registry's order.
@@ -19,8 +20,11 @@ use malloc_game::anytime::{BeamWidening, LocalSearch, RandomRestarts};
 use malloc_game::players::{
     beam, BeamPlayer, GreedyPlayer, Player, RandomPlayer, XlaPlayer, MAX_BEAM_WIDTH,
 };
+use malloc_game::{Game, GameSetup};
+use malloc_muzero::train::{Demonstration, Demonstrations};
 use malloc_muzero::GuideKind;
-use xla_msa::{AllSlow, GreedySize, Xla, XlaOptions, DEFAULT_MAX_REPACKS};
+use std::sync::Arc;
+use xla_msa::{AllSlow, GreedySize, OneShotSolver, Xla, XlaOptions, DEFAULT_MAX_REPACKS};
 
 /// A setting a solver reads besides its case (the race's budget is every solver's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +128,11 @@ pub struct Entry {
     pub player: Option<GamePlayer>,
     /// How the race runs it; `None`: the race does not.
     pub race: Option<Racer>,
+    /// Its game on a setup, when a training run may take it as a demonstration (a
+    /// config's `demonstrations` names it).
+    pub demonstration: Option<fn(&Arc<GameSetup>) -> Game>,
+    /// The EGRL system it is, for a run of its own (`train-egrl --variant`).
+    pub egrl: Option<Variant>,
 }
 
 impl Entry {
@@ -214,6 +223,8 @@ const fn entry(name: &'static str, about: &'static str) -> Entry {
         one_shot: None,
         player: None,
         race: None,
+        demonstration: None,
+        egrl: None,
     }
 }
 
@@ -238,6 +249,7 @@ pub const SOLVERS: &[Entry] = &[
     Entry {
         one_shot: one_shot(|_| baseline(Xla::default())),
         race: instant(|r| runs::one_point(&Xla::default(), r)),
+        demonstration: Some(|s| XlaPlayer.play(s, 0)),
         ..entry("xla", "XLA's memory space assignment (docs/xla-msa.md)")
     },
     Entry {
@@ -251,6 +263,9 @@ pub const SOLVERS: &[Entry] = &[
     Entry {
         one_shot: one_shot(|_| baseline(GreedySize)),
         race: instant(|r| runs::one_point(&GreedySize, r)),
+        // Its offsets and whole live ranges are seldom a line of the game's numbered
+        // moves: its demonstration is the nearest such line, with that game's own return.
+        demonstration: Some(|s| s.nearest_numbered(&GreedySize.solve(s.program(), s.hardware()))),
         ..entry(
             "greedy-size",
             "TFLite-style whole-live-range placement, largest first",
@@ -261,6 +276,7 @@ pub const SOLVERS: &[Entry] = &[
             Box::new(BeamPlayer::new(beam::DEFAULT_WIDTH).with_threads(threads))
         }),
         race: anytime(|r| runs::anytime(&BeamWidening, r)),
+        demonstration: Some(|s| BeamPlayer::new(beam::DEFAULT_WIDTH).play(s, 0)),
         ..entry(
             "beam",
             "beam search over the game (`beam:W` for width W in evaluate; widening in the race)",
@@ -378,14 +394,17 @@ pub const SOLVERS: &[Entry] = &[
     },
     Entry {
         race: egrl_search(|r| runs::egrl_search(Variant::Egrl, r)),
+        egrl: Some(Variant::Egrl),
         ..entry("egrl", "EGRL: evolution beside a SAC learner (docs/egrl.md)")
     },
     Entry {
         race: egrl_search(|r| runs::egrl_search(Variant::Ea, r)),
+        egrl: Some(Variant::Ea),
         ..entry("egrl-ea", "EGRL's evolution alone")
     },
     Entry {
         race: egrl_search(|r| runs::egrl_search(Variant::Pg, r)),
+        egrl: Some(Variant::Pg),
         ..entry("egrl-pg", "EGRL's learner alone")
     },
     Entry {
@@ -424,6 +443,7 @@ pub const SOLVERS: &[Entry] = &[
     },
     Entry {
         player: game_player("greedy", |_| Box::new(GreedyPlayer)),
+        demonstration: Some(|s| GreedyPlayer.play(s, 0)),
         ..entry("greedy", "the game's greedy player")
     },
     Entry {
@@ -461,6 +481,30 @@ pub fn player(spec: &str, threads: usize) -> Option<Box<dyn Player>> {
     (1..=MAX_BEAM_WIDTH)
         .contains(&w)
         .then(|| Box::new(BeamPlayer::new(w).with_threads(threads)) as Box<dyn Player>)
+}
+
+/// The demonstrations a training run may ask for (`TrainConfig::demonstrations`), in the
+/// registry's order: every front end that starts or resumes a run gives these.
+pub fn demonstrations() -> Demonstrations {
+    let known = SOLVERS.iter().filter_map(|e| {
+        e.demonstration
+            .map(|play| Demonstration { name: e.name, play })
+    });
+    Demonstrations::new(known.collect())
+}
+
+/// The EGRL system `name` runs (`train-egrl --variant`), if it is one.
+pub fn egrl_variant(name: &str) -> Option<Variant> {
+    find(name).and_then(|e| e.egrl)
+}
+
+/// The names `train-egrl --variant` takes, in the registry's order.
+pub fn egrl_variant_names() -> Vec<&'static str> {
+    SOLVERS
+        .iter()
+        .filter(|e| e.egrl.is_some())
+        .map(|e| e.name)
+        .collect()
 }
 
 /// The names `evaluate` takes, besides game players with a width (`beam:W`) and mapping
@@ -561,6 +605,48 @@ mod tests {
         }
         assert!(!race_default_names().contains(&crate::race::MUZERO_TRAIN));
         assert!(crate::race::check_solvers(&["greedy".to_string()]).is_err());
+    }
+
+    /// The demonstrations a run may ask for are those it always could, and each plays a
+    /// finished game.
+    #[test]
+    fn demonstrations_play_finished_games() {
+        let known = demonstrations();
+        assert_eq!(known.names(), ["xla", "greedy-size", "beam", "greedy"]);
+        let defaults = &malloc_muzero::train::TrainConfig::default().demonstrations;
+        assert!(known.check(defaults).is_ok());
+        // A run folder made before the registry held them names them the same way.
+        let saved = malloc_muzero::generalist::info()
+            .unwrap()
+            .config
+            .demonstrations;
+        assert!(known.check(&saved).is_ok(), "{saved:?}");
+        let err = known.check(&["xla".into(), "beam:4".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "train config: demonstrations: unknown `beam:4` (known: xla, greedy-size, beam, greedy)"
+        );
+        let case = Case::named(Some("diamond"), Some("tpu-v4i-like"), Some("4MiB")).unwrap();
+        let setup = GameSetup::new(case.program, case.hw, Default::default()).unwrap();
+        for e in SOLVERS {
+            if let Some(play) = e.demonstration {
+                let game = play(&setup);
+                let latency = game.final_latency();
+                assert!(latency.is_some_and(f64::is_finite), "{}", e.name);
+            }
+        }
+    }
+
+    /// `train-egrl --variant` takes the EGRL searches' names, each the variant's own.
+    #[test]
+    fn egrl_variants_are_named_as_the_race_names_them() {
+        assert_eq!(egrl_variant_names(), ["egrl", "egrl-ea", "egrl-pg"]);
+        for name in egrl_variant_names() {
+            assert_eq!(egrl_variant(name).map(Variant::name), Some(name));
+        }
+        for other in ["egrl-dp", "xla", "", "EGRL"] {
+            assert_eq!(egrl_variant(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use accel_sim::Hardware;
 use harness::race::{race_case, RaceConfig};
+use harness::registry::demonstrations;
 use harness::Case;
 use malloc_game::players::{BeamPlayer, Player, XlaPlayer};
 use malloc_game::{GameOptions, GameSetup};
@@ -39,7 +40,14 @@ fn demonstrations_enter_the_buffer_with_their_true_returns() {
     let case = Case::named(Some("diamond"), None, Some("4MiB")).unwrap();
     let s = setup(&case);
     let dir = temp("demos");
-    let t = Trainer::start(Arc::clone(&s), "diamond", small_config(&s), &dir).unwrap();
+    let t = Trainer::start(
+        Arc::clone(&s),
+        "diamond",
+        small_config(&s),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let demos = t.demonstrations();
     let mut stored: Vec<f64> = demos
         .iter_games()
@@ -105,6 +113,33 @@ fn a_tiny_race_agent_finds_the_optimum_with_its_own_games() {
     );
     assert!(r.curve.iter().all(|&(t, _)| t <= 20.0 + 5.0));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A demonstration the registry does not know is refused by the race's check, before any
+/// budget is spent, naming the ones it knows.
+#[test]
+fn an_unknown_demonstration_is_refused_before_the_race() {
+    let case = tiny_case();
+    let s = setup(&case);
+    let config = RaceConfig {
+        seconds: 1.0,
+        threads: 1,
+        seed: 0,
+        options: options(),
+        train: TrainConfig {
+            demonstrations: vec!["xla".into(), "local-search".into()],
+            ..small_config(&s)
+        },
+        checkpoint: None,
+        agent_dir: None,
+        egrl: egrl::EgrlConfig::default(),
+        exact_objective: exact::Objective::default(),
+        mip_share: None,
+    };
+    let names = ["muzero-train".to_string()];
+    let err = harness::race::check_config(&case, &names, &config).unwrap_err();
+    let unknown = "demonstrations: unknown `local-search` (known: xla, greedy-size, beam, greedy)";
+    assert!(err.to_string().contains(unknown), "{err}");
 }
 
 /// A saved agent result stays this race's whatever `keep_checkpoints` says: it decides

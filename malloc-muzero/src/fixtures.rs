@@ -1,9 +1,13 @@
 //! Test fixtures shared by this crate's tests and the harness's (feature `fixtures`, not
-//! API): a small network's training config and temporary folders.
+//! API): a small network's training config, the demonstrations a run may ask for, and
+//! temporary folders.
 
-use crate::train::TrainConfig;
+use crate::train::{Demonstration, Demonstrations, TrainConfig};
+use malloc_game::players::{beam, BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{Game, GameSetup};
 use muzero::{NetworkConfig, SearchConfig};
+use std::sync::Arc;
+use xla_msa::{GreedySize, OneShotSolver};
 
 /// A training config for small test games: a small network, 8 simulations, short batches
 /// and few demonstration pre-training steps.
@@ -28,6 +32,31 @@ pub fn small_config(setup: &GameSetup) -> TrainConfig {
         demo_pretrain_steps: 20,
         ..TrainConfig::default()
     }
+}
+
+/// The demonstrations the command line's registry (`harness::registry::demonstrations`)
+/// gives a run, for the tests below it: this crate builds none by name.
+pub fn demonstrations() -> Demonstrations {
+    let greedy_size =
+        |s: &Arc<GameSetup>| s.nearest_numbered(&GreedySize.solve(s.program(), s.hardware()));
+    Demonstrations::new(vec![
+        Demonstration {
+            name: "xla",
+            play: |s| XlaPlayer.play(s, 0),
+        },
+        Demonstration {
+            name: "greedy-size",
+            play: greedy_size,
+        },
+        Demonstration {
+            name: "beam",
+            play: |s| BeamPlayer::new(beam::DEFAULT_WIDTH).play(s, 0),
+        },
+        Demonstration {
+            name: "greedy",
+            play: |s| GreedyPlayer.play(s, 0),
+        },
+    ])
 }
 
 /// A fresh temporary folder path (removed if it exists) for test `name`.

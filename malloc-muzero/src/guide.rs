@@ -64,12 +64,11 @@ pub enum GuideKind {
 }
 
 impl GuideKind {
-    /// The names of the guides that need no folder, as solver suffixes take them.
+    /// The names of the guides that need no folder, as the race's `guided-*` solvers end
+    /// (feature `fixtures`: the registry's test checks each is registered).
+    #[cfg(feature = "fixtures")]
     pub const NAMES: &'static [&'static str] =
         &["uniform", "untrained", "bundled", "tuned", "bundled+online"];
-
-    /// What a guide's name adds to a network guide's to make it learn online.
-    pub const ONLINE_SUFFIX: &'static str = "+online";
 
     /// Where its network comes from, as messages name it: the run folder, else the
     /// bundled generalist's origin.
@@ -83,6 +82,10 @@ impl GuideKind {
     }
 }
 
+/// A guide by its name ([`GuideKind::NAMES`]), for this crate's tests and examples (feature
+/// `fixtures`): the front ends build the guided solvers through `harness::registry`, whose
+/// entries name the kinds by type. No saved file holds a guide's name to be read back.
+#[cfg(feature = "fixtures")]
 impl std::str::FromStr for GuideKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -92,7 +95,7 @@ impl std::str::FromStr for GuideKind {
                 GuideKind::NAMES.join(", ")
             )
         };
-        if let Some(net) = s.strip_suffix(GuideKind::ONLINE_SUFFIX) {
+        if let Some(net) = s.strip_suffix("+online") {
             return match net {
                 "untrained" | "bundled" | "tuned" => Ok(GuideKind::Online(Box::new(net.parse()?))),
                 _ => Err(unknown()),

@@ -57,6 +57,7 @@ mod summary;
 mod trainer;
 
 pub use config::{Limits, TrainConfig};
+pub use demos::{Demonstration, Demonstrations};
 pub use error::TrainError;
 pub use init::{init_info, INIT_BUNDLED};
 pub use remote::{BatchInfo, SelfPlayWorker, WorkOrder};

@@ -5,7 +5,7 @@
 
 use accel_sim::Hardware;
 use malloc_game::{GameOptions, GameSetup};
-use malloc_muzero::fixtures::small_config;
+use malloc_muzero::fixtures::{demonstrations, small_config};
 use malloc_muzero::train::{Limits, SelfPlayWorker, TrainConfig, TrainError, Trainer};
 use std::sync::Arc;
 
@@ -30,7 +30,14 @@ fn config(setup: &GameSetup) -> TrainConfig {
 fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
     let dir = malloc_muzero::fixtures::temp("remote-run");
     let setup = tiny(3 << 20);
-    let mut trainer = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut trainer = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let limits = Limits::default();
     trainer.pretrain(&limits).unwrap();
     let mut worker = SelfPlayWorker::new(&trainer.describe().unwrap(), 1).unwrap();
@@ -71,7 +78,7 @@ fn a_remote_worker_feeds_the_run_folder_that_then_resumes() {
     // once the trainer that holds it is gone (one writer per folder).
     let positions = trainer.positions();
     drop(trainer);
-    let resumed = Trainer::resume(&dir, None).unwrap();
+    let resumed = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(resumed.iterations(), 4);
     assert_eq!(resumed.positions(), positions);
 }
@@ -81,8 +88,10 @@ fn a_batch_of_another_game_or_damaged_is_refused() {
     let (a, b) = (tiny(3 << 20), tiny(1 << 20));
     let dir_a = malloc_muzero::fixtures::temp("remote-a");
     let dir_b = malloc_muzero::fixtures::temp("remote-b");
-    let mut ta = Trainer::start(Arc::clone(&a), "a", config(&a), &dir_a).unwrap();
-    let mut tb = Trainer::start(Arc::clone(&b), "b", config(&b), &dir_b).unwrap();
+    let mut ta =
+        Trainer::start(Arc::clone(&a), "a", config(&a), &dir_a, &demonstrations()).unwrap();
+    let mut tb =
+        Trainer::start(Arc::clone(&b), "b", config(&b), &dir_b, &demonstrations()).unwrap();
     let mut worker = SelfPlayWorker::new(&tb.describe().unwrap(), 1).unwrap();
     worker.load_weights(0, &tb.weights().unwrap()).unwrap();
     let limits = Limits::default();

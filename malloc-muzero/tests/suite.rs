@@ -5,7 +5,7 @@
 
 use accel_sim::Hardware;
 use malloc_game::{observation, GameOptions, GameSetup};
-use malloc_muzero::fixtures::small_config;
+use malloc_muzero::fixtures::{demonstrations, small_config};
 use malloc_muzero::train::{Limits, Progress, TrainCase, TrainConfig, TrainError, Trainer};
 use malloc_muzero::Agent;
 use std::collections::BTreeSet;
@@ -69,7 +69,7 @@ fn timeless(lines: &[Progress]) -> Vec<Progress> {
 #[test]
 fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
     let dir = temp("epochs");
-    let mut t = Trainer::start_cases(cases(), config(), &dir).unwrap();
+    let mut t = Trainer::start_cases(cases(), config(), &dir, &demonstrations()).unwrap();
     let first = steps(&mut t, 6);
     for epoch in first.chunks(3) {
         let seen: BTreeSet<_> = epoch.iter().map(|p| p.case.clone().unwrap()).collect();
@@ -87,13 +87,13 @@ fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
         assert!(dir.join("programs").join(format!("{k:03}.json")).exists());
     }
     let more = {
-        let mut r = Trainer::resume(&dir, None).unwrap();
+        let mut r = Trainer::resume(&dir, None, &demonstrations()).unwrap();
         assert_eq!(r.iterations(), 6);
         steps(&mut r, 3)
     };
 
     let straight_dir = temp("straight");
-    let mut s = Trainer::start_cases(cases(), config(), &straight_dir).unwrap();
+    let mut s = Trainer::start_cases(cases(), config(), &straight_dir, &demonstrations()).unwrap();
     let straight = steps(&mut s, 9);
     let resumed: Vec<Progress> = first.into_iter().chain(more).collect();
     assert_eq!(timeless(&straight), timeless(&resumed));
@@ -105,7 +105,7 @@ fn every_case_is_played_once_per_epoch_and_a_resumed_run_repeats() {
 #[test]
 fn each_case_keeps_one_policy_target_line() {
     let dir = temp("targets");
-    let t = Trainer::start_cases(cases(), config(), &dir).unwrap();
+    let t = Trainer::start_cases(cases(), config(), &dir, &demonstrations()).unwrap();
     for case in cases() {
         let obs_len = observation::observation_len(case.setup.options());
         let mut start = vec![0f32; obs_len];
@@ -129,7 +129,7 @@ fn each_case_keeps_one_policy_target_line() {
 #[test]
 fn the_agent_of_a_suite_run_knows_its_programs() {
     let dir = temp("agent");
-    let mut t = Trainer::start_cases(cases(), config(), &dir).unwrap();
+    let mut t = Trainer::start_cases(cases(), config(), &dir, &demonstrations()).unwrap();
     steps(&mut t, 1);
     t.finish(false).unwrap();
     let agent = Agent::load(&dir, None).unwrap();
@@ -147,7 +147,7 @@ fn the_agent_of_a_suite_run_knows_its_programs() {
 fn what_a_suite_run_cannot_do_is_refused() {
     let refused = |cases: Vec<TrainCase>, config: TrainConfig, what: &str| {
         let dir = temp(what);
-        match Trainer::start_cases(cases, config, &dir) {
+        match Trainer::start_cases(cases, config, &dir, &demonstrations()) {
             Err(TrainError::Config(m)) => assert!(m.contains(what), "{m}"),
             other => panic!("{what}: {:?}", other.err()),
         }
@@ -171,18 +171,18 @@ fn what_a_suite_run_cannot_do_is_refused() {
     // One trainer resumes either kind of run folder: this one as the run of cases it is,
     // refusing a config it cannot run.
     let suite = temp("kind");
-    Trainer::start_cases(cases(), config(), &suite).unwrap();
-    let resumed = Trainer::resume(&suite, None).unwrap();
+    Trainer::start_cases(cases(), config(), &suite, &demonstrations()).unwrap();
+    let resumed = Trainer::resume(&suite, None, &demonstrations()).unwrap();
     assert_eq!(resumed.case_names().len(), 3);
     // Remote self-play ships one game to its workers: a run of one program's.
     assert!(matches!(resumed.describe(), Err(TrainError::Remote(_))));
     drop(resumed);
-    match Trainer::resume(&suite, Some(reanalyse)) {
+    match Trainer::resume(&suite, Some(reanalyse), &demonstrations()) {
         Err(TrainError::Config(m)) => assert!(m.contains("reanalyse"), "{m}"),
         other => panic!("{:?}", other.err()),
     }
     let _ = std::fs::remove_dir_all(&suite);
-    assert!(Trainer::resume(Path::new("/nonexistent/run"), None).is_err());
+    assert!(Trainer::resume(Path::new("/nonexistent/run"), None, &demonstrations()).is_err());
 }
 
 #[test]
@@ -190,11 +190,11 @@ fn a_run_of_one_case_is_a_run_of_one_program() {
     let (a, b) = (temp("one-a"), temp("one-b"));
     let one = cases().remove(0);
     let setup = Arc::clone(&one.setup);
-    let mut t = Trainer::start_cases(vec![one], config(), &a).unwrap();
+    let mut t = Trainer::start_cases(vec![one], config(), &a, &demonstrations()).unwrap();
     assert!(!t.is_multi());
     let from_cases = steps(&mut t, 4);
     t.finish(false).unwrap();
-    let mut s = Trainer::start(setup, "three-ops-0", config(), &b).unwrap();
+    let mut s = Trainer::start(setup, "three-ops-0", config(), &b, &demonstrations()).unwrap();
     let from_program = steps(&mut s, 4);
     assert_eq!(timeless(&from_cases), timeless(&from_program));
     assert!(from_cases.iter().all(|p| p.case.is_none()));

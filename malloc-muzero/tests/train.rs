@@ -7,7 +7,7 @@
 use accel_sim::Hardware;
 use malloc_game::record::GameRecord;
 use malloc_game::{Game, GameOptions, GameSetup};
-use malloc_muzero::fixtures::small_config;
+use malloc_muzero::fixtures::{demonstrations, small_config};
 use malloc_muzero::train::{self, Limits, TrainConfig, TrainError, TrainSummary, Trainer};
 use malloc_muzero::SearchModel;
 use std::path::{Path, PathBuf};
@@ -59,7 +59,8 @@ fn a_tiny_run_finds_the_optimum_within_a_minute() {
             seed,
             ..config(&setup)
         };
-        let mut t = Trainer::start(Arc::clone(&setup), "tiny", config, &dir).unwrap();
+        let mut t =
+            Trainer::start(Arc::clone(&setup), "tiny", config, &dir, &demonstrations()).unwrap();
         let limits = Limits {
             minutes: Some(0.75),
             steps: Some(3000),
@@ -147,7 +148,14 @@ fn assert_iterations_once_each(dir: &Path, count: u64) {
 fn resume_continues_the_step_counter_and_the_metrics() {
     let setup = tiny();
     let dir = temp("resume");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let first = run_to(&mut t, 40);
     drop(t);
     assert_eq!(first.train_steps, 40);
@@ -162,11 +170,17 @@ fn resume_continues_the_step_counter_and_the_metrics() {
     let before = lines(&dir);
     assert_eq!(before.len() as u64, first.iterations);
     // A new run in a folder whose run has a checkpoint is refused.
-    let err = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir)
-        .err()
-        .unwrap();
+    let err = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .err()
+    .unwrap();
     assert!(matches!(err, TrainError::RunExists { .. }), "{err}");
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), first.iterations);
     let second = run_to(&mut t, 80);
     assert_eq!(second.train_steps, 80);
@@ -190,7 +204,14 @@ fn resume_continues_the_step_counter_and_the_metrics() {
 fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
     let setup = tiny();
     let dir = temp("interrupt");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let stop = AtomicBool::new(false);
     let limits = Limits {
         minutes: None,
@@ -214,7 +235,7 @@ fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
     .unwrap();
     assert_eq!(latest["iteration"], 3, "the interrupted iteration is saved");
     assert_eq!(Some(saved_best_return(&dir)), s.best_return);
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), 4);
     assert_eq!(Some(t.best_return()), s.best_return);
     let end = run_to(&mut t, 60);
@@ -231,7 +252,14 @@ fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
 fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
     let setup = tiny();
     let dir = temp("kill");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let limits = Limits::default();
     for _ in 0..5 {
         t.step_iteration(&limits).unwrap();
@@ -249,7 +277,7 @@ fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
         f.write_all(b"{\"iteration\": 5, \"elapsed_s\": 1.2")
             .unwrap();
     }
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), 3, "the checkpoint after iteration 2");
     assert_eq!(t.best_return(), best, "the best is read back");
     assert_iterations_once_each(&dir, 3);
@@ -288,7 +316,8 @@ fn kept_checkpoints_stay_and_each_one_loads() {
             keep_checkpoints: keep,
             ..config(&setup)
         };
-        let mut t = Trainer::start(Arc::clone(&setup), "tiny", config, &dir).unwrap();
+        let mut t =
+            Trainer::start(Arc::clone(&setup), "tiny", config, &dir, &demonstrations()).unwrap();
         for _ in 0..3 {
             t.step_iteration(&limits).unwrap();
         }
@@ -297,7 +326,7 @@ fn kept_checkpoints_stay_and_each_one_loads() {
         let want = if keep { &all[..] } else { &all[2..] };
         assert_eq!(checkpoint_dirs(&dir), want, "keep_checkpoints {keep}");
         std::fs::create_dir_all(dir.join("checkpoints/iter-000007")).unwrap();
-        let t = Trainer::resume(&dir, None).unwrap();
+        let t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
         assert_eq!(t.iterations(), 3);
         drop(t);
         assert_eq!(checkpoint_dirs(&dir), want, "the half-written folder goes");
@@ -319,7 +348,14 @@ fn kept_checkpoints_stay_and_each_one_loads() {
 fn a_checkpoint_that_cannot_be_written_is_an_error_naming_the_path() {
     let setup = tiny();
     let dir = temp("unwritable");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     t.step_iteration(&Limits::default()).unwrap();
     // A file where the checkpoint's folder goes.
     std::fs::write(dir.join("checkpoints/iter-000000"), b"in the way").unwrap();
@@ -340,7 +376,14 @@ fn zero_steps_is_an_error() {
     assert!(zero.check().unwrap_err().to_string().contains("steps"));
     let setup = tiny();
     let dir = temp("zero");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let err = t
         .run(&zero, &AtomicBool::new(false), &mut |_| {})
         .unwrap_err();
@@ -356,24 +399,40 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     let setup = tiny();
     let dir = temp("no-checkpoint");
     // Killed at once: run.json only.
-    drop(Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap());
+    drop(
+        Trainer::start(
+            Arc::clone(&setup),
+            "tiny",
+            config(&setup),
+            &dir,
+            &demonstrations(),
+        )
+        .unwrap(),
+    );
     assert!(dir.join("run.json").exists());
     // Killed after one iteration: a metrics line and a best, no checkpoint.
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), 0);
     t.step_iteration(&Limits::default()).unwrap();
     let best = t.best_return();
     drop(t);
     assert!(!dir.join("checkpoints/latest.json").exists());
     assert_iterations_once_each(&dir, 1);
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     assert_eq!(t.best_return(), best, "the same game's best is kept");
     assert_iterations_once_each(&dir, 0);
     t.step_iteration(&Limits::default()).unwrap();
     // The restarted run branches from the best it kept, so it may improve on it.
     let best = t.best_return().max(best);
     drop(t);
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), 0);
     assert_eq!(t.best_return(), best);
     let end = run_to(&mut t, 20);
@@ -384,9 +443,15 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     let hw = setup.hardware().clone().with_capacity(1, 2 << 20).unwrap();
     let other = GameSetup::new(setup.program_arc().clone(), hw, setup.options().clone()).unwrap();
     let refused = |setup: &Arc<GameSetup>| {
-        let err = Trainer::start(Arc::clone(setup), "tiny", config(setup), &dir)
-            .err()
-            .unwrap();
+        let err = Trainer::start(
+            Arc::clone(setup),
+            "tiny",
+            config(setup),
+            &dir,
+            &demonstrations(),
+        )
+        .err()
+        .unwrap();
         assert!(matches!(err, TrainError::RunExists { .. }), "{err}");
     };
     refused(&other);
@@ -402,7 +467,14 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
 fn leftover_temporary_files_are_removed() {
     let setup = tiny();
     let dir = temp("tmp-files");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let s = run_to(&mut t, 20);
     drop(t);
     let latest = format!("iter-{:06}", s.iterations - 1);
@@ -421,7 +493,7 @@ fn leftover_temporary_files_are_removed() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, b"half").unwrap();
     }
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     for p in &leftovers {
         assert!(!p.exists(), "{} is left", p.display());
     }
@@ -447,7 +519,7 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
     let program = Arc::new(bench_workloads::load(&spec).unwrap());
     let hw = setup.hardware().clone();
     let from_file = GameSetup::new(program, hw, setup.options().clone()).unwrap();
-    let mut t = Trainer::start(from_file, &spec, config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(from_file, &spec, config(&setup), &dir, &demonstrations()).unwrap();
     let first = run_to(&mut t, 20);
     drop(t);
     let info = train::read_run_info(&dir).unwrap();
@@ -455,13 +527,13 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
     assert!(Path::new(&recorded).is_absolute());
     assert_eq!(Path::new(&recorded), std::fs::canonicalize(&file).unwrap());
     assert!(dir.join("program.json").exists());
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     run_to(&mut t, 30);
     drop(t);
     // The file moves away: the run's copy serves, for the run and for its saved games.
     let moved = files.join("elsewhere.json");
     std::fs::rename(&file, &moved).unwrap();
-    let mut t = Trainer::resume(&dir, None).unwrap();
+    let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     let end = run_to(&mut t, 40);
     drop(t);
     assert!(end.iterations > first.iterations);
@@ -471,7 +543,10 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
     // A different program at the recorded path is refused, naming the file.
     let text = std::fs::read_to_string(&moved).unwrap();
     std::fs::write(&file, text.replacen("1048576", "1048577", 1)).unwrap();
-    let err = Trainer::resume(&dir, None).err().unwrap().to_string();
+    let err = Trainer::resume(&dir, None, &demonstrations())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains(&recorded) && err.contains("changed"), "{err}");
     std::fs::remove_file(&file).unwrap();
     // A run.json written before `workload_path` existed reads (the copy serves).
@@ -481,7 +556,7 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
     v.as_object_mut().unwrap().remove("workload_path");
     std::fs::write(&path, v.to_string()).unwrap();
     assert_eq!(train::read_run_info(&dir).unwrap().workload_path, None);
-    Trainer::resume(&dir, None).unwrap();
+    Trainer::resume(&dir, None, &demonstrations()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&files);
 }
@@ -492,7 +567,14 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
 fn a_damaged_checkpoint_is_refused_naming_the_file() {
     let setup = tiny();
     let dir = temp("damaged");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let s = run_to(&mut t, 20);
     drop(t);
     let here = dir
@@ -505,12 +587,58 @@ fn a_damaged_checkpoint_is_refused_naming_the_file() {
         let at = bad.len() / 2;
         bad[at] ^= 0x5a;
         std::fs::write(&path, &bad).unwrap();
-        let err = Trainer::resume(&dir, None).err().unwrap().to_string();
+        let err = Trainer::resume(&dir, None, &demonstrations())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(&path.display().to_string()), "{name}: {err}");
         std::fs::write(&path, &good).unwrap();
     }
-    Trainer::resume(&dir, None).unwrap();
+    Trainer::resume(&dir, None, &demonstrations()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A demonstration the front end's list does not hold is refused, on a start or on a
+/// resume with a new config, before anything is written.
+#[test]
+fn an_unknown_demonstration_is_refused_before_anything_is_written() {
+    let setup = tiny();
+    let dir = temp("unknown-demo");
+    let mut c = config(&setup);
+    c.demonstrations.push("beam:4".into());
+    let err = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        c.clone(),
+        &dir,
+        &demonstrations(),
+    )
+    .err()
+    .unwrap();
+    let unknown = "demonstrations: unknown `beam:4` (known: xla, greedy-size, beam, greedy)";
+    assert!(matches!(err, TrainError::Config(_)), "{err}");
+    assert!(err.to_string().contains(unknown), "{err}");
+    assert!(!dir.exists());
+    // A run whose config names only what it knows, resumed with one that does not.
+    drop(
+        Trainer::start(
+            Arc::clone(&setup),
+            "tiny",
+            config(&setup),
+            &dir,
+            &demonstrations(),
+        )
+        .unwrap(),
+    );
+    let run_json = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    let err = Trainer::resume(&dir, Some(c), &demonstrations())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains(unknown), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("run.json")).unwrap(),
+        run_json
+    );
 }
 
 #[test]
@@ -625,7 +753,8 @@ fn a_run_with_reanalyse_records_it_per_iteration() {
         reanalyse_games_per_iteration: 2,
         ..config(&setup)
     };
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config, &dir).unwrap();
+    let mut t =
+        Trainer::start(Arc::clone(&setup), "tiny", config, &dir, &demonstrations()).unwrap();
     run_to(&mut t, 60);
     let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
     let counts: Vec<u64> = metrics
@@ -657,7 +786,14 @@ fn a_checkpoint_refuses_what_it_cannot_play_and_warns_on_what_differs() {
     };
     let setup = GameSetup::new(Arc::clone(&p), nnp.clone(), options).unwrap();
     let dir = temp("agent-compat");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     run_to(&mut t, 2);
     let agent = Agent::load(&dir, None).unwrap();
     // The same case: plays, no warning.
@@ -689,7 +825,14 @@ fn a_checkpoint_refuses_what_it_cannot_play_and_warns_on_what_differs() {
 fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
     let setup = tiny();
     let dir = temp("stopped-early");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     let limits = Limits {
         minutes: None,
         steps: Some(100),
@@ -709,7 +852,14 @@ fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
 fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
     let setup = tiny();
     let dir = temp("rules-v1");
-    let mut t = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &dir).unwrap();
+    let mut t = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &dir,
+        &demonstrations(),
+    )
+    .unwrap();
     run_to(&mut t, 10);
     drop(t);
     // A v1 run.json: no `rules` field (and v1's modes).
@@ -721,7 +871,9 @@ fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
     o.remove("rules");
     o["options"]["modes"] = serde_json::json!(["resident", "prefetch"]);
     std::fs::write(&path, serde_json::to_string(&info).unwrap()).unwrap();
-    let err = Trainer::resume(&dir, None).err().unwrap();
+    let err = Trainer::resume(&dir, None, &demonstrations())
+        .err()
+        .unwrap();
     let msg = err.to_string();
     assert!(matches!(err, TrainError::Rules { .. }), "{msg}");
     assert!(
@@ -738,7 +890,14 @@ fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
 fn a_run_with_init_starts_from_the_other_runs_network() {
     let setup = tiny();
     let a = temp("init-a");
-    let mut first = Trainer::start(Arc::clone(&setup), "tiny", config(&setup), &a).unwrap();
+    let mut first = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        config(&setup),
+        &a,
+        &demonstrations(),
+    )
+    .unwrap();
     let limits = Limits {
         steps: Some(30),
         ..Limits::default()
@@ -753,7 +912,14 @@ fn a_run_with_init_starts_from_the_other_runs_network() {
         ..config(&setup)
     };
     let b = temp("init-b");
-    let second = Trainer::start(Arc::clone(&setup), "tiny", from_a.clone(), &b).unwrap();
+    let second = Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        from_a.clone(),
+        &b,
+        &demonstrations(),
+    )
+    .unwrap();
     assert_eq!(second.weights().unwrap(), trained);
     let fresh = Trainer::start(
         Arc::clone(&setup),
@@ -763,6 +929,7 @@ fn a_run_with_init_starts_from_the_other_runs_network() {
             ..config(&setup)
         },
         &temp("init-fresh"),
+        &demonstrations(),
     )
     .unwrap();
     assert_ne!(fresh.weights().unwrap(), trained);
@@ -778,7 +945,13 @@ fn a_run_with_init_starts_from_the_other_runs_network() {
         network: None,
         ..from_a.clone()
     };
-    match Trainer::start(other, "tiny", no_network, &temp("init-other")) {
+    match Trainer::start(
+        other,
+        "tiny",
+        no_network,
+        &temp("init-other"),
+        &demonstrations(),
+    ) {
         // Other game options are named before the sizes they change.
         Err(TrainError::Config(m)) => assert!(m.contains("init") && m.contains("slots"), "{m}"),
         other => panic!("expected a config error, got {:?}", other.err()),
@@ -787,7 +960,13 @@ fn a_run_with_init_starts_from_the_other_runs_network() {
         init: Some(temp("init-missing").display().to_string()),
         ..config(&setup)
     };
-    match Trainer::start(Arc::clone(&setup), "tiny", missing, &temp("init-m")) {
+    match Trainer::start(
+        Arc::clone(&setup),
+        "tiny",
+        missing,
+        &temp("init-m"),
+        &demonstrations(),
+    ) {
         Err(TrainError::Config(m)) => assert!(m.starts_with("init:"), "{m}"),
         other => panic!("expected a config error, got {:?}", other.err()),
     }
@@ -807,7 +986,8 @@ fn a_run_on_two_threads_repeats_exactly() {
                 search_model: model,
                 ..config(&setup)
             };
-            let mut t = Trainer::start(Arc::clone(&setup), "tiny", c, &dir).unwrap();
+            let mut t =
+                Trainer::start(Arc::clone(&setup), "tiny", c, &dir, &demonstrations()).unwrap();
             let limits = Limits {
                 minutes: None,
                 steps: Some(80),

@@ -7,6 +7,7 @@
 use crate::args::{named, opt_uint, uint};
 use crate::case::{game_setup, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
+use harness::registry;
 use malloc_muzero::train::{self, Limits, TrainConfig, Trainer};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -108,8 +109,9 @@ impl Learner {
             config.seed = s;
         }
         let setup = game_setup(py, workload, hw, fast_capacity, options)?;
+        let known = registry::demonstrations();
         let trainer = py
-            .detach(|| Trainer::start(setup, &name, config, &out))
+            .detach(|| Trainer::start(setup, &name, config, &out, &known))
             .map_err(err)?;
         Ok(Learner { trainer })
     }
@@ -119,7 +121,10 @@ impl Learner {
     #[pyo3(signature = (out, config = None))]
     fn resume(py: Python<'_>, out: PathBuf, config: Option<&str>) -> PyResult<Learner> {
         let config = parse_config(config)?;
-        let trainer = py.detach(|| Trainer::resume(&out, config)).map_err(err)?;
+        let known = registry::demonstrations();
+        let trainer = py
+            .detach(|| Trainer::resume(&out, config, &known))
+            .map_err(err)?;
         Ok(Learner { trainer })
     }
 

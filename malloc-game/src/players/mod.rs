@@ -57,8 +57,10 @@ pub const MAX_BEAM_WIDTH: usize = 4096;
 
 /// "random", "xla", "greedy", "beam" (width [`beam::DEFAULT_WIDTH`]), "beam:W" (width W);
 /// `None` if the name is unknown or W is not in 1..=[`MAX_BEAM_WIDTH`]. One thread a game.
-/// A shorthand for this crate's tests and examples and the crates below `harness`: the
-/// front ends build players through `harness::registry`, which names them the same way.
+/// A shorthand for this crate's tests and examples and those of the crates below `harness`
+/// (feature `fixtures`): the front ends build players through `harness::registry`, which
+/// names them the same way.
+#[cfg(any(test, feature = "fixtures"))]
 pub fn player(spec: &str) -> Option<Box<dyn Player>> {
     match spec {
         "random" => Some(Box::new(RandomPlayer)),

@@ -3,7 +3,7 @@
 //! [`super::Trainer`] has one per case (a run of one program, one).
 
 use super::best::{Best, Found};
-use super::demos::{corrected_history, demonstration, imitate};
+use super::demos::{corrected_history, imitate, Demonstrations};
 use super::selfplay::{play_greedy, seed_for, xla_latency, PlayedGame};
 use super::summary::Progress;
 use super::{TrainConfig, TrainError};
@@ -35,19 +35,17 @@ pub(super) struct CaseRun {
 }
 
 impl CaseRun {
-    /// The case of `setup`, with its demonstrations (`config.demonstrations`), its xla
-    /// latency and the best mapping saved in `best_dir` (named `name` in `found.json`).
+    /// The case of `setup`, with its demonstrations (`config.demonstrations`, played by
+    /// `known`), its xla latency and the best mapping saved in `best_dir` (named `name` in
+    /// `found.json`).
     pub fn new(
         setup: Arc<GameSetup>,
         best_dir: &Path,
         name: &str,
         config: &TrainConfig,
+        known: &Demonstrations,
     ) -> Result<CaseRun, TrainError> {
-        let demos = config
-            .demonstrations
-            .iter()
-            .filter_map(|d| demonstration(&setup, d))
-            .collect();
+        let demos = known.games(&setup, &config.demonstrations);
         let xla = xla_latency(&setup)?;
         let best = Best::read_back(best_dir, &setup, name, config.seed, xla)?;
         Ok(CaseRun {

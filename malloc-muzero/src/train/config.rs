@@ -62,9 +62,11 @@ pub struct TrainConfig {
     /// each with its own seed), and the threads each learner batch is split among
     /// ([`muzero::train_step`]). 0: one per core, fixed when the run starts.
     pub threads: usize,
-    /// The heuristics whose games the learner sees from the start ([`DEMONSTRATION_NAMES`]):
-    /// their true rewards and the moves they played as policy targets. Kept apart from
-    /// self-play in a buffer of their own, with the agent's best game (self-imitation).
+    /// The heuristics whose games the learner sees from the start, by name (the front end
+    /// that starts the run knows them: [`super::Demonstrations`], which refuses an unknown
+    /// one): their true rewards and the moves they played as policy targets. Kept apart
+    /// from self-play in a buffer of their own, with the agent's best game
+    /// (self-imitation).
     pub demonstrations: Vec<String>,
     /// The share of each batch drawn from the demonstrations buffer (when it has any).
     pub demo_fraction: f64,
@@ -90,9 +92,6 @@ pub struct TrainConfig {
     /// Only a fresh start reads it; a resumed run continues from its own checkpoint.
     pub init: Option<String>,
 }
-
-/// Whether a name is a demonstration [`TrainConfig::demonstrations`] knows.
-pub use super::demos::DEMONSTRATION_NAMES;
 
 impl Default for TrainConfig {
     fn default() -> Self {
@@ -162,7 +161,8 @@ impl TrainConfig {
         accel_sim::parse_json(text)
     }
 
-    /// Refuses impossible values, naming the field.
+    /// Refuses impossible values, naming the field. The demonstrations' names are the
+    /// front end's to check ([`super::Demonstrations::check`]).
     pub fn check(&self) -> Result<(), TrainError> {
         let bad = |m: String| Err(TrainError::Config(m));
         self.search
@@ -223,16 +223,6 @@ impl TrainConfig {
             return bad(format!(
                 "demo_pretrain_steps: must be at most 1000000, got {}",
                 self.demo_pretrain_steps
-            ));
-        }
-        if let Some(d) = self
-            .demonstrations
-            .iter()
-            .find(|d| !DEMONSTRATION_NAMES.contains(&d.as_str()))
-        {
-            return bad(format!(
-                "demonstrations: unknown `{d}` (known: {})",
-                DEMONSTRATION_NAMES.join(", ")
             ));
         }
         if self.eval_every == 0 || self.checkpoint_every == 0 {

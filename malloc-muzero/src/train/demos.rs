@@ -4,31 +4,64 @@
 
 use super::TrainError;
 use malloc_game::anytime::Line;
-use malloc_game::players::{BeamPlayer, GreedyPlayer, Player, XlaPlayer};
 use malloc_game::{observation, Game, GameSetup};
 use muzero::{GameHistory, ReplayBuffer};
 use std::sync::Arc;
-use xla_msa::{GreedySize, OneShotSolver};
 
-/// The demonstrations a run may ask for.
-pub const DEMONSTRATION_NAMES: &[&str] = &["xla", "greedy-size", "beam", "greedy"];
+/// A heuristic whose game a run may ask for by name ([`super::TrainConfig::demonstrations`]).
+/// The front end that starts a run gives the ones it knows ([`Demonstrations`]): this
+/// crate builds none by name.
+#[derive(Clone, Copy, Debug)]
+pub struct Demonstration {
+    /// The name a training config gives it.
+    pub name: &'static str,
+    /// Its game on a setup (a game that does not finish is left out). A demonstration
+    /// teaches action indices: a heuristic whose mapping is seldom a line of numbered
+    /// actions (greedy-size's) plays the nearest game that is
+    /// ([`GameSetup::nearest_numbered`]), with that game's own true return.
+    pub play: fn(&Arc<GameSetup>) -> Game,
+}
 
-/// The game of heuristic `name` on `setup`. greedy-size's mapping is seldom a line of
-/// numbered actions (its offsets and whole live ranges), and a demonstration teaches
-/// action indices, so its demonstration is the nearest game of numbered actions
-/// ([`GameSetup::nearest_numbered`]), with that game's own true return.
-pub(super) fn demonstration(setup: &Arc<GameSetup>, name: &str) -> Option<Game> {
-    let game = match name {
-        "xla" => XlaPlayer.play(setup, 0),
-        "greedy" => GreedyPlayer.play(setup, 0),
-        "beam" => BeamPlayer::new(malloc_game::players::beam::DEFAULT_WIDTH).play(setup, 0),
-        "greedy-size" => {
-            let mapping = GreedySize.solve(setup.program(), setup.hardware());
-            setup.nearest_numbered(&mapping)
+/// The demonstrations a run may ask for, in the order messages list them.
+#[derive(Clone, Debug)]
+pub struct Demonstrations(Vec<Demonstration>);
+
+impl Demonstrations {
+    /// These demonstrations (a name given twice: the first counts).
+    pub fn new(known: Vec<Demonstration>) -> Demonstrations {
+        Demonstrations(known)
+    }
+
+    /// Their names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|d| d.name).collect()
+    }
+
+    /// Refuses a name in `asked` (a config's `demonstrations`) that is not one of these.
+    pub fn check(&self, asked: &[String]) -> Result<(), TrainError> {
+        match asked.iter().find(|a| self.find(a).is_none()) {
+            Some(d) => Err(TrainError::Config(format!(
+                "demonstrations: unknown `{d}` (known: {})",
+                self.names().join(", ")
+            ))),
+            None => Ok(()),
         }
-        _ => return None,
-    };
-    game.is_terminal().then_some(game)
+    }
+
+    fn find(&self, name: &str) -> Option<&Demonstration> {
+        self.0.iter().find(|d| d.name == name)
+    }
+
+    /// The finished games of the demonstrations `asked` names on `setup`, in that order
+    /// (an unknown name plays nothing: [`Demonstrations::check`] refused it before).
+    pub(super) fn games(&self, setup: &Arc<GameSetup>, asked: &[String]) -> Vec<Game> {
+        asked
+            .iter()
+            .filter_map(|name| self.find(name))
+            .map(|d| (d.play)(setup))
+            .filter(Game::is_terminal)
+            .collect()
+    }
 }
 
 /// `game` as training data: its observations, actions and true rewards, and the return

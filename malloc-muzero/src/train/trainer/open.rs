@@ -5,6 +5,7 @@ use super::Trainer;
 use crate::train::case::CaseRun;
 use crate::train::checkpoint::CheckpointWriter;
 use crate::train::counters::Counters;
+use crate::train::demos::Demonstrations;
 use crate::train::learner::Learner;
 use crate::train::run_dir::{CaseInfo, RunDir, RunInfo};
 use crate::train::{TrainConfig, TrainError};
@@ -37,26 +38,29 @@ impl Trainer {
         workload: &str,
         config: TrainConfig,
         dir: &Path,
+        known: &Demonstrations,
     ) -> Result<Trainer, TrainError> {
         let case = TrainCase {
             name: workload.to_string(),
             workload: workload.to_string(),
             setup,
         };
-        Trainer::start_cases(vec![case], config, dir)
+        Trainer::start_cases(vec![case], config, dir, known)
     }
 
     /// Starts a run of `cases` in `dir`: one network for every case, so they must share
     /// their game options. A folder whose run of the same cases has no checkpoint yet (it
     /// stopped in its first iterations) is started again, keeping the best mappings it
     /// found; a folder whose run has a checkpoint, or is of other cases, is refused
-    /// ([`TrainError::RunExists`]).
+    /// ([`TrainError::RunExists`]). `known` plays the demonstrations the config names (an
+    /// unknown name is refused before anything is written).
     pub fn start_cases(
         cases: Vec<TrainCase>,
         config: TrainConfig,
         dir: &Path,
+        known: &Demonstrations,
     ) -> Result<Trainer, TrainError> {
-        let mut config = checked(config, cases.len() > 1)?;
+        let mut config = checked(config, cases.len() > 1, known)?;
         if config.threads == 0 {
             config.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         }
@@ -104,7 +108,7 @@ impl Trainer {
         }
         let setups: Vec<Arc<GameSetup>> = cases.into_iter().map(|c| c.setup).collect();
         run_dir.write_info(&info, &setups)?;
-        Trainer::open(run_dir, lock, info, setups, false)
+        Trainer::open(run_dir, lock, info, setups, false, known)
     }
 
     /// Resumes the run in `dir` from its newest checkpoint, or starts it afresh from its
@@ -112,9 +116,14 @@ impl Trainer {
     /// ([`RunInfo::setups`]). `config` replaces the run's training config (not its
     /// network). A run whose `checkpoints/latest.json` is lost resumes from its newest
     /// complete checkpoint ([`Trainer::resume_note`] says so), or is refused: see
-    /// [`Trainer::resume_or_restart`] to start it afresh instead.
-    pub fn resume(dir: &Path, config: Option<TrainConfig>) -> Result<Trainer, TrainError> {
-        Trainer::resume_or_restart(dir, config, false)
+    /// [`Trainer::resume_or_restart`] to start it afresh instead. `known` plays the
+    /// demonstrations the run's config names (they are played again, not saved).
+    pub fn resume(
+        dir: &Path,
+        config: Option<TrainConfig>,
+        known: &Demonstrations,
+    ) -> Result<Trainer, TrainError> {
+        Trainer::resume_or_restart(dir, config, false, known)
     }
 
     /// [`Trainer::resume`], or with `restart` the run in `dir` started afresh from its
@@ -123,6 +132,7 @@ impl Trainer {
         dir: &Path,
         config: Option<TrainConfig>,
         restart: bool,
+        known: &Demonstrations,
     ) -> Result<Trainer, TrainError> {
         let run_dir = RunDir::new(dir);
         // Read first so a folder of another kind of run, or without a run, is refused as
@@ -135,7 +145,7 @@ impl Trainer {
         let mut info = crate::train::read_run_info(dir)?;
         let setups = info.setups(dir)?;
         if let Some(c) = config.filter(|c| *c != info.config) {
-            let c = checked(c, info.is_multi())?;
+            let c = checked(c, info.is_multi(), known)?;
             if c.network.as_ref().is_some_and(|n| *n != info.network) {
                 return Err(TrainError::Config(format!(
                     "network: differs from the network of the run in {}, which a resume keeps",
@@ -145,8 +155,8 @@ impl Trainer {
             info.config = c;
             run_dir.write_info(&info, &setups)?;
         }
-        checked(info.config.clone(), info.is_multi())?;
-        Trainer::open(run_dir, lock, info, setups, restart)
+        checked(info.config.clone(), info.is_multi(), known)?;
+        Trainer::open(run_dir, lock, info, setups, restart, known)
     }
 
     /// The run's cases (demonstrations, baselines, bests read back), then its learner:
@@ -157,6 +167,7 @@ impl Trainer {
         info: RunInfo,
         setups: Vec<Arc<GameSetup>>,
         restart: bool,
+        known: &Demonstrations,
     ) -> Result<Trainer, TrainError> {
         let c = &info.config;
         let pool = rayon::ThreadPoolBuilder::new()
@@ -173,7 +184,7 @@ impl Trainer {
             let best_dir = dir.case_best(&info, k);
             binio::create_own_folder(&best_dir)
                 .map_err(crate::train::error::io_error(&best_dir))?;
-            cases.push(CaseRun::new(setup, &best_dir, name, c)?);
+            cases.push(CaseRun::new(setup, &best_dir, name, c, known)?);
         }
         let (latest, resume_note) = match restart {
             true => {
@@ -214,9 +225,15 @@ impl Trainer {
     }
 }
 
-/// `config`, checked, with what a multi-program run does not offer refused.
-fn checked(config: TrainConfig, multi: bool) -> Result<TrainConfig, TrainError> {
+/// `config`, checked (its demonstrations against `known`), with what a multi-program run
+/// does not offer refused.
+fn checked(
+    config: TrainConfig,
+    multi: bool,
+    known: &Demonstrations,
+) -> Result<TrainConfig, TrainError> {
     config.check()?;
+    known.check(&config.demonstrations)?;
     if multi && config.reanalyse_games_per_iteration > 0 {
         return Err(TrainError::Config(
             "reanalyse_games_per_iteration: a multi-program run does not reanalyse (set it to 0)"
