@@ -7,7 +7,10 @@ the lower bound, and the primal integrals of AGENT and of PEER. Then the figures
 asks for: on how many cases AGENT is no slower than every other solver and strictly faster,
 its geomean over the best other, and on how many its primal integral is no higher than
 PEER's. Several files (e.g. a solver raced on its own afterwards) are merged; a case
-missing a solver, or a result that is not valid, stops the script.
+missing a solver, or a result that is not valid, stops the script. A file's bound is the
+best its race knew (a solver raced alone knows only the physical one), so the gaps and the
+primal integrals are computed here from each result's curve against the case's tightest
+bound over all the files: merged results are compared on one bound.
 
     python3 scripts/race_suite_table.py muzero local-search race.json [more.json ...]
 """
@@ -21,7 +24,10 @@ def load(paths):
     cases, solvers = {}, []
     for p in paths:
         with open(p) as f:
-            for r in json.load(f)["results"]:
+            race = json.load(f)
+            for r in race["results"]:
+                # Files of older races do not say their budget: their own integral is kept.
+                r["budget_s"] = race.get("seconds")
                 if not r.get("valid", False):
                     sys.exit(f"{p}: {r['solver']} on {r['workload']}: not a valid result")
                 case = (r["workload"], r["hardware"])
@@ -35,9 +41,24 @@ def load(paths):
     return cases, solvers
 
 
-def pi(r):
-    v = r.get("primal_integral")
-    return math.inf if v is None else v
+def integral(r, bound):
+    """The primal integral of `r`'s curve over its budget against `bound`, as the race
+    computes it (harness/src/bounds.rs): the gap 1 - bound/latency, 1 before the first
+    point, integrated over time and divided by the budget."""
+    budget = r["budget_s"]
+    if budget is None:
+        v = r.get("primal_integral")
+        return math.inf if v is None else v
+    if not bound or bound <= 0 or not budget > 0:
+        return math.inf
+    area, t_prev, g_prev = 0.0, 0.0, 1.0
+    for t, l in r.get("curve", []):
+        t = min(max(t, t_prev), budget)
+        area += g_prev * (t - t_prev)
+        t_prev = t
+        g_prev = min(g_prev, min(max(1.0 - bound / l, 0.0), 1.0))
+    area += g_prev * (budget - t_prev)
+    return area / budget
 
 
 def main(agent, peer, paths):
@@ -56,12 +77,13 @@ def main(agent, peer, paths):
         logs += math.log(x)
         no_slower += us[agent] <= us[best]
         faster += us[agent] < us[best]
-        pi_ok += pi(rs[agent]) <= pi(rs[peer])
-        bound = rs[agent].get("lower_bound_s")
+        bound = max((r.get("lower_bound_s") or 0.0) for r in rs.values())
+        pis = {s: integral(rs[s], bound) for s in (agent, peer)}
+        pi_ok += pis[agent] <= pis[peer]
         gap = "-" if not bound else f"{(rs[agent]['best_latency_s'] / bound - 1) * 100:.2f}%"
         cells = " | ".join(f"*{us[s]:.1f}*" if s == best else f"{us[s]:.1f}" for s in solvers)
         print(f"| {w} on {h} | {cells} | {best} | {x:.4f}x | {gap} "
-              f"| {pi(rs[agent]):.3f} / {pi(rs[peer]):.3f} |")
+              f"| {pis[agent]:.3f} / {pis[peer]:.3f} |")
     n = len(cases)
     print(f"\n{agent}: no slower than every other solver on {no_slower} of {n}, strictly "
           f"faster on {faster}; {math.exp(logs / n):.4f}x the best other in geomean; primal "

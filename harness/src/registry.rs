@@ -635,6 +635,16 @@ mod tests {
                 assert!(latency.is_some_and(f64::is_finite), "{}", e.name);
             }
         }
+        // The crates below the registry test with a copy of these builders: it plays
+        // the same games.
+        let copy = malloc_muzero::fixtures::demonstrations();
+        assert_eq!(copy.names(), known.names());
+        for name in known.names() {
+            let ours = (known.get(name).unwrap().play)(&setup);
+            let theirs = (copy.get(name).unwrap().play)(&setup);
+            assert_eq!(ours.actions(), theirs.actions(), "{name}");
+            assert_eq!(ours.final_latency(), theirs.final_latency(), "{name}");
+        }
     }
 
     /// `train-egrl --variant` takes the EGRL searches' names, each the variant's own.

@@ -31,7 +31,9 @@ impl GuidedSearch {
     /// returns (see the module's doc), the others searching meanwhile, then every thread
     /// searching from the fastest of `beside`'s games, the heuristics' and the best found
     /// meanwhile, until `limit`. The second part's chains draw from another seed than the
-    /// first's. Returns what the guides did in both parts.
+    /// first's; a guide that learns online ([`GuidedSearch::online`]) starts each part
+    /// from its network afresh, what its copies learned in the first part dropped.
+    /// Returns what the guides did in both parts.
     pub fn run_beside(
         &self,
         setup: &Arc<GameSetup>,

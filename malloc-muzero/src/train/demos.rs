@@ -39,7 +39,7 @@ impl Demonstrations {
 
     /// Refuses a name in `asked` (a config's `demonstrations`) that is not one of these.
     pub fn check(&self, asked: &[String]) -> Result<(), TrainError> {
-        match asked.iter().find(|a| self.find(a).is_none()) {
+        match asked.iter().find(|a| self.get(a).is_none()) {
             Some(d) => Err(TrainError::Config(format!(
                 "demonstrations: unknown `{d}` (known: {})",
                 self.names().join(", ")
@@ -48,7 +48,8 @@ impl Demonstrations {
         }
     }
 
-    fn find(&self, name: &str) -> Option<&Demonstration> {
+    /// The demonstration named `name`, if it is one of these.
+    pub fn get(&self, name: &str) -> Option<&Demonstration> {
         self.0.iter().find(|d| d.name == name)
     }
 
@@ -57,7 +58,7 @@ impl Demonstrations {
     pub(super) fn games(&self, setup: &Arc<GameSetup>, asked: &[String]) -> Vec<Game> {
         asked
             .iter()
-            .filter_map(|name| self.find(name))
+            .filter_map(|name| self.get(name))
             .map(|d| (d.play)(setup))
             .filter(Game::is_terminal)
             .collect()
