@@ -81,7 +81,7 @@ pub fn baselines() -> Vec<Box<dyn OneShotSolver>> {
 /// The baseline of [`OneShotSolver::name`] `name` ([`baselines`]): a shorthand for tests
 /// and examples (feature `fixtures`); the front ends build solvers from names in one place,
 /// `harness::registry`.
-#[cfg(feature = "fixtures")]
+#[cfg(any(test, feature = "fixtures"))]
 pub fn solver(name: &str) -> Option<Box<dyn OneShotSolver>> {
     baselines().into_iter().find(|s| s.name() == name)
 }
