@@ -2,30 +2,15 @@
 //! MIP start): the incumbent has a best before the solver beside returns, on one thread
 //! and on two, and a faster game from it is where the search goes on.
 
+mod common;
+
 use accel_sim::{Hardware, Program, Simulator};
-use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig, Start};
+use common::{counted, limit};
+use malloc_game::anytime::{Incumbent, Start};
 use malloc_game::{GameOptions, GameSetup};
 use malloc_muzero::{Beside, GuideKind, GuidedSearch};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn counted(moves: usize) -> LocalSearch {
-    LocalSearch {
-        config: LocalSearchConfig {
-            moves: Some(moves),
-            sync_every: 16,
-            ..LocalSearchConfig::default()
-        },
-    }
-}
-
-fn limit(threads: usize) -> Limit {
-    Limit {
-        deadline: Instant::now() + Duration::from_secs(3600),
-        threads,
-        stop: None,
-    }
-}
 
 fn case(workload: &str) -> (Arc<Program>, Hardware) {
     let case = bench_workloads::suite::cases()

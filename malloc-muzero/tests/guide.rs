@@ -6,30 +6,13 @@
 mod common;
 
 use accel_sim::{Hardware, Program, Simulator};
-use malloc_game::anytime::{Incumbent, Limit, LocalSearch, LocalSearchConfig};
+use common::{counted, limit};
+use malloc_game::anytime::Incumbent;
 use malloc_game::GameOptions;
 use malloc_muzero::{GuideKind, GuidedSearch, OnlineConfig};
 use muzero::Model;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-fn counted(moves: usize) -> LocalSearch {
-    LocalSearch {
-        config: LocalSearchConfig {
-            moves: Some(moves),
-            sync_every: 16,
-            ..LocalSearchConfig::default()
-        },
-    }
-}
-
-fn limit(threads: usize) -> Limit {
-    Limit {
-        deadline: Instant::now() + Duration::from_secs(3600),
-        threads,
-        stop: None,
-    }
-}
+use std::time::Instant;
 
 fn alexnet() -> (Arc<Program>, Hardware) {
     let program = Arc::new(bench_workloads::load("alexnet").unwrap());

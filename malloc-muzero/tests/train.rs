@@ -38,6 +38,17 @@ fn config(setup: &GameSetup) -> TrainConfig {
     }
 }
 
+/// A run of the tiny game under [`config`] in `dir`, with every demonstration known.
+fn start_tiny(setup: &Arc<GameSetup>, dir: &Path) -> Result<Trainer, TrainError> {
+    Trainer::start(
+        Arc::clone(setup),
+        "tiny",
+        config(setup),
+        dir,
+        &demonstrations(),
+    )
+}
+
 fn temp(name: &str) -> std::path::PathBuf {
     malloc_muzero::fixtures::temp(&format!("train-{name}"))
 }
@@ -148,14 +159,7 @@ fn assert_iterations_once_each(dir: &Path, count: u64) {
 fn resume_continues_the_step_counter_and_the_metrics() {
     let setup = tiny();
     let dir = temp("resume");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let first = run_to(&mut t, 40);
     drop(t);
     assert_eq!(first.train_steps, 40);
@@ -170,15 +174,7 @@ fn resume_continues_the_step_counter_and_the_metrics() {
     let before = lines(&dir);
     assert_eq!(before.len() as u64, first.iterations);
     // A new run in a folder whose run has a checkpoint is refused.
-    let err = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .err()
-    .unwrap();
+    let err = start_tiny(&setup, &dir).err().unwrap();
     assert!(matches!(err, TrainError::RunExists { .. }), "{err}");
     let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
     assert_eq!(t.iterations(), first.iterations);
@@ -204,14 +200,7 @@ fn resume_continues_the_step_counter_and_the_metrics() {
 fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
     let setup = tiny();
     let dir = temp("interrupt");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let stop = AtomicBool::new(false);
     let limits = Limits {
         minutes: None,
@@ -252,14 +241,7 @@ fn an_interrupted_run_keeps_its_best_and_lists_each_iteration_once() {
 fn a_killed_session_loses_neither_the_best_nor_the_order_of_the_metrics() {
     let setup = tiny();
     let dir = temp("kill");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let limits = Limits::default();
     for _ in 0..5 {
         t.step_iteration(&limits).unwrap();
@@ -348,14 +330,7 @@ fn kept_checkpoints_stay_and_each_one_loads() {
 fn a_checkpoint_that_cannot_be_written_is_an_error_naming_the_path() {
     let setup = tiny();
     let dir = temp("unwritable");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     t.step_iteration(&Limits::default()).unwrap();
     // A file where the checkpoint's folder goes.
     std::fs::write(dir.join("checkpoints/iter-000000"), b"in the way").unwrap();
@@ -376,14 +351,7 @@ fn zero_steps_is_an_error() {
     assert!(zero.check().unwrap_err().to_string().contains("steps"));
     let setup = tiny();
     let dir = temp("zero");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let err = t
         .run(&zero, &AtomicBool::new(false), &mut |_| {})
         .unwrap_err();
@@ -399,16 +367,7 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     let setup = tiny();
     let dir = temp("no-checkpoint");
     // Killed at once: run.json only.
-    drop(
-        Trainer::start(
-            Arc::clone(&setup),
-            "tiny",
-            config(&setup),
-            &dir,
-            &demonstrations(),
-        )
-        .unwrap(),
-    );
+    drop(start_tiny(&setup, &dir).unwrap());
     assert!(dir.join("run.json").exists());
     // Killed after one iteration: a metrics line and a best, no checkpoint.
     let mut t = Trainer::resume(&dir, None, &demonstrations()).unwrap();
@@ -418,14 +377,7 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
     drop(t);
     assert!(!dir.join("checkpoints/latest.json").exists());
     assert_iterations_once_each(&dir, 1);
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     assert_eq!(t.best_return(), best, "the same game's best is kept");
     assert_iterations_once_each(&dir, 0);
     t.step_iteration(&Limits::default()).unwrap();
@@ -467,14 +419,7 @@ fn a_run_without_a_checkpoint_resumes_afresh_or_starts_again() {
 fn leftover_temporary_files_are_removed() {
     let setup = tiny();
     let dir = temp("tmp-files");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let s = run_to(&mut t, 20);
     drop(t);
     let latest = format!("iter-{:06}", s.iterations - 1);
@@ -567,14 +512,7 @@ fn a_file_loaded_program_resumes_from_the_folder_alone() {
 fn a_damaged_checkpoint_is_refused_naming_the_file() {
     let setup = tiny();
     let dir = temp("damaged");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let s = run_to(&mut t, 20);
     drop(t);
     let here = dir
@@ -620,16 +558,7 @@ fn an_unknown_demonstration_is_refused_before_anything_is_written() {
     assert!(err.to_string().contains(unknown), "{err}");
     assert!(!dir.exists());
     // A run whose config names only what it knows, resumed with one that does not.
-    drop(
-        Trainer::start(
-            Arc::clone(&setup),
-            "tiny",
-            config(&setup),
-            &dir,
-            &demonstrations(),
-        )
-        .unwrap(),
-    );
+    drop(start_tiny(&setup, &dir).unwrap());
     let run_json = std::fs::read_to_string(dir.join("run.json")).unwrap();
     let err = Trainer::resume(&dir, Some(c), &demonstrations())
         .err()
@@ -786,14 +715,7 @@ fn a_checkpoint_refuses_what_it_cannot_play_and_warns_on_what_differs() {
     };
     let setup = GameSetup::new(Arc::clone(&p), nnp.clone(), options).unwrap();
     let dir = temp("agent-compat");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     run_to(&mut t, 2);
     let agent = Agent::load(&dir, None).unwrap();
     // The same case: plays, no warning.
@@ -825,14 +747,7 @@ fn a_checkpoint_refuses_what_it_cannot_play_and_warns_on_what_differs() {
 fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
     let setup = tiny();
     let dir = temp("stopped-early");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     let limits = Limits {
         minutes: None,
         steps: Some(100),
@@ -852,14 +767,7 @@ fn a_session_stopped_before_any_game_writes_a_summary_that_reads_back() {
 fn a_run_made_under_rules_v1_is_refused_naming_the_rules() {
     let setup = tiny();
     let dir = temp("rules-v1");
-    let mut t = Trainer::start(
-        Arc::clone(&setup),
-        "tiny",
-        config(&setup),
-        &dir,
-        &demonstrations(),
-    )
-    .unwrap();
+    let mut t = start_tiny(&setup, &dir).unwrap();
     run_to(&mut t, 10);
     drop(t);
     // A v1 run.json: no `rules` field (and v1's modes).

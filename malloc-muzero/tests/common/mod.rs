@@ -1,8 +1,34 @@
 //! What the agent crate's integration tests share.
 
+// Each test file uses some of these, none all of them.
+#![allow(dead_code)]
+
 use accel_sim::Program;
+use malloc_game::anytime::{Limit, LocalSearch, LocalSearchConfig};
 use malloc_muzero::generalist::HELD_OUT_WORKLOADS;
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A local search of `moves` moves a chain (a counted run: it repeats per seed and thread
+/// count), its chains meeting every 16.
+pub fn counted(moves: usize) -> LocalSearch {
+    LocalSearch {
+        config: LocalSearchConfig {
+            moves: Some(moves),
+            sync_every: 16,
+            ..LocalSearchConfig::default()
+        },
+    }
+}
+
+/// A deadline an hour away (a counted run ignores it) on `threads` threads.
+pub fn limit(threads: usize) -> Limit {
+    Limit {
+        deadline: Instant::now() + Duration::from_secs(3600),
+        threads,
+        stop: None,
+    }
+}
 
 /// Every held-out program: the suite's held-out workloads and the families of
 /// `bench-workloads/heldout/` (at least six files), in name order.
