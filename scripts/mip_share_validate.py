@@ -5,6 +5,7 @@ tier or the held-out programs.
 
     python3 scripts/mip_share_validate.py [--seconds 30] [--threads 2] [--shares 0 0.25 0.5]
         [--cli target/release/mallocmuzero] [--json out.json]
+        [--hw nnp-i-like --fast-capacity scale-rule]
 
 Each case is raced once per share (`--solver muzero --mip-share X`), the shares of one case
 one after another so that they meet the same machine; prints each case's latency per
@@ -31,8 +32,8 @@ CASES = [
 ]
 
 
-def race(cli, workload, cap, seconds, threads, share):
-    args = [cli, "race", "--workload", workload, "--fast-capacity", cap, "--seconds", str(seconds),
+def race(cli, workload, cap, seconds, threads, share, hw):
+    args = [cli, "race", "--workload", workload, "--hw", hw, "--fast-capacity", cap, "--seconds", str(seconds),
             "--threads", str(threads), "--solver", "muzero", "--mip-share", str(share), "--json"]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
@@ -49,12 +50,17 @@ def main():
     ap.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.25, 0.5])
     ap.add_argument("--cli", default="target/release/mallocmuzero")
     ap.add_argument("--json")
+    ap.add_argument("--hw", default="tpu-v4i-like",
+                    help="the hardware (nnp-i-like: two fast levels)")
+    ap.add_argument("--fast-capacity",
+                    help="one capacity for every case in place of the table's (scale-rule, say)")
     a = ap.parse_args()
     rows = []
     print(f"| case | " + " | ".join(f"share {s}" for s in a.shares) + " |")
     print("|---|" + "---:|" * len(a.shares))
     for w, cap in CASES:
-        got = [race(a.cli, w, cap, a.seconds, a.threads, s) for s in a.shares]
+        cap = a.fast_capacity or cap
+        got = [race(a.cli, w, cap, a.seconds, a.threads, s, a.hw) for s in a.shares]
         rows.append({"workload": w, "fast_capacity": cap,
                      "by_share": {str(s): {"latency_s": l, "start": st, "moves": m}
                                   for s, (l, st, m) in zip(a.shares, got)}})
@@ -71,7 +77,8 @@ def main():
               f"{sum(1 for x in ratios if x == 1.0)} of {len(ratios)}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"seconds": a.seconds, "threads": a.threads, "rows": rows}, f, indent=1)
+            json.dump({"seconds": a.seconds, "threads": a.threads, "hw": a.hw, "rows": rows}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ fn bound_of(
             cost,
             hw,
             sharing: false,
+            region: None,
         };
         let limits = MipLimits {
             fixed: None,

@@ -16,6 +16,8 @@
 //!   an [`ExactConfig`]'s time limit and gap tolerance, as an [`ExactSolution`].
 //! - [`Exact`]: the solver as a baseline, started from the xla, xla-repack and greedy-size
 //!   mappings.
+//! - [`solve_in_region`]: the solve within a [`TrustRegion`] around a centre's fast uses
+//!   (local branching: a learned start's injection).
 //! - [`improve`]: windows, where the whole model does not finish: the MIP repairs a window
 //!   of ops of a mapping at a time, the rest fixed, and a repair is kept when it simulates
 //!   faster.
@@ -26,6 +28,7 @@ mod blocks;
 mod candidates;
 mod model;
 mod packing;
+mod region;
 mod sharing;
 mod solve;
 mod window;
@@ -33,9 +36,10 @@ mod windows;
 
 pub use blocks::{block_bound, BlockBound};
 pub use model::MipError;
+pub use region::{fast_uses, TrustRegion};
 pub use solve::{
-    no_fast_level_slower, solve, solve_model, ExactConfig, ExactError, ExactSolution, Objective,
-    Status, WHOLE_MODEL_REACH,
+    no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,
+    ExactSolution, Objective, Status, WHOLE_MODEL_REACH,
 };
 pub use windows::{improve, WindowConfig, WindowResult, WindowStats, Windows};
 

@@ -16,6 +16,7 @@
 //! Minimise `sum_t y[t] + sum_c copy(c) x[c]` plus the ops no hold touches.
 
 use crate::candidates::Candidate;
+use crate::region::Region;
 use crate::sharing::{self, SharingVars};
 use accel_sim::{CostModel, Hardware, OpId};
 use good_lp::{variable, Expression, ProblemVariables, Variable};
@@ -35,6 +36,8 @@ pub struct Model<'a> {
     /// Copies share level 0's idle time ([`crate::sharing`]): only with the simulator's
     /// relaxation as `cost`, whose hide times are the idle caps the rows need.
     pub sharing: bool,
+    /// A trust region's row ([`crate::TrustRegion`]), when the solve is kept inside one.
+    pub region: Option<&'a Region>,
 }
 
 /// A starting solution: the taken holds and their offsets (bytes).
@@ -77,6 +80,9 @@ pub enum MipError {
     /// The MIP solver stopped at its time limit before it found any solution.
     #[error("the MIP solver found no solution within its time limit")]
     NoSolution,
+    /// The model has no solution (a trust region no mapping of the model lies in).
+    #[error("the model has no solution")]
+    Infeasible,
 }
 
 /// The variables, each with its column: good_lp numbers them in creation order but keeps
@@ -133,6 +139,13 @@ impl Model<'_> {
         let problem = columns.problem;
         let (objective, constant) = self.objective(&vars, share.as_ref());
         let mut rows = self.rows(&vars, pairs);
+        if let Some(region) = self.region {
+            let sum: Expression = (vars.x.iter().zip(&region.coef))
+                .filter(|(_, &c)| c != 0)
+                .map(|(x, &c)| c as f64 * x.var)
+                .sum();
+            rows.push(sum.leq(region.rhs() as f64));
+        }
         if let Some(share) = &share {
             share.rows(self, &vars, &mut rows);
         }
@@ -449,6 +462,7 @@ mod backend {
             | S::ReachedMemoryLimit
             | S::ObjectiveBound
             | S::ObjectiveTarget => false,
+            S::Infeasible => return Err(MipError::Infeasible),
             other => return Err(MipError::Solver(format!("HiGHS status {other:?}"))),
         };
         if solved.primal_solution_status() != highs::HighsSolutionStatus::Feasible {
@@ -516,6 +530,7 @@ mod backend {
         let s = p.solve().map_err(|e| match e {
             // Stopped by the time limit before any mapping was found.
             ResolutionError::Other(_) => MipError::NoSolution,
+            ResolutionError::Infeasible => MipError::Infeasible,
             e => MipError::Solver(e.to_string()),
         })?;
         let values: Vec<f64> = vars.iter().map(|&v| s.value(v)).collect();

@@ -12,6 +12,7 @@
 use crate::candidates::{self, Candidate};
 use crate::model::{MipError, MipLimits, Model, Pair, Start};
 use crate::packing;
+use crate::region::{Region, TrustRegion};
 use crate::windows::Windows;
 use accel_sim::{CostModel, Hardware, Mapping, Program, Simulator};
 use serde::{Deserialize, Serialize};
@@ -221,8 +222,39 @@ pub fn solve_model(
     known: &[Mapping],
 ) -> Result<ExactSolution, ExactError> {
     check(config)?;
+    solve_within(program, hw, cost, config, known, None)
+}
+
+/// [`solve`] kept inside `region`: a mapping no more than `region.delta` uses from its
+/// centre (local branching), started from the fastest of `known` the region admits. The
+/// answer is still never worse than any of `known`, inside the region or not. No bound:
+/// a region's optimum bounds nothing outside it, so `lower_bound_s` is 0 and the status
+/// [`Status::TimeLimit`]. The whole model only: where windows would run in its place
+/// (past [`WHOLE_MODEL_REACH`] under `auto` and `on`) it returns the best of `known`.
+pub fn solve_in_region(
+    program: &Program,
+    hw: &Hardware,
+    config: &ExactConfig,
+    known: &[Mapping],
+    region: &TrustRegion,
+) -> Result<ExactSolution, ExactError> {
+    check(config)?;
+    region.check(program, hw).map_err(ExactError::Config)?;
+    let cost = config.objective.cost_model(program, hw);
+    solve_within(program, hw, &cost, config, known, Some(region))
+}
+
+fn solve_within(
+    program: &Program,
+    hw: &Hardware,
+    cost: &CostModel,
+    config: &ExactConfig,
+    known: &[Mapping],
+    region: Option<&TrustRegion>,
+) -> Result<ExactSolution, ExactError> {
     let t0 = Instant::now();
     let cands = candidates::enumerate(program, hw, cost);
+    let region = region.map(|r| Region::new(program, &cands, r));
     let mut search = Search {
         program,
         hw,
@@ -232,13 +264,16 @@ pub fn solve_model(
         sim: Simulator::new(program, hw),
         fastest: None,
         keep_fastest: config.objective == Objective::Simulated,
+        region: region.as_ref(),
+        inside: None,
     };
     search.offer_known(known);
-    let model = Model {
+    let mut model = Model {
         candidates: &cands,
         cost,
         hw,
         sharing: false,
+        region: region.as_ref(),
     };
     let mut lazy = Lazy {
         pairs: BTreeSet::new(),
@@ -248,10 +283,27 @@ pub fn solve_model(
         proven: cands.is_empty(),
     };
     let whole = config.windows == Windows::Off || cands.len() <= WHOLE_MODEL_REACH;
-    while whole && !cands.is_empty() && lazy.round(&model, &mut search, config, t0)? {}
+    while whole && !cands.is_empty() {
+        match lazy.round(&model, &mut search, config, t0) {
+            Ok(true) => {}
+            Ok(false) => break,
+            // No mapping of the model lies in the region (its centre over capacity, say):
+            // the solve goes on over the whole space, as if it had been given none.
+            Err(ExactError::Mip(MipError::Infeasible)) if model.region.is_some() => {
+                model.region = None;
+                search.region = None;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // A region's optimum proves nothing about the whole space.
+    let (bound, proven) = match region {
+        Some(_) => (f64::NEG_INFINITY, false),
+        None => (lazy.bound, lazy.proven),
+    };
     search.finish(Finish {
-        bound: lazy.bound,
-        proven: lazy.proven,
+        bound,
+        proven,
         config,
         t0,
         pairs: lazy.pairs.len(),
@@ -289,7 +341,10 @@ impl Lazy {
             seconds: left,
             relative_gap: config.relative_gap,
         };
-        let start = search.best.as_ref().map(|b| &b.start);
+        let start = match model.region {
+            None => search.best.as_ref().map(|b| &b.start),
+            Some(_) => search.inside.as_ref().map(|(_, s)| s),
+        };
         let r = match model.solve(&pair_list, start, &limits) {
             Ok(r) => r,
             Err(MipError::NoSolution) => return Ok(false),
@@ -406,6 +461,51 @@ struct Search<'a> {
     /// when `keep_fastest` (the simulated objective returns it).
     fastest: Option<(f64, Mapping)>,
     keep_fastest: bool,
+    /// The trust region the solve is kept in, if any.
+    region: Option<&'a Region>,
+    /// The best offered that `region` admits, and its latency: a start the region's model
+    /// accepts.
+    inside: Option<(f64, Start)>,
+}
+
+/// `mapping`'s holds as candidates (each made canonical: no costlier, no larger, reading
+/// the same uses from the same levels) and their offsets; holds never worth their copy,
+/// which no candidate matches, are left out. `index` finds a candidate by buffer and hold.
+fn holds_in(
+    program: &Program,
+    cost: &CostModel,
+    index: &HashMap<(usize, accel_sim::Allocation), usize>,
+    mapping: &Mapping,
+) -> (Vec<usize>, Vec<u64>) {
+    let mut taken = Vec::new();
+    let mut offsets = Vec::new();
+    for (b, p) in mapping.buffers.iter().enumerate() {
+        for a in &p.allocations {
+            let mut hold = candidates::canonical(program, cost, b, a);
+            hold.offset = 0;
+            if let Some(&c) = index.get(&(b, hold)) {
+                taken.push(c);
+                offsets.push(a.offset);
+            }
+        }
+    }
+    (taken, offsets)
+}
+
+/// [`holds_in`] over `cands`.
+#[cfg(test)]
+pub(crate) fn holds_of(
+    program: &Program,
+    cost: &CostModel,
+    cands: &[Candidate],
+    mapping: &Mapping,
+) -> (Vec<usize>, Vec<u64>) {
+    let index = cands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ((c.buffer, c.hold), i))
+        .collect();
+    holds_in(program, cost, &index, mapping)
 }
 
 struct Finish<'a> {
@@ -433,18 +533,7 @@ impl Search<'_> {
             }
             // As given too: making its holds canonical can slow it in simulation.
             self.offer_fastest(mapping);
-            let mut taken = Vec::new();
-            let mut offsets = Vec::new();
-            for (b, p) in mapping.buffers.iter().enumerate() {
-                for a in &p.allocations {
-                    let mut hold = candidates::canonical(self.program, self.cost, b, a);
-                    hold.offset = 0;
-                    if let Some(&c) = index.get(&(b, hold)) {
-                        taken.push(c);
-                        offsets.push(a.offset);
-                    }
-                }
-            }
+            let (taken, offsets) = holds_in(self.program, self.cost, &index, mapping);
             self.offer(&taken, &offsets);
         }
     }
@@ -467,17 +556,28 @@ impl Search<'_> {
         // Built from placed holds, so valid; `finish` validates what it returns.
         self.offer_fastest(&mapping);
         let latency_s = self.cost.latency(&mapping);
+        let start = || {
+            let mut start = Start {
+                taken: vec![false; self.cands.len()],
+                offsets: vec![0; self.cands.len()],
+            };
+            for (&c, &o) in taken.iter().zip(offsets) {
+                start.taken[c] = true;
+                start.offsets[c] = o;
+            }
+            start
+        };
+        if let Some(region) = self.region {
+            let better = self.inside.as_ref().is_none_or(|(l, _)| latency_s < *l);
+            let s = start();
+            if better && region.admits(&s.taken) {
+                self.inside = Some((latency_s, s));
+            }
+        }
         if self.best.as_ref().is_some_and(|b| b.latency_s <= latency_s) {
             return;
         }
-        let mut start = Start {
-            taken: vec![false; self.cands.len()],
-            offsets: vec![0; self.cands.len()],
-        };
-        for (&c, &o) in taken.iter().zip(offsets) {
-            start.taken[c] = true;
-            start.offsets[c] = o;
-        }
+        let start = start();
         self.best = Some(Best {
             latency_s,
             mapping,

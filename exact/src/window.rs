@@ -100,6 +100,7 @@ impl<'a> Repairer<'a> {
             cost: self.cost,
             hw: self.hw,
             sharing: true,
+            region: None,
         };
         let limits = MipLimits {
             fixed: Some(sub.fixed.clone()),
@@ -110,7 +111,7 @@ impl<'a> Repairer<'a> {
             Ok(r) => r,
             Err(MipError::NoSolution) => return outcome,
             // Numerical trouble on one window's model: the next window is another model.
-            Err(MipError::Solver(_)) => {
+            Err(MipError::Solver(_) | MipError::Infeasible) => {
                 outcome.failed = true;
                 return outcome;
             }

@@ -15,6 +15,7 @@
 //! windows, no local search, and the MIP has the whole budget.
 
 use crate::evaluate::{Case, EvalError, Proof};
+use crate::injection::Injected;
 use accel_sim::{Mapping, Simulator};
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, Start};
 use malloc_game::{GameOptions, GameSetup};
@@ -291,7 +292,14 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
 /// finish or its mapping simulates far from its bound, windows from its fastest mapping
 /// for the rest, as in the exact pipeline (no bound by blocks: a start needs no bound).
 /// `None` where `seconds` is 0 or the MIP gives nothing.
-pub(crate) fn mip_mapping(case: &Case, seconds: f64, seed: u64) -> Option<Mapping> {
+/// With `injected`'s trust region the MIP stays inside it ([`exact::solve_in_region`]) and
+/// `injected`'s mappings join its starts; the windows after it range freely.
+pub(crate) fn mip_mapping(
+    case: &Case,
+    seconds: f64,
+    seed: u64,
+    injected: &Injected,
+) -> Option<Mapping> {
     if seconds <= 0.0 {
         return None;
     }
@@ -303,8 +311,13 @@ pub(crate) fn mip_mapping(case: &Case, seconds: f64, seed: u64) -> Option<Mappin
         // Past the backend's reach the whole model would not finish its first relaxation.
         windows: exact::Windows::Auto,
     };
-    let starts = exact::Exact::starts(&case.program, &case.hw);
-    let solution = exact::solve(&case.program, &case.hw, &mip, &starts).ok()?;
+    let mut starts = exact::Exact::starts(&case.program, &case.hw);
+    starts.extend(injected.known.iter().cloned());
+    let solution = match &injected.region {
+        Some(region) => exact::solve_in_region(&case.program, &case.hw, &mip, &starts, region),
+        None => exact::solve(&case.program, &case.hw, &mip, &starts),
+    }
+    .ok()?;
     let left = seconds - t0.elapsed().as_secs_f64();
     if left <= 0.0 || !windows_wanted(exact::Windows::Auto, &solution) {
         return Some(solution.mapping);

@@ -19,6 +19,7 @@ pub mod bounds;
 pub mod curves;
 pub mod evaluate;
 pub mod exact_run;
+pub mod injection;
 pub mod race;
 pub mod race_folder;
 pub mod race_runs;

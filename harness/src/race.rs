@@ -41,6 +41,9 @@ pub enum RaceError {
     /// A guided search's network could not be loaded or does not fit the case.
     #[error(transparent)]
     Guide(#[from] malloc_muzero::AgentError),
+    /// The learned start could not be loaded.
+    #[error(transparent)]
+    Start(#[from] malloc_muzero::start::StartError),
     /// A file of the race could not be read or written.
     #[error("{path}: {msg}")]
     Io {

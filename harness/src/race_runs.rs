@@ -6,6 +6,7 @@
 
 use crate::evaluate::{Case, Proof};
 use crate::exact_run::{run_exact, Polish};
+use crate::injection::{inject, Injected, Injection};
 use crate::race::{RaceConfig, RaceError};
 use accel_sim::{Mapping, MappingFile};
 use malloc_game::anytime::{AnytimeSolver, Incumbent, Limit, Start};
@@ -182,6 +183,16 @@ pub fn agent(r: &mut Racing) -> Result<Raced, RaceError> {
 /// The local search with its moves drawn by the guide `kind`, its starts the MIP's line
 /// ([`RaceConfig::agent_mip_share`] of the budget) among the heuristics'.
 pub fn guided(kind: GuideKind, r: &mut Racing) -> Result<Raced, RaceError> {
+    guided_from(kind, Injection::None, r)
+}
+
+/// [`guided`] with `injection`'s starts and trust region ([`crate::injection`]), made
+/// within the budget.
+pub fn guided_from(
+    kind: GuideKind,
+    injection: Injection,
+    r: &mut Racing,
+) -> Result<Raced, RaceError> {
     let (case, config) = (r.case, r.config);
     let search = GuidedSearch::new(kind, config.seed)?;
     let setup = search.setup(&case.program, &case.hw, &config.options)?;
@@ -189,17 +200,30 @@ pub fn guided(kind: GuideKind, r: &mut Racing) -> Result<Raced, RaceError> {
     let limit = r.limit();
     let mut ran = Ok(Default::default());
     watch(&incumbent, &limit, r.on_best, || {
+        let began = Instant::now();
+        let injected = match inject(injection, &setup, &limit) {
+            Ok(injected) => injected,
+            Err(e) => {
+                ran = Err(RaceError::from(e));
+                return;
+            }
+        };
         // The MIP's time is the search's: it runs beside the search on one of its
         // threads, and its line is one more start once it returns.
-        let seconds = config.seconds * config.agent_mip_share();
-        ran = if seconds > 0.0 {
+        let seconds = config.seconds * config.agent_mip_share() - began.elapsed().as_secs_f64();
+        ran = if config.agent_mip_share() > 0.0 {
             let mip = Beside {
-                until: Instant::now() + Duration::from_secs_f64(seconds),
-                run: Box::new(|| mip_start(case, seconds, config.seed, &setup)),
+                until: began + Duration::from_secs_f64(config.seconds * config.agent_mip_share()),
+                run: Box::new(|| mip_start(case, seconds, config.seed, &setup, &injected)),
+                known: injected.starts.clone(),
             };
-            search.run_beside(&setup, mip, config.seed, &limit, &incumbent)
+            search
+                .run_beside(&setup, mip, config.seed, &limit, &incumbent)
+                .map_err(RaceError::from)
         } else {
-            search.run(&setup, &[], config.seed, &limit, &incumbent)
+            search
+                .run(&setup, &injected.starts, config.seed, &limit, &incumbent)
+                .map_err(RaceError::from)
         };
     });
     ran?;
@@ -268,6 +292,21 @@ pub fn agent_settings(config: &RaceConfig, v: &mut Settings) {
     );
     v.insert("guide".into(), agent_guide_name(config).into());
     v.insert("mip_share".into(), config.agent_mip_share().into());
+}
+
+/// `muzero` with an injection ([`crate::injection`]): its settings, the injection's name
+/// and its trust region's rule.
+pub fn injected_settings(injection: Injection, config: &RaceConfig, v: &mut Settings) {
+    let bundled = RaceConfig {
+        checkpoint: None,
+        ..config.clone()
+    };
+    agent_settings(&bundled, v);
+    v.insert("injection".into(), injection.as_str().into());
+    v.insert(
+        "region_delta".into(),
+        serde_json::json!({"fraction": 0.2, "min": crate::injection::MIN_REGION_DELTA}),
+    );
 }
 
 /// A guided search of issue 43's ablation: the rules the bundled network reads, the
@@ -381,8 +420,14 @@ fn agent_guide_name(config: &RaceConfig) -> String {
 /// The MIP's line for a guided search's starts: the exact solver's mapping
 /// ([`crate::exact_run::mip_mapping`]: the MIP, then windows) within `seconds`, played on
 /// `setup` as its own line. None where the MIP gives nothing.
-fn mip_start(case: &Case, seconds: f64, seed: u64, setup: &Arc<GameSetup>) -> Vec<Start> {
-    crate::exact_run::mip_mapping(case, seconds, seed)
+fn mip_start(
+    case: &Case,
+    seconds: f64,
+    seed: u64,
+    setup: &Arc<GameSetup>,
+    injected: &Injected,
+) -> Vec<Start> {
+    crate::exact_run::mip_mapping(case, seconds, seed, injected)
         .map(|m| vec![Start::new("mip", setup.nearest_trajectory(&m))])
         .unwrap_or_default()
 }

@@ -10,6 +10,7 @@
 //! entries name them. Messages that list names list them in this registry's order.
 
 use crate::evaluate::EvalError;
+use crate::injection::Injection;
 use crate::race::RaceError;
 use crate::race_runs::{self as runs, Raced, Racing, Settings};
 use crate::solver::{EgrlKnapsack, Solver, SolverContext};
@@ -340,6 +341,26 @@ pub const SOLVERS: &[Entry] = &[
         ..entry(
             crate::race::MUZERO_TRAIN,
             "the agent trained by self-play for the race's budget, from scratch or continuing --checkpoint (not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided_from(GuideKind::Bundled, Injection::Learned, r),
+            |c, v| runs::injected_settings(Injection::Learned, c, v),
+        ),
+        ..entry(
+            "muzero-learned",
+            "muzero with the learned start: the bundled predictor's line among its starts, and its MIP in a trust region around the prediction (issue 59.2; not raced unless named)",
+        )
+    },
+    Entry {
+        race: guided(
+            |r| runs::guided_from(GuideKind::Bundled, Injection::HeuristicRegion, r),
+            |c, v| runs::injected_settings(Injection::HeuristicRegion, c, v),
+        ),
+        ..entry(
+            "muzero-heuristic-region",
+            "muzero with its MIP in the learned start's trust region around the fastest heuristic's fast uses instead (the learned start's control; not raced unless named)",
         )
     },
     Entry {

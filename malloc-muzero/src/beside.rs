@@ -24,6 +24,9 @@ pub struct Beside<'a> {
     pub until: Instant,
     /// Runs it and returns its games, as starts for the search.
     pub run: Box<dyn FnOnce() -> Vec<Start> + Send + 'a>,
+    /// Games known before it runs (the line it starts from, say): the search starts from
+    /// them at once, beside the heuristics' games.
+    pub known: Vec<Start>,
 }
 
 impl GuidedSearch {
@@ -43,10 +46,15 @@ impl GuidedSearch {
         incumbent: &Incumbent,
     ) -> Result<GuideStats, AgentError> {
         let search = self.continuing();
+        let Beside {
+            until: beside_until,
+            run: beside_run,
+            known,
+        } = beside;
         // The starts are played in full by the deadline alone; the search meanwhile gives
         // way as soon as the solver beside returns.
         let until = Limit {
-            deadline: beside.until.min(limit.deadline),
+            deadline: beside_until.min(limit.deadline),
             threads: limit.threads.saturating_sub(1).max(1),
             stop: None,
         };
@@ -57,7 +65,7 @@ impl GuidedSearch {
         };
         let ((first, mut starts), theirs) = std::thread::scope(|s| {
             let starts = |limit: &Limit| {
-                let mut starts = self.search.starts(setup, &[], limit, incumbent);
+                let mut starts = self.search.starts(setup, &known, limit, incumbent);
                 starts.extend(
                     self.own_game(setup, limit)
                         .map(|g| Start::new("network", g)),
@@ -67,10 +75,10 @@ impl GuidedSearch {
             if limit.threads < 2 {
                 // One thread: the starts first, so the incumbent has a best meanwhile.
                 let mine = starts(&until);
-                return ((Ok(GuideStats::default()), mine), (beside.run)());
+                return ((Ok(GuideStats::default()), mine), beside_run());
             }
             let other = s.spawn(|| {
-                let theirs = (beside.run)();
+                let theirs = beside_run();
                 returned.store(true, Ordering::Relaxed);
                 theirs
             });

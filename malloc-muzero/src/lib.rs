@@ -8,6 +8,8 @@
 //! - [`GuidedSearch`]: the local search with its moves drawn from a network's policy
 //!   ([`NetGuide`]), or uniformly: the guides of issue 43's ablation ([`GuideKind`]),
 //!   a network guide optionally learning from the search's moves ([`OnlineConfig`]).
+//! - [`start`]: the learned start (issue 59.2): a predictor of which uses a best mapping
+//!   holds fast, trained on solution pools, and the line that follows it.
 //!
 //! Evaluating it beside the other solvers (cases, the solver registry, the race) is the
 //! `harness` crate's.
@@ -24,6 +26,7 @@ mod guide;
 mod online;
 mod outcomes;
 mod search_model;
+pub mod start;
 pub mod train;
 mod view;
 

@@ -7,7 +7,7 @@ mod common;
 use accel_sim::{Hardware, Program, Simulator};
 use common::{counted, limit};
 use malloc_game::anytime::{Incumbent, Start};
-use malloc_game::{GameOptions, GameSetup};
+use malloc_game::{Game, GameOptions, GameSetup};
 use malloc_muzero::{Beside, GuideKind, GuidedSearch};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +31,19 @@ fn setup(search: &GuidedSearch, program: &Arc<Program>, hw: &Hardware) -> Arc<Ga
     search.setup(program, hw, &options).unwrap()
 }
 
+/// A uniform search on resnet50, its game setup, and a game faster than every
+/// heuristic's: the local search's after some moves.
+fn searched_resnet50() -> (GuidedSearch, Arc<GameSetup>, Game) {
+    let (program, hw) = case("resnet50");
+    let mut search = GuidedSearch::new(GuideKind::Uniform, 0).unwrap();
+    let setup = setup(&search, &program, &hw);
+    let heuristics = Incumbent::new(Instant::now());
+    search.search = counted(400);
+    search.run(&setup, &[], 1, &limit(1), &heuristics).unwrap();
+    let searched = heuristics.best().unwrap();
+    (search, setup, searched)
+}
+
 #[test]
 fn the_incumbent_has_a_best_before_the_solver_beside_returns() {
     let (program, hw) = case("mobilenet-v2");
@@ -52,6 +65,7 @@ fn the_incumbent_has_a_best_before_the_solver_beside_returns() {
                 seen = incumbent.best_latency();
                 Vec::new()
             }),
+            known: Vec::new(),
         };
         search
             .run_beside(&setup, beside, 3, &limit(threads), &incumbent)
@@ -69,14 +83,7 @@ fn the_incumbent_has_a_best_before_the_solver_beside_returns() {
 
 #[test]
 fn a_faster_game_from_beside_is_where_the_search_goes_on() {
-    let (program, hw) = case("resnet50");
-    let mut search = GuidedSearch::new(GuideKind::Uniform, 0).unwrap();
-    let setup = setup(&search, &program, &hw);
-    // A game faster than every heuristic's: the local search's after some moves.
-    let heuristics = Incumbent::new(Instant::now());
-    search.search = counted(400);
-    search.run(&setup, &[], 1, &limit(1), &heuristics).unwrap();
-    let searched = heuristics.best().unwrap();
+    let (mut search, setup, searched) = searched_resnet50();
     let starts = search
         .search
         .starts(&setup, &[], &limit(1), &Incumbent::new(Instant::now()));
@@ -93,6 +100,7 @@ fn a_faster_game_from_beside_is_where_the_search_goes_on() {
         let beside = Beside {
             until: Instant::now(),
             run: Box::new(move || vec![Start::new("mip", given)]),
+            known: Vec::new(),
         };
         search
             .run_beside(&setup, beside, 5, &limit(threads), &incumbent)
@@ -107,5 +115,39 @@ fn a_faster_game_from_beside_is_where_the_search_goes_on() {
             searched.final_latency(),
             "{threads} threads"
         );
+    }
+}
+
+/// A game known before the solver beside runs (a learned start's line) is a start from
+/// the first moment: with no moves and nothing from beside, it is the result and the
+/// incumbent names it, on one thread and on two.
+#[test]
+fn a_known_game_is_a_start_at_once() {
+    let (mut search, setup, searched) = searched_resnet50();
+    for threads in [1, 2] {
+        search.search = counted(0);
+        let incumbent = Incumbent::new(Instant::now());
+        let mut seen = None;
+        let beside = Beside {
+            until: Instant::now() + Duration::from_secs(1),
+            run: Box::new(|| {
+                seen = incumbent.best_latency();
+                Vec::new()
+            }),
+            known: vec![Start::new("learned", searched.clone())],
+        };
+        search
+            .run_beside(&setup, beside, 5, &limit(threads), &incumbent)
+            .unwrap();
+        assert_eq!(
+            incumbent.start().as_deref(),
+            Some("learned"),
+            "{threads} threads"
+        );
+        assert_eq!(incumbent.best_latency(), searched.final_latency());
+        if threads == 1 {
+            // One thread offers the starts before the solver beside runs.
+            assert_eq!(seen, searched.final_latency());
+        }
     }
 }

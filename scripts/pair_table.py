@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Two race solvers side by side, per case and seed: an equal-wall-clock ablation's table
+(any pair of solvers; scripts/ablation_table.py is issue 43's guide table on the suite).
+
+    python3 scripts/pair_table.py A B DIR_OR_FILE [DIR_OR_FILE ...] [--json out.json]
+
+Reads every race result (`race --json`) in the files and folders given, keeps A's and B's
+rows, and prints per case the latency of each per seed, the ratio B/A per seed (above 1:
+A is faster), its geometric mean over the seeds the case has both for, and over all cases
+the geometric mean of the per-case means and the count of cases where A is no slower.
+A seed raced twice for the same solver and case is an error (exit 2): the table would
+depend on file order.
+"""
+
+import json
+import math
+import os
+import sys
+
+
+def results(paths):
+    for p in paths:
+        files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith(".json")] \
+            if os.path.isdir(p) else [p]
+        for f in files:
+            d = json.load(open(f))
+            for r in d["results"]:
+                yield f, d["seed"], r
+
+
+def main():
+    args = sys.argv[1:]
+    out = None
+    if "--json" in args:
+        i = args.index("--json")
+        out = args[i + 1]
+        del args[i:i + 2]
+    if len(args) < 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    a, b, paths = args[0], args[1], args[2:]
+    rows = {}
+    for f, seed, r in results(paths):
+        if r["solver"] not in (a, b) or not r.get("valid", False):
+            continue
+        key = (r["workload"], r["hardware"])
+        cell = rows.setdefault(key, {}).setdefault(seed, {})
+        if r["solver"] in cell:
+            print(f"error: {f}: {r['solver']} on {key[0]} ({key[1]}) seed {seed} twice", file=sys.stderr)
+            sys.exit(2)
+        cell[r["solver"]] = r["best_latency_s"]
+    seeds = sorted({s for c in rows.values() for s in c})
+    print(f"| case | " + " | ".join(f"{a} s{s} | {b} s{s}" for s in seeds) + f" | {b}/{a} per seed | geomean |")
+    print("|---|" + "---:|---:|" * len(seeds) + "---|---:|")
+    means, table = [], []
+    for (w, hw), by_seed in sorted(rows.items()):
+        ratios = []
+        cells = []
+        for s in seeds:
+            c = by_seed.get(s, {})
+            la, lb = c.get(a), c.get(b)
+            cells += [f"{la * 1e6:,.1f}" if la else "", f"{lb * 1e6:,.1f}" if lb else ""]
+            if la and lb:
+                ratios.append(lb / la)
+        if not ratios:
+            continue
+        g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        means.append(g)
+        table.append({"workload": w, "hardware": hw, "seeds": {str(s): by_seed.get(s, {}) for s in seeds},
+                      "ratios": ratios, "geomean": g})
+        print(f"| {w} on {hw} | " + " | ".join(cells) + " | " + ", ".join(f"{x:.4f}" for x in ratios)
+              + f" | {g:.4f}x |")
+    if means:
+        total = math.exp(sum(math.log(x) for x in means) / len(means))
+        no_slower = sum(1 for x in means if x >= 1.0)
+        faster = sum(1 for x in means if x > 1.0)
+        print(f"\n{a} against {b}: geomean {total:.4f}x over {len(means)} cases ({b}/{a}, above 1: {a} faster); "
+              f"{a} no slower on {no_slower}, strictly faster on {faster}")
+        if out:
+            with open(out, "w") as fh:
+                json.dump({"a": a, "b": b, "cases": table, "geomean": total,
+                           "a_no_slower": no_slower, "a_faster": faster}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
