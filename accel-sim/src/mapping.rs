@@ -142,6 +142,23 @@ impl Mapping {
         }
     }
 
+    /// The uses it reads from a fast level, as `(buffer, op reading it, level)`, by buffer
+    /// then op, each use once: the set a trust region or a learned start speaks of.
+    pub fn fast_uses(&self, program: &Program) -> Vec<(BufferId, OpId, usize)> {
+        let mut out = Vec::new();
+        for (b, placement) in self.buffers.iter().enumerate() {
+            let mut last = None;
+            for &u in program.uses(b) {
+                let level = placement.read_level(u);
+                if level > 0 && last != Some(u) {
+                    out.push((b, u, level));
+                }
+                last = Some(u);
+            }
+        }
+        out
+    }
+
     /// Checks every rule of the module docs, then the time x address overlaps per level.
     pub fn validate(&self, program: &Program, hw: &Hardware) -> Result<MappingStats, MappingError> {
         let n = program.buffers().len();

@@ -36,7 +36,7 @@ mod windows;
 
 pub use blocks::{block_bound, BlockBound};
 pub use model::MipError;
-pub use region::{fast_uses, TrustRegion};
+pub use region::TrustRegion;
 pub use solve::{
     no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,
     ExactSolution, Objective, Status, WHOLE_MODEL_REACH,

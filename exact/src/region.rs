@@ -29,7 +29,7 @@ impl TrustRegion {
     /// The region of `delta` flips around `mapping`'s own fast uses.
     pub fn around(program: &Program, mapping: &Mapping, delta: usize) -> TrustRegion {
         TrustRegion {
-            centre: fast_uses(program, mapping),
+            centre: mapping.fast_uses(program),
             delta,
         }
     }
@@ -61,22 +61,6 @@ impl TrustRegion {
     }
 }
 
-/// The uses `mapping` reads from a fast level, as `(buffer, op, level)`, by buffer then op.
-pub fn fast_uses(program: &Program, mapping: &Mapping) -> Vec<(BufferId, OpId, usize)> {
-    let mut out = Vec::new();
-    for (b, placement) in mapping.buffers.iter().enumerate() {
-        let mut last = None;
-        for &u in program.uses(b) {
-            let level = placement.read_level(u);
-            if level > 0 && last != Some(u) {
-                out.push((b, u, level));
-            }
-            last = Some(u);
-        }
-    }
-    out
-}
-
 /// The region's row over the candidates: `sum(coef[c] x[c]) <= delta - |centre|`.
 pub(crate) struct Region {
     /// Per candidate: the uses it covers that the centre reads elsewhere, less those it
@@ -91,42 +75,31 @@ impl Region {
     /// (a hold never worth its copy) leaves the centre: every mapping of the model flips
     /// it, so it would only shrink Δ.
     pub(crate) fn new(program: &Program, cands: &[Candidate], region: &TrustRegion) -> Region {
-        let covered = |c: &Candidate| {
+        let centre: BTreeSet<(BufferId, OpId, usize)> = region.centre.iter().copied().collect();
+        // The centre's uses some candidate covers: the others leave it.
+        let mut reached = BTreeSet::new();
+        let mut coef = Vec::with_capacity(cands.len());
+        for c in cands {
             let uses = program.uses(c.buffer);
             let lo = uses.partition_point(|&u| u < c.hold.start);
             let hi = uses.partition_point(|&u| u <= c.hold.end);
             let mut covered: Vec<OpId> = uses[lo..hi].to_vec();
             covered.dedup();
-            covered
-        };
-        let reachable: BTreeSet<(BufferId, OpId, usize)> = cands
-            .iter()
-            .flat_map(|c| covered(c).into_iter().map(|u| (c.buffer, u, c.hold.level)))
-            .collect();
-        let centre: BTreeSet<(BufferId, OpId, usize)> = region
-            .centre
-            .iter()
-            .copied()
-            .filter(|site| reachable.contains(site))
-            .collect();
-        let coef = cands
-            .iter()
-            .map(|c| {
-                covered(c)
-                    .iter()
-                    .map(|&u| {
-                        if centre.contains(&(c.buffer, u, c.hold.level)) {
-                            -1
-                        } else {
-                            1
-                        }
-                    })
-                    .sum()
-            })
-            .collect();
+            let mut sum = 0;
+            for u in covered {
+                let site = (c.buffer, u, c.hold.level);
+                if centre.contains(&site) {
+                    reached.insert(site);
+                    sum -= 1;
+                } else {
+                    sum += 1;
+                }
+            }
+            coef.push(sum);
+        }
         Region {
             coef,
-            centre: centre.len() as i64,
+            centre: reached.len() as i64,
             delta: region.delta as i64,
         }
     }
@@ -215,7 +188,7 @@ mod tests {
         for c in holds {
             taken[c] = true;
         }
-        let own = fast_uses(&program, &mapping);
+        let own = mapping.fast_uses(&program);
         assert!(own.len() >= 4, "the case holds {} uses fast", own.len());
         let centred = TrustRegion::around(&program, &mapping, 0);
         centred.check(&program, &hw).unwrap();
@@ -241,7 +214,7 @@ mod tests {
     #[test]
     fn a_solve_in_a_region_stays_in_it() {
         let (program, hw, _, optimum) = case();
-        let own = fast_uses(&program, &optimum);
+        let own = optimum.fast_uses(&program);
         let region = TrustRegion {
             centre: own[3..].to_vec(),
             delta: 2,
@@ -250,7 +223,7 @@ mod tests {
         let found = crate::solve_in_region(&program, &hw, &config, &[], &region).unwrap();
         found.mapping.validate(&program, &hw).unwrap();
         let centre: BTreeSet<_> = region.centre.iter().copied().collect();
-        let got: BTreeSet<_> = fast_uses(&program, &found.mapping).into_iter().collect();
+        let got: BTreeSet<_> = found.mapping.fast_uses(&program).into_iter().collect();
         let flips = centre.symmetric_difference(&got).count();
         assert!(flips <= 2, "{flips} flips");
         assert_eq!(found.lower_bound_s, 0.0);
@@ -270,7 +243,7 @@ mod tests {
         let config = config();
         let found = crate::solve_in_region(&program, &hw, &config, &[], &region).unwrap();
         found.mapping.validate(&program, &hw).unwrap();
-        assert!(!fast_uses(&program, &found.mapping).is_empty());
+        assert!(!found.mapping.fast_uses(&program).is_empty());
     }
 
     #[test]

@@ -254,7 +254,12 @@ fn solve_within(
 ) -> Result<ExactSolution, ExactError> {
     let t0 = Instant::now();
     let cands = candidates::enumerate(program, hw, cost);
-    let region = region.map(|r| Region::new(program, &cands, r));
+    let whole = config.windows == Windows::Off || cands.len() <= WHOLE_MODEL_REACH;
+    let in_region = region.is_some();
+    // The row is only read by the whole model.
+    let region = region
+        .filter(|_| whole)
+        .map(|r| Region::new(program, &cands, r));
     let mut search = Search {
         program,
         hw,
@@ -282,7 +287,6 @@ fn solve_within(
         rounds: 0,
         proven: cands.is_empty(),
     };
-    let whole = config.windows == Windows::Off || cands.len() <= WHOLE_MODEL_REACH;
     while whole && !cands.is_empty() {
         match lazy.round(&model, &mut search, config, t0) {
             Ok(true) => {}
@@ -297,9 +301,10 @@ fn solve_within(
         }
     }
     // A region's optimum proves nothing about the whole space.
-    let (bound, proven) = match region {
-        Some(_) => (f64::NEG_INFINITY, false),
-        None => (lazy.bound, lazy.proven),
+    let (bound, proven) = if in_region {
+        (f64::NEG_INFINITY, false)
+    } else {
+        (lazy.bound, lazy.proven)
     };
     search.finish(Finish {
         bound,
@@ -568,10 +573,11 @@ impl Search<'_> {
             start
         };
         if let Some(region) = self.region {
-            let better = self.inside.as_ref().is_none_or(|(l, _)| latency_s < *l);
-            let s = start();
-            if better && region.admits(&s.taken) {
-                self.inside = Some((latency_s, s));
+            if self.inside.as_ref().is_none_or(|(l, _)| latency_s < *l) {
+                let s = start();
+                if region.admits(&s.taken) {
+                    self.inside = Some((latency_s, s));
+                }
             }
         }
         if self.best.as_ref().is_some_and(|b| b.latency_s <= latency_s) {

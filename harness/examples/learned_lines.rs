@@ -41,8 +41,8 @@ fn main() -> anyhow::Result<()> {
         let seconds = t.elapsed().as_secs_f64();
         let learned = line.mapping();
         learned.validate(program, hw)?;
-        let fast_xla: BTreeSet<_> = exact::fast_uses(program, &xla).into_iter().collect();
-        let fast_learned: BTreeSet<_> = exact::fast_uses(program, &learned).into_iter().collect();
+        let fast_xla: BTreeSet<_> = xla.fast_uses(program).into_iter().collect();
+        let fast_learned: BTreeSet<_> = learned.fast_uses(program).into_iter().collect();
         println!(
             "| {} | {:.1} | {:.1} | {:.1} | {} / {} | {} | {:.2} |",
             sc.workload,

@@ -20,12 +20,14 @@ use malloc_game::GameSetup;
 use malloc_muzero::start::{learned_line, Prediction, StartError};
 use std::sync::Arc;
 
-/// The trust region's flips: a fifth of its centre's fast uses, and at least this many.
+/// The trust region's flips: this fraction (1 / it) of its centre's fast uses...
+pub const REGION_DELTA_DIVISOR: usize = 5;
+/// ... and at least this many.
 pub const MIN_REGION_DELTA: usize = 16;
 
 /// A region of this many flips around a centre of `centre` fast uses.
 pub fn region_delta(centre: usize) -> usize {
-    (centre / 5).max(MIN_REGION_DELTA)
+    (centre / REGION_DELTA_DIVISOR).max(MIN_REGION_DELTA)
 }
 
 /// What a guided race solver starts from besides the heuristics' lines.
@@ -93,7 +95,7 @@ pub(crate) fn inject(
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             Ok(Injected {
                 region: fastest.map(|(_, m)| {
-                    let centre = exact::fast_uses(program, &m);
+                    let centre = m.fast_uses(program);
                     let delta = region_delta(centre.len());
                     TrustRegion { centre, delta }
                 }),
@@ -135,7 +137,7 @@ mod tests {
         region.check(program, hw).unwrap();
         let heuristics: Vec<_> = exact::Exact::starts(program, hw)
             .iter()
-            .map(|m| exact::fast_uses(program, m))
+            .map(|m| m.fast_uses(program))
             .collect();
         assert!(heuristics.contains(&region.centre));
         assert!(control.known.is_empty() && control.starts.is_empty());

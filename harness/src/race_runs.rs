@@ -209,11 +209,13 @@ pub fn guided_from(
             }
         };
         // The MIP's time is the search's: it runs beside the search on one of its
-        // threads, and its line is one more start once it returns.
-        let seconds = config.seconds * config.agent_mip_share() - began.elapsed().as_secs_f64();
-        ran = if config.agent_mip_share() > 0.0 {
+        // threads, and its line is one more start once it returns. The injection was
+        // made in its share.
+        let share_s = config.seconds * config.agent_mip_share();
+        let seconds = share_s - began.elapsed().as_secs_f64();
+        ran = if share_s > 0.0 {
             let mip = Beside {
-                until: began + Duration::from_secs_f64(config.seconds * config.agent_mip_share()),
+                until: began + Duration::from_secs_f64(share_s),
                 run: Box::new(|| mip_start(case, seconds, config.seed, &setup, &injected)),
                 known: injected.starts.clone(),
             };
@@ -305,7 +307,10 @@ pub fn injected_settings(injection: Injection, config: &RaceConfig, v: &mut Sett
     v.insert("injection".into(), injection.as_str().into());
     v.insert(
         "region_delta".into(),
-        serde_json::json!({"fraction": 0.2, "min": crate::injection::MIN_REGION_DELTA}),
+        serde_json::json!({
+            "fraction": 1.0 / crate::injection::REGION_DELTA_DIVISOR as f64,
+            "min": crate::injection::MIN_REGION_DELTA,
+        }),
     );
 }
 

@@ -131,21 +131,6 @@ impl Prediction {
     }
 }
 
-/// The uses `mapping` reads from a fast level, as `(buffer, use, level)`: a mapping's own
-/// "prediction", the centre of a trust region around a heuristic's mapping.
-pub fn fast_set_of(
-    program: &Program,
-    mapping: &accel_sim::Mapping,
-) -> Vec<(BufferId, OpId, usize)> {
-    sites(program)
-        .into_iter()
-        .filter_map(|(b, u)| {
-            let l = mapping.buffers[b].read_level(u);
-            (l > 0).then_some((b, u, l))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +166,7 @@ mod tests {
         let line = learned_line(&setup, &p, &limit).unwrap();
         line.mapping().validate(&program, &hw).unwrap();
         // Every use it reads from a fast level, the prediction put there.
-        for (b, u, l) in fast_set_of(&program, &line.mapping()) {
+        for (b, u, l) in line.mapping().fast_uses(&program) {
             assert_eq!(p.level_of(b, u), l, "buffer {b} at op {u}");
         }
     }
