@@ -3,13 +3,19 @@
 (any pair of solvers; scripts/ablation_table.py is issue 43's guide table on the suite).
 
     python3 scripts/pair_table.py A B DIR_OR_FILE [DIR_OR_FILE ...] [--json out.json]
+        [--seed-free S1,S2,...] [--later-wins] [--leave-out S1,S2,...]
+
+B may be `best-other`: per case and seed, the fastest of every other solver raced at that
+seed. A solver named in --seed-free (default: xla,xla-repack,greedy-size,beam, whose result
+no seed changes) counts at every seed from the seed it was raced at; a solver named in
+--leave-out (an ablation of A, say) is no other.
 
 Reads every race result (`race --json`) in the files and folders given, keeps A's and B's
 rows, and prints per case the latency of each per seed, the ratio B/A per seed (above 1:
 A is faster), its geometric mean over the seeds the case has both for, and over all cases
 the geometric mean of the per-case means and the count of cases where A is no slower.
 A seed raced twice for the same solver and case is an error (exit 2): the table would
-depend on file order.
+depend on file order; with --later-wins the later file's row is taken (a solver re-raced).
 """
 
 import json
@@ -38,17 +44,45 @@ def main():
     if len(args) < 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    free = "xla,xla-repack,greedy-size,beam"
+    if "--seed-free" in args:
+        i = args.index("--seed-free")
+        free = args[i + 1]
+        del args[i:i + 2]
+    free = set(filter(None, free.split(",")))
+    left_out = set()
+    if "--leave-out" in args:
+        i = args.index("--leave-out")
+        left_out = set(filter(None, args[i + 1].split(",")))
+        del args[i:i + 2]
+    later_wins = "--later-wins" in args
+    if later_wins:
+        args.remove("--later-wins")
     a, b, paths = args[0], args[1], args[2:]
-    rows = {}
+    best_other = b == "best-other"
+    rows, fixed = {}, {}
     for f, seed, r in results(paths):
-        if r["solver"] not in (a, b) or not r.get("valid", False):
+        solver = r["solver"]
+        if not r.get("valid", False) or solver in left_out \
+                or not (solver in (a, b) or best_other and solver != a):
             continue
         key = (r["workload"], r["hardware"])
+        if best_other and solver in free:
+            fixed.setdefault(key, {})[solver] = r["best_latency_s"]
+            continue
         cell = rows.setdefault(key, {}).setdefault(seed, {})
-        if r["solver"] in cell:
-            print(f"error: {f}: {r['solver']} on {key[0]} ({key[1]}) seed {seed} twice", file=sys.stderr)
+        if solver in cell and not later_wins:
+            print(f"error: {f}: {solver} on {key[0]} ({key[1]}) seed {seed} twice", file=sys.stderr)
             sys.exit(2)
-        cell[r["solver"]] = r["best_latency_s"]
+        cell[solver] = r["best_latency_s"]
+    if best_other:
+        for key, by_seed in rows.items():
+            for cell in by_seed.values():
+                others = [v for k, v in cell.items() if k != a] + list(fixed.get(key, {}).values())
+                for k in [k for k in cell if k != a]:
+                    del cell[k]
+                if others:
+                    cell[b] = min(others)
     seeds = sorted({s for c in rows.values() for s in c})
     print(f"| case | " + " | ".join(f"{a} s{s} | {b} s{s}" for s in seeds) + f" | {b}/{a} per seed | geomean |")
     print("|---|" + "---:|---:|" * len(seeds) + "---|---:|")

@@ -285,11 +285,8 @@ fn clipped(cands: &[Candidate], lo: OpId, hi: OpId) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bound_cases::bound_cases;
     use crate::solve::ExactConfig;
-    use accel_sim::{Mapping, Simulator};
-    use malloc_game::players::player;
-    use malloc_game::{GameOptions, GameSetup};
-    use std::sync::Arc;
 
     /// Cut into many blocks, the sum of the blocks' optima is at most the whole model's
     /// proven optimum, and so at most every mapping's latency in the objective (and in
@@ -297,47 +294,26 @@ mod tests {
     #[test]
     fn the_blocks_bound_the_whole_optimum_and_every_mapping() {
         let mut cuts = 0;
-        for seed in 0..8u64 {
-            let program = Arc::new(bench_workloads::synthetic::random_dag(
-                24 + 4 * seed as usize,
-                40 + seed,
-            ));
-            let preset = if seed % 2 == 0 {
-                "tpu-v4i-like"
-            } else {
-                "nnp-i-like"
-            };
-            let hw = accel_sim::fixtures::binding_hw(&program, preset, 3);
-            let objective = if seed < 6 {
-                Objective::Simulated
-            } else {
-                Objective::Proxy
-            };
-            let cost = objective.cost_model(&program, &hw);
-            let cands = candidates::enumerate(&program, &hw, &cost);
+        for case in bound_cases() {
+            let (program, hw, objective) = (&case.program, &case.hw, case.objective);
+            let cost = objective.cost_model(program, hw);
+            let cands = candidates::enumerate(program, hw, &cost);
             let config = ExactConfig {
                 seconds: 30.0,
                 objective,
                 ..Default::default()
             };
-            let whole = crate::Exact { config }.solve_proven(&program, &hw).unwrap();
+            let whole = crate::Exact { config }.solve_proven(program, hw).unwrap();
             if !whole.optimal() {
                 // microlp proves most of them within the limit, not all.
                 continue;
             }
-            let setup =
-                GameSetup::new(Arc::clone(&program), hw.clone(), GameOptions::default()).unwrap();
-            let mut mappings: Vec<Mapping> = (0..4)
-                .map(|s| player("random").unwrap().play(&setup, s).mapping())
-                .collect();
-            mappings.push(whole.mapping.clone());
-            let mut sim = Simulator::new(&program, &hw);
             for count in [12, 5, 2, 1] {
                 let blocks = cut(&cands, program.len(), count);
-                let b = bound_of(&hw, objective, &cost, &cands, &blocks, 30.0);
-                let what = format!("seed {seed}, {} blocks", blocks.len());
+                let b = bound_of(hw, objective, &cost, &cands, &blocks, 30.0);
+                let what = format!("seed {}, {} blocks", case.seed, blocks.len());
                 // With no time, every block is its ops' floors: a bound, and no higher.
-                let floors = bound_of(&hw, objective, &cost, &cands, &blocks, 0.0);
+                let floors = bound_of(hw, objective, &cost, &cands, &blocks, 0.0);
                 assert_eq!(floors.proven, 0, "{what}");
                 assert!(
                     floors.lower_bound_s <= b.lower_bound_s * (1.0 + 1e-9),
@@ -361,13 +337,7 @@ mod tests {
                 } else {
                     cuts += 1;
                 }
-                for m in &mappings {
-                    assert!(b.lower_bound_s <= cost.latency(m) * (1.0 + 1e-9), "{what}");
-                    if objective == Objective::Simulated {
-                        let s = sim.run(m, false).latency_s;
-                        assert!(b.lower_bound_s <= s * (1.0 + 1e-9), "{what}");
-                    }
-                }
+                case.assert_below_mappings(b.lower_bound_s, &[&whole.mapping], &what);
             }
         }
         assert!(cuts >= 12, "{cuts}");

@@ -25,9 +25,12 @@
 #![warn(missing_docs)]
 
 mod blocks;
+#[cfg(test)]
+mod bound_cases;
 mod candidates;
 mod model;
 mod packing;
+mod prices;
 mod region;
 mod sharing;
 mod solve;
@@ -36,6 +39,7 @@ mod windows;
 
 pub use blocks::{block_bound, BlockBound};
 pub use model::MipError;
+pub use prices::{price_bound, PriceBound};
 pub use region::TrustRegion;
 pub use solve::{
     no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,

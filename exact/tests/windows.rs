@@ -95,11 +95,11 @@ fn windows_after_a_proven_model_are_no_worse() {
     }
 }
 
-/// The bound by blocks is below every mapping's simulated latency (random games, the
-/// heuristics, the windows' own), and, under the cost model, below each small case's
-/// checked-in optimum.
+/// The bounds by blocks and by prices are below every mapping's simulated latency (random
+/// games, the heuristics, the windows' own), and, under the cost model, below each small
+/// case's checked-in optimum.
 #[test]
-fn the_bound_by_blocks_is_below_every_mapping_and_the_known_optima() {
+fn the_bounds_by_blocks_and_prices_are_below_every_mapping_and_the_known_optima() {
     for seed in 0..4u64 {
         let program = Arc::new(bench_workloads::synthetic::random_dag(120, 70 + seed));
         let hw = accel_sim::fixtures::binding_hw(
@@ -113,6 +113,8 @@ fn the_bound_by_blocks_is_below_every_mapping_and_the_known_optima() {
         );
         let b = exact::block_bound(&program, &hw, exact::Objective::Simulated, 10.0).unwrap();
         assert!(b.lower_bound_s > xla_msa::bound_latency(&program, &hw) * 0.5);
+        let p = exact::price_bound(&program, &hw, exact::Objective::Simulated, 5.0, None).unwrap();
+        assert!(p.lower_bound_s > xla_msa::bound_latency(&program, &hw) * 0.5);
         let mut sim = Simulator::new(&program, &hw);
         let mut all = random_games(&program, &hw, 3);
         for name in ["xla", "xla-repack", "greedy-size"] {
@@ -130,17 +132,25 @@ fn the_bound_by_blocks_is_below_every_mapping_and_the_known_optima() {
                 b.lower_bound_s <= s * (1.0 + TOLERANCE),
                 "seed {seed}: {b:?} > {s:e}"
             );
+            assert!(
+                p.lower_bound_s <= s * (1.0 + TOLERANCE),
+                "seed {seed}: {p:?} > {s:e}"
+            );
         }
     }
     for c in bench_workloads::small::cases() {
         let program = bench_workloads::load(c.workload).unwrap();
         let b = exact::block_bound(&program, &c.hardware(), exact::Objective::Proxy, 5.0).unwrap();
-        assert!(
-            b.lower_bound_s <= c.optimum_s * (1.0 + TOLERANCE),
-            "{}: {:e} > {:e}",
-            c.workload,
-            b.lower_bound_s,
-            c.optimum_s
-        );
+        let p = exact::price_bound(&program, &c.hardware(), exact::Objective::Proxy, 2.0, None)
+            .unwrap();
+        for bound in [b.lower_bound_s, p.lower_bound_s] {
+            assert!(
+                bound <= c.optimum_s * (1.0 + TOLERANCE),
+                "{}: {:e} > {:e}",
+                c.workload,
+                bound,
+                c.optimum_s
+            );
+        }
     }
 }

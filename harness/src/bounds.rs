@@ -204,11 +204,11 @@ mod tests {
         }
     }
 
-    /// The bound by blocks is a bound on the whole model's optimum: below each checked-in
-    /// suite bound (the relaxation's proven optimum) it holds for, and above the physical
-    /// limit.
+    /// The bounds by blocks and by prices are bounds on the whole model's optimum: below
+    /// each checked-in suite bound (the relaxation's proven optimum) they hold for, and
+    /// above the physical limit.
     #[test]
-    fn the_bound_by_blocks_is_below_the_checked_in_optima() {
+    fn the_bounds_by_blocks_and_prices_are_below_the_checked_in_optima() {
         let suite = Case::suite().unwrap();
         let mut checked = 0;
         for c in cached_bounds()
@@ -219,13 +219,17 @@ mod tests {
                 continue;
             };
             let b = exact::block_bound(&case.program, &case.hw, c.objective, 2.0).unwrap();
+            let p = exact::price_bound(&case.program, &case.hw, c.objective, 2.0, None).unwrap();
             let what = format!("{} on {}", c.workload, c.hardware);
-            assert!(
-                b.lower_bound_s <= c.lower_bound_s * (1.0 + 1e-9),
-                "{what}: {b:?}"
-            );
             let physical = xla_msa::bound_latency(&case.program, &case.hw);
-            assert!(b.lower_bound_s > physical, "{what}: {b:?}");
+            for (bound, how) in [(b.lower_bound_s, "blocks"), (p.lower_bound_s, "prices")] {
+                assert!(
+                    bound <= c.lower_bound_s * (1.0 + 1e-9),
+                    "{what}, {how}: {bound:e} above {:e}",
+                    c.lower_bound_s
+                );
+                assert!(bound > physical, "{what}, {how}: {bound:e}");
+            }
             checked += 1;
             if checked == 6 {
                 break;

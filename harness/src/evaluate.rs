@@ -303,8 +303,8 @@ pub struct Proof {
     /// the same model, so the same optimum, but not the same reach within a time limit.
     #[serde(default = "unknown_backend")]
     pub backend: String,
-    /// What proved `lower_bound_s`: the whole model, or the bound by blocks where the
-    /// whole model proved none (docs/exact.md).
+    /// What proved `lower_bound_s`: the whole model, or the bound by prices or by blocks
+    /// where the whole model proved none (docs/exact.md).
     #[serde(default)]
     pub bound_by: BoundBy,
     /// What the windows did, where they ran (`crate::exact_run`).
@@ -321,6 +321,8 @@ pub enum BoundBy {
     Model,
     /// The model cut into blocks of ops, each solved on its own (`exact::block_bound`).
     Blocks,
+    /// The model's rows that tie buffers together priced (`exact::price_bound`).
+    Prices,
 }
 
 fn unknown_backend() -> String {

@@ -8,13 +8,14 @@
 //! it adds is what the relaxation cannot see (queued copies, stalls).
 //!
 //! The bound is the whole model's, or, where the whole model proved none (past its reach,
-//! or stopped before its first relaxation was solved), the bound by blocks
-//! ([`exact::block_bound`]): always one proven over the whole program, never a window's.
+//! or stopped before its first relaxation was solved), the higher of the bound by prices
+//! ([`exact::price_bound`]) and the bound by blocks ([`exact::block_bound`]): always one
+//! proven over the whole program, never a window's.
 //!
 //! Under `--exact-objective proxy` the answer is the cost model's optimum, as named: no
 //! windows, no local search, and the MIP has the whole budget.
 
-use crate::evaluate::{Case, EvalError, Proof};
+use crate::evaluate::{BoundBy, Case, EvalError, Proof};
 use crate::injection::Injected;
 use accel_sim::{Mapping, Simulator};
 use malloc_game::anytime::{Incumbent, Limit, LocalSearch, Start};
@@ -33,9 +34,10 @@ pub const MIP_SHARE: f64 = 0.5;
 /// (docs/exact.md, "Windows").
 pub const WINDOWED_MIP_SHARE: f64 = 0.25;
 
-/// Where the whole model did not finish, the share of the budget the bound by blocks
-/// gets.
-pub const BLOCK_SHARE: f64 = 0.15;
+/// Where the whole model did not finish, the share of the budget the whole-program bounds
+/// get: the bounds by prices and by blocks side by side on two threads, or half of it
+/// each on one.
+pub const BOUND_SHARE: f64 = 0.15;
 
 /// The share of the time left after the MIP (and the blocks) the windows get; the local
 /// search has the rest.
@@ -127,10 +129,18 @@ pub fn run_exact(
     tell(&mut curve, solution.simulated_s);
     let deadline = t0 + Duration::from_secs_f64(config.seconds);
     if polishes && windows_wanted(config.windows, &solution) {
+        if solution.status == exact::Status::TimeLimit {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let seconds = (config.seconds * BOUND_SHARE).min(left.as_secs_f64());
+            let target = solution.latency_s;
+            let bounds = program_bounds(case, config.objective, seconds, target, polish.threads)?;
+            for (bound, by) in bounds {
+                raise(&mut solution, &mut proof, bound, by);
+            }
+        }
         let mut told = |l: f64| tell(&mut curve, l);
         windows(
             case,
-            config,
             polish.seed,
             deadline,
             &mut solution,
@@ -228,12 +238,10 @@ fn windows_wanted(mode: exact::Windows, solution: &exact::ExactSolution) -> bool
     }
 }
 
-/// The bound by blocks where the whole model proved none, then windows from the fastest
-/// mapping so far for their share of the time left; `solution` and `proof` take what
-/// they find, and `tell` each faster mapping.
+/// Windows from the fastest mapping so far for their share of the time left; `solution`
+/// and `proof` take what they find, and `tell` each faster mapping.
 fn windows(
     case: &Case,
-    config: &exact::ExactConfig,
     seed: u64,
     deadline: Instant,
     solution: &mut exact::ExactSolution,
@@ -241,18 +249,6 @@ fn windows(
     tell: &mut dyn FnMut(f64),
 ) -> Result<(), EvalError> {
     let left = |now: Instant| deadline.saturating_duration_since(now).as_secs_f64();
-    if solution.status == exact::Status::TimeLimit {
-        let seconds = (config.seconds * BLOCK_SHARE).min(left(Instant::now()));
-        let blocks = exact::block_bound(&case.program, &case.hw, config.objective, seconds)?;
-        if blocks.lower_bound_s > solution.lower_bound_s {
-            solution.lower_bound_s = blocks.lower_bound_s;
-            solution.gap =
-                ((solution.latency_s - blocks.lower_bound_s) / solution.latency_s).max(0.0);
-            proof.lower_bound_s = solution.lower_bound_s;
-            proof.gap = solution.gap;
-            proof.bound_by = crate::evaluate::BoundBy::Blocks;
-        }
-    }
     let window_config = exact::WindowConfig {
         seconds: left(Instant::now()) * WINDOW_SHARE,
         seed,
@@ -270,6 +266,49 @@ fn windows(
     }
     proof.windows = Some(found.stats);
     Ok(())
+}
+
+/// The bounds by prices and by blocks within `seconds`: side by side where `threads`
+/// allows two (the MIPs and the bounds run on one thread, so the second would idle), else
+/// one after the other, half of the time each. `target_s`: a latency in the objective
+/// the model reaches, which sizes the prices' steps.
+fn program_bounds(
+    case: &Case,
+    objective: exact::Objective,
+    seconds: f64,
+    target_s: f64,
+    threads: usize,
+) -> Result<[(f64, BoundBy); 2], EvalError> {
+    let (program, hw) = (&case.program, &case.hw);
+    let prices = |s: f64| exact::price_bound(program, hw, objective, s, Some(target_s));
+    let blocks = |s: f64| exact::block_bound(program, hw, objective, s);
+    let (p, b) = if threads >= 2 {
+        std::thread::scope(|scope| {
+            let p = scope.spawn(|| prices(seconds));
+            let b = blocks(seconds);
+            let p = p.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (p, b)
+        })
+    } else {
+        let t0 = Instant::now();
+        let p = prices(seconds / 2.0);
+        (p, blocks((seconds - t0.elapsed().as_secs_f64()).max(0.0)))
+    };
+    Ok([
+        (p?.lower_bound_s, BoundBy::Prices),
+        (b?.lower_bound_s, BoundBy::Blocks),
+    ])
+}
+
+/// Takes `bound` (proven by `by`) for `solution` and `proof` where it is higher.
+fn raise(solution: &mut exact::ExactSolution, proof: &mut Proof, bound: f64, by: BoundBy) {
+    if bound > solution.lower_bound_s {
+        solution.lower_bound_s = bound;
+        solution.gap = ((solution.latency_s - bound) / solution.latency_s).max(0.0);
+        proof.lower_bound_s = bound;
+        proof.gap = solution.gap;
+        proof.bound_by = by;
+    }
 }
 
 /// The incumbent's best game if it simulates faster than `latency`.
