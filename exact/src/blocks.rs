@@ -169,24 +169,13 @@ fn bound_of(
 /// candidate at once (capped by its time with everything in level 0, what an op no
 /// candidate touches takes). Every candidate counts, not only those that save in a
 /// block, so each op's floor is at most its floor in any block's model, and a sum over a
-/// block's ops bounds its part. An op touches a few buffers: a short list an op, not a
-/// map over a million candidates' shifts.
+/// block's ops bounds its part.
 fn op_floors(cands: &[Candidate], cost: &accel_sim::CostModel) -> Vec<f64> {
-    let mut least: Vec<Vec<(usize, f64)>> = vec![Vec::new(); cost.len()];
-    for c in cands {
-        for &(t, s) in &c.shifts {
-            let here = &mut least[t];
-            match here.iter_mut().find(|(b, _)| *b == c.buffer) {
-                Some((_, m)) => *m = m.min(s),
-                None => here.push((c.buffer, s.min(0.0))),
-            }
-        }
-    }
-    least
+    candidates::least_shifts(cands, cost.len())
         .iter()
         .enumerate()
-        .map(|(t, here)| {
-            let mem = cost.default_mem_s(t) + here.iter().map(|(_, s)| s).sum::<f64>();
+        .map(|(t, s)| {
+            let mem = cost.default_mem_s(t) + s;
             cost.compute_s(t).max(mem).min(cost.default_elapsed_s(t))
         })
         .collect()

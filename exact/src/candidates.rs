@@ -267,6 +267,27 @@ pub fn canonical(
     h
 }
 
+/// Per op of a program of `ops` ops, the most its memory time can shrink whatever holds are
+/// taken: over the buffers it touches, the most negative shift of each one's holds there
+/// (a buffer has one hold at a time; 0 where none saves), seconds. An op touches a few
+/// buffers: a short list an op, not a map over a million candidates' shifts.
+pub(crate) fn least_shifts(cands: &[Candidate], ops: usize) -> Vec<f64> {
+    let mut least: Vec<Vec<(BufferId, f64)>> = vec![Vec::new(); ops];
+    for c in cands {
+        for &(t, s) in &c.shifts {
+            let here = &mut least[t];
+            match here.iter_mut().find(|(b, _)| *b == c.buffer) {
+                Some((_, m)) => *m = m.min(s),
+                None => here.push((c.buffer, s.min(0.0))),
+            }
+        }
+    }
+    least
+        .iter()
+        .map(|here| here.iter().map(|(_, s)| s).sum())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

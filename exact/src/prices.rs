@@ -149,7 +149,12 @@ impl Relaxed {
             shift_range.push((lo, shifts.len() as u32));
         }
         let (rows, row_range, share) = capacity_rows(cands, hw, ops);
-        let floor_mem = floor_mem(cands, &touched, &mem0);
+        // Each touched op's memory time with each buffer at the most its holds save.
+        let least = candidates::least_shifts(cands, ops);
+        let mut floor_mem = mem0.clone();
+        for (t, &k) in touched.iter().enumerate().filter(|(_, &k)| k != u32::MAX) {
+            floor_mem[k as usize] += least[t] * MICROS;
+        }
         Relaxed {
             compute,
             mem0,
@@ -254,25 +259,6 @@ impl Prices {
             *l = (*l + step * g).max(0.0);
         }
     }
-}
-
-/// Per touched op (`touched[t]` its index), its memory time with each buffer it touches
-/// at the most negative shift of that buffer's holds there (a buffer has one hold at a
-/// time).
-fn floor_mem(cands: &[Candidate], touched: &[u32], mem0: &[f64]) -> Vec<f64> {
-    let mut least: Vec<Vec<(usize, f64)>> = vec![Vec::new(); mem0.len()];
-    for c in cands {
-        for &(t, s) in &c.shifts {
-            let here = &mut least[touched[t] as usize];
-            match here.iter_mut().find(|(b, _)| *b == c.buffer) {
-                Some((_, m)) => *m = m.min(s * MICROS),
-                None => here.push((c.buffer, (s * MICROS).min(0.0))),
-            }
-        }
-    }
-    (least.iter().zip(mem0))
-        .map(|(here, m)| m + here.iter().map(|(_, s)| s).sum::<f64>())
-        .collect()
 }
 
 /// The capacity rows that can bind (a level's holds covering an op where one starts are

@@ -39,7 +39,7 @@ pub const WINDOWED_MIP_SHARE: f64 = 0.25;
 /// each on one.
 pub const BOUND_SHARE: f64 = 0.15;
 
-/// The share of the time left after the MIP (and the blocks) the windows get; the local
+/// The share of the time left after the MIP (and the bounds) the windows get; the local
 /// search has the rest.
 pub const WINDOW_SHARE: f64 = 0.6;
 
