@@ -3,12 +3,14 @@
 (any pair of solvers; scripts/ablation_table.py is issue 43's guide table on the suite).
 
     python3 scripts/pair_table.py A B DIR_OR_FILE [DIR_OR_FILE ...] [--json out.json]
-        [--seed-free S1,S2,...] [--later-wins] [--leave-out S1,S2,...]
+        [--seed-free S1,S2,...] [--later-wins] [--leave-out S1,S2,...] [--a-from P1,P2,...]
 
 B may be `best-other`: per case and seed, the fastest of every other solver raced at that
 seed. A solver named in --seed-free (default: xla,xla-repack,greedy-size,beam, whose result
 no seed changes) counts at every seed from the seed it was raced at; a solver named in
---leave-out (an ablation of A, say) is no other.
+--leave-out (an ablation of A, say) is no other. With --a-from, A's rows come only from
+those files and folders (one build, say) and A's rows elsewhere (another build's) count
+as another solver, `A*`.
 
 Reads every race result (`race --json`) in the files and folders given, keeps A's and B's
 rows, and prints per case the latency of each per seed, the ratio B/A per seed (above 1:
@@ -31,7 +33,7 @@ def results(paths):
         for f in files:
             d = json.load(open(f))
             for r in d["results"]:
-                yield f, d["seed"], r
+                yield p, f, d["seed"], r
 
 
 def main():
@@ -55,14 +57,23 @@ def main():
         i = args.index("--leave-out")
         left_out = set(filter(None, args[i + 1].split(",")))
         del args[i:i + 2]
+    a_from = None
+    if "--a-from" in args:
+        i = args.index("--a-from")
+        a_from = set(filter(None, args[i + 1].split(",")))
+        del args[i:i + 2]
     later_wins = "--later-wins" in args
     if later_wins:
         args.remove("--later-wins")
     a, b, paths = args[0], args[1], args[2:]
     best_other = b == "best-other"
     rows, fixed = {}, {}
-    for f, seed, r in results(paths):
+    for p, f, seed, r in results(paths + sorted(a_from or [])):
         solver = r["solver"]
+        if a_from is not None and solver == a and p not in a_from:
+            solver = a + "*"
+        if a_from is not None and p in a_from and solver != a:
+            continue
         if not r.get("valid", False) or solver in left_out \
                 or not (solver in (a, b) or best_other and solver != a):
             continue

@@ -123,13 +123,7 @@ fn bound_of(
         let floor = floor_of(&local, cost);
         let left = seconds - t0.elapsed().as_secs_f64();
         let share = left / (blocks.len() - k) as f64;
-        let model = Model {
-            candidates: &local,
-            cost,
-            hw,
-            sharing: false,
-            region: None,
-        };
+        let model = Model::plain(&local, cost, hw);
         let limits = MipLimits {
             fixed: None,
             seconds: share.max(0.0),

@@ -28,6 +28,7 @@ mod blocks;
 #[cfg(test)]
 mod bound_cases;
 mod candidates;
+mod covers;
 mod model;
 mod packing;
 mod prices;
@@ -42,8 +43,8 @@ pub use model::MipError;
 pub use prices::{price_bound, PriceBound};
 pub use region::TrustRegion;
 pub use solve::{
-    no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,
-    ExactSolution, Objective, Status, WHOLE_MODEL_REACH,
+    model_size, no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,
+    ExactSolution, ModelSize, Objective, Status, SETUP_NONZEROS_PER_S, WHOLE_MODEL_REACH,
 };
 pub use windows::{improve, WindowConfig, WindowResult, WindowStats, Windows};
 

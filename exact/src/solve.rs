@@ -116,12 +116,70 @@ impl Default for ExactConfig {
 /// Candidate holds past which the whole model is not built where windows may run: the
 /// backend would not solve even its first relaxation within a minute (microlp: no bound in
 /// 30 s on a program of 109,779 holds, a bound on one of 73,298; HiGHS: a 1,097,489-hold
-/// program proven in 21 s; docs/exact.md, "Scale").
+/// program proven in 21 s; docs/exact.md, "Scale"). Within it, the whole model is still
+/// not built where its nonzeros would not be set up in half the time left
+/// ([`SETUP_NONZEROS_PER_S`]).
 pub const WHOLE_MODEL_REACH: usize = if cfg!(feature = "highs") {
     2_000_000
 } else {
     80_000
 };
+
+/// Nonzeros a backend takes in a second before its search begins and heeds its time
+/// limit: good_lp builds the rows, then HiGHS checks the matrix and sets up its presolve.
+/// Measured with HiGHS on the lowered ResNet-50 step at the scale rule (32.4 million
+/// nonzeros: 20 s to build, then 58 s in HiGHS under a 13 s limit; docs/results.md,
+/// "HiGHS within its budget"). microlp heeds its limit sooner but is held to the same
+/// rate: on the scale tier it builds the same whole models under it as before.
+pub const SETUP_NONZEROS_PER_S: f64 = 400_000.0;
+
+/// The share of the time left a model's setup may take at [`SETUP_NONZEROS_PER_S`].
+const SETUP_SHARE: f64 = 0.5;
+
+/// Whether a model of `nonzeros` is set up within its share of `left` seconds.
+fn sets_up_within(nonzeros: usize, left: f64) -> bool {
+    nonzeros as f64 <= SETUP_NONZEROS_PER_S * SETUP_SHARE * left.max(0.0)
+}
+
+/// Whether the whole model of `cands` is set up within its share of `left` seconds:
+/// counted first by its op rows alone (cheap), then whole.
+fn whole_model_sets_up(model: &Model, left: f64) -> bool {
+    let shifts: usize = model.candidates.iter().map(|c| c.shifts.len()).sum();
+    sets_up_within(shifts + model.candidates.len(), left)
+        && sets_up_within(model.nonzeros(&[]), left)
+}
+
+/// The size of a program's whole model, before any disjunction: what decides whether the
+/// pipeline builds it ([`WHOLE_MODEL_REACH`], [`SETUP_NONZEROS_PER_S`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSize {
+    /// Candidate holds: the model's binary columns.
+    pub holds: usize,
+    /// Nonzeros as the model would be built (cover rows chained where that is smaller).
+    pub nonzeros: usize,
+    /// Buffers and levels whose cover rows would be chained.
+    pub chained: usize,
+}
+
+impl ModelSize {
+    /// Whether the pipeline builds this model when `seconds` are left: within the
+    /// backend's hold reach, and set up within half of them.
+    pub fn built_within(&self, seconds: f64) -> bool {
+        self.holds <= WHOLE_MODEL_REACH && sets_up_within(self.nonzeros, seconds)
+    }
+}
+
+/// The size of `program`'s whole model on `hw` under `objective`.
+pub fn model_size(program: &Program, hw: &Hardware, objective: Objective) -> ModelSize {
+    let cost = objective.cost_model(program, hw);
+    let cands = candidates::enumerate(program, hw, &cost);
+    let model = Model::plain(&cands, &cost, hw);
+    ModelSize {
+        holds: cands.len(),
+        nonzeros: model.nonzeros(&[]),
+        chained: crate::covers::Covers::new(&cands, hw, crate::covers::DENSE_REACH).chained(),
+    }
+}
 
 /// Where the solve ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,7 +288,8 @@ pub fn solve_model(
 /// answer is still never worse than any of `known`, inside the region or not. No bound:
 /// a region's optimum bounds nothing outside it, so `lower_bound_s` is 0 and the status
 /// [`Status::TimeLimit`]. The whole model only: where windows would run in its place
-/// (past [`WHOLE_MODEL_REACH`] under `auto` and `on`) it returns the best of `known`.
+/// (past [`WHOLE_MODEL_REACH`] or [`SETUP_NONZEROS_PER_S`] under `auto` and `on`) it
+/// returns the best of `known`.
 pub fn solve_in_region(
     program: &Program,
     hw: &Hardware,
@@ -254,7 +313,9 @@ fn solve_within(
 ) -> Result<ExactSolution, ExactError> {
     let t0 = Instant::now();
     let cands = candidates::enumerate(program, hw, cost);
-    let whole = config.windows == Windows::Off || cands.len() <= WHOLE_MODEL_REACH;
+    let whole = config.windows == Windows::Off
+        || (cands.len() <= WHOLE_MODEL_REACH
+            && whole_model_sets_up(&Model::plain(&cands, cost, hw), left_of(config, t0)));
     let in_region = region.is_some();
     // The row is only read by the whole model.
     let region = region
@@ -350,6 +411,11 @@ impl Lazy {
             None => search.best.as_ref().map(|b| &b.start),
             Some(_) => search.inside.as_ref().map(|(_, s)| s),
         };
+        // The first round was decided with the whole model; a later one's pairs may make
+        // it too big to set up in the time left.
+        if self.rounds > 0 && !sets_up_within(model.nonzeros(&pair_list), left) {
+            return Ok(false);
+        }
         let r = match model.solve(&pair_list, start, &limits) {
             Ok(r) => r,
             Err(MipError::NoSolution) => return Ok(false),
@@ -402,6 +468,9 @@ fn left_of(config: &ExactConfig, t0: Instant) -> f64 {
 fn offsets_alone(model: &Model, taken: &[usize], left: f64) -> Option<Vec<u64>> {
     let cands = model.candidates;
     let pairs = meeting_pairs(cands, taken);
+    if !sets_up_within(model.nonzeros(&pairs), left * OFFSETS_ALONE_SHARE) {
+        return None;
+    }
     let mut fixed = vec![Some(false); cands.len()];
     for &c in taken {
         fixed[c] = Some(true);

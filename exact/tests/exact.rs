@@ -184,3 +184,32 @@ fn no_game_of_the_fixture_beats_the_optimum() {
         }
     }
 }
+
+/// The whole model is not built where its nonzeros would not be set up in half the time
+/// left (`exact::SETUP_NONZEROS_PER_S`): the solve then returns the best start unproven,
+/// while with the time to set it up the same model is solved.
+#[test]
+fn a_model_that_would_not_be_set_up_in_time_is_not_built() {
+    let program = bench_workloads::synthetic::random_dag(40, 11);
+    let h = accel_sim::fixtures::binding_hw(&program, "tpu-v4i-like", 3);
+    let objective = exact::Objective::Simulated;
+    let size = exact::model_size(&program, &h, objective);
+    assert!(size.nonzeros > size.holds && size.holds > 0, "{size:?}");
+    // Just short of the time its setup needs, then ample time.
+    let needed = 2.0 * size.nonzeros as f64 / exact::SETUP_NONZEROS_PER_S;
+    assert!(!size.built_within(0.9 * needed) && size.built_within(needed + 5.0));
+    let solve = |seconds: f64| {
+        let config = exact::ExactConfig {
+            seconds,
+            objective,
+            ..Default::default()
+        };
+        exact::solve(&program, &h, &config, &exact::Exact::starts(&program, &h)).unwrap()
+    };
+    let refused = solve(0.9 * needed);
+    assert_eq!(refused.rounds, 0);
+    assert_eq!(refused.lower_bound_s, 0.0);
+    let built = solve(needed + 5.0);
+    assert!(built.rounds >= 1 && built.lower_bound_s > 0.0);
+    assert!(built.simulated_s <= refused.simulated_s * (1.0 + 1e-9));
+}
