@@ -23,6 +23,7 @@ use crate::region::Region;
 use crate::sharing::{self, SharingVars};
 use accel_sim::{CostModel, Hardware, OpId};
 use good_lp::{variable, Expression, ProblemVariables, Variable};
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
 /// Seconds to the model's time unit.
@@ -41,6 +42,9 @@ pub struct Model<'a> {
     pub sharing: bool,
     /// A trust region's row ([`crate::TrustRegion`]), when the solve is kept inside one.
     pub region: Option<&'a Region>,
+    /// The cover rows, found once for every solve and count of the model (a second or
+    /// more on the largest programs): they depend only on the candidates and the levels.
+    pub(crate) covers: OnceCell<Covers>,
 }
 
 /// A starting solution: the taken holds and their offsets (bytes).
@@ -131,7 +135,22 @@ impl<'a> Model<'a> {
             hw,
             sharing: false,
             region: None,
+            covers: OnceCell::new(),
         }
+    }
+
+    /// The cover rows of the candidates.
+    pub(crate) fn covers(&self) -> &Covers {
+        self.covers
+            .get_or_init(|| Covers::new(self.candidates, self.hw, covers::DENSE_REACH))
+    }
+
+    /// The ops some hold touches: each has an op-time column and row.
+    fn touched(&self) -> BTreeSet<OpId> {
+        self.candidates
+            .iter()
+            .flat_map(|c| c.shifts.iter().map(|&(t, _)| t))
+            .collect()
     }
 
     /// Solves the model with the disjunctions of `pairs`, from `start` when given.
@@ -141,8 +160,7 @@ impl<'a> Model<'a> {
         start: Option<&Start>,
         limits: &MipLimits,
     ) -> Result<MipResult, MipError> {
-        let covers = Covers::new(self.candidates, self.hw, covers::DENSE_REACH);
-        self.solve_with(pairs, start, limits, &covers)
+        self.solve_with(pairs, start, limits, self.covers())
     }
 
     /// [`Model::solve`] with the cover rows given.
@@ -209,12 +227,8 @@ impl<'a> Model<'a> {
     pub fn nonzeros(&self, pairs: &[Pair]) -> usize {
         let objective = self.candidates.iter().filter(|c| c.copy_s > 0.0).count();
         let shifts: usize = self.candidates.iter().map(|c| c.shifts.len()).sum();
-        let ops: BTreeSet<OpId> = self
-            .candidates
-            .iter()
-            .flat_map(|c| c.shifts.iter().map(|&(t, _)| t))
-            .collect();
-        let covers = Covers::new(self.candidates, self.hw, covers::DENSE_REACH).nonzeros();
+        let ops = self.touched();
+        let covers = self.covers().nonzeros();
         let region = self
             .region
             .map_or(0, |r| r.coef.iter().filter(|&&c| c != 0).count());
@@ -238,12 +252,8 @@ impl<'a> Model<'a> {
                 None => problem.add(variable().binary()),
             })
             .collect();
-        let touched: BTreeSet<OpId> = self
-            .candidates
-            .iter()
-            .flat_map(|c| c.shifts.iter().map(|&(t, _)| t))
-            .collect();
-        let y = touched
+        let y = self
+            .touched()
             .into_iter()
             .map(|t| {
                 (
@@ -412,9 +422,7 @@ impl<'a> Model<'a> {
         }
         values
     }
-}
 
-impl Model<'_> {
     /// The chained loads of a starting solution: each link's taken holds' shares.
     fn start_loads(&self, vars: &Vars, covers: &Covers, taken: &[bool], values: &mut [f64]) {
         for (group, (group_rows, load)) in covers.rows.iter().zip(&vars.load).enumerate() {

@@ -163,11 +163,8 @@ mod tests {
         taken: &[bool],
     ) -> bool {
         let model = Model {
-            candidates: cands,
-            cost,
-            hw,
-            sharing: false,
             region: Some(region),
+            ..Model::plain(cands, cost, hw)
         };
         let limits = MipLimits {
             fixed: Some(taken.iter().map(|&t| Some(t)).collect()),

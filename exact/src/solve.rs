@@ -177,7 +177,7 @@ pub fn model_size(program: &Program, hw: &Hardware, objective: Objective) -> Mod
     ModelSize {
         holds: cands.len(),
         nonzeros: model.nonzeros(&[]),
-        chained: crate::covers::Covers::new(&cands, hw, crate::covers::DENSE_REACH).chained(),
+        chained: model.covers().chained(),
     }
 }
 
@@ -313,9 +313,10 @@ fn solve_within(
 ) -> Result<ExactSolution, ExactError> {
     let t0 = Instant::now();
     let cands = candidates::enumerate(program, hw, cost);
+    // One model for the check and the rounds: its cover rows are found once.
+    let mut model = Model::plain(&cands, cost, hw);
     let whole = config.windows == Windows::Off
-        || (cands.len() <= WHOLE_MODEL_REACH
-            && whole_model_sets_up(&Model::plain(&cands, cost, hw), left_of(config, t0)));
+        || (cands.len() <= WHOLE_MODEL_REACH && whole_model_sets_up(&model, left_of(config, t0)));
     let in_region = region.is_some();
     // The row is only read by the whole model.
     let region = region
@@ -334,13 +335,7 @@ fn solve_within(
         inside: None,
     };
     search.offer_known(known);
-    let mut model = Model {
-        candidates: &cands,
-        cost,
-        hw,
-        sharing: false,
-        region: region.as_ref(),
-    };
+    model.region = region.as_ref();
     let mut lazy = Lazy {
         pairs: BTreeSet::new(),
         ever: BTreeSet::new(),

@@ -96,11 +96,8 @@ impl<'a> Repairer<'a> {
             return outcome;
         }
         let model = Model {
-            candidates: &sub.cands,
-            cost: self.cost,
-            hw: self.hw,
             sharing: true,
-            region: None,
+            ..Model::plain(&sub.cands, self.cost, self.hw)
         };
         let limits = MipLimits {
             fixed: Some(sub.fixed.clone()),
