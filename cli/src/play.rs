@@ -29,8 +29,8 @@ pub struct PlayArgs {
     /// Episode i plays with seed + i.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Save every game into this folder (`<workload>-<player>-<seed>.game`, with `beam:W`
-    /// written `beam-W`).
+    /// Save every game into this folder (`<workload>-<hardware>-<player>-<seed>.game`,
+    /// with `beam:W` written `beam-W`).
     #[arg(long)]
     pub save: Option<PathBuf>,
     #[command(flatten)]
@@ -132,7 +132,12 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         let latency = game.final_latency().unwrap_or(f64::NAN);
         let ret = game.total_return();
         if let Some(dir) = &args.save {
-            let file = malloc_game::record::saved_game_name(program.name(), &player.name(), seed);
+            let file = malloc_game::record::saved_game_name(
+                program.name(),
+                &hw.name,
+                &player.name(),
+                seed,
+            );
             let path = dir.join(file);
             // The save's error names the file already.
             GameRecord::from_game(&game, &player.name(), seed, None)?.save(&path)?;

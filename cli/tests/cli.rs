@@ -312,7 +312,7 @@ fn play_saves_games_that_replay_and_render() {
     assert_eq!(v["episodes"].as_array().unwrap().len(), 2);
     assert_eq!(v["best"]["valid"], true);
     assert_eq!(v["best"]["solver"], "beam:4");
-    let game = dir.join("random-dag-beam-4-5.game");
+    let game = dir.join("random-dag-tpu-v4i-like-beam-4-5.game");
     let map = dir.join("map.svg");
     let timeline = dir.join("t.svg");
     let exported = dir.join("game.json");

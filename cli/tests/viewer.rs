@@ -36,8 +36,14 @@ fn html_pages_are_written_and_described() {
     let dir = folder("ok");
     play(&dir, &["--workload", "alexnet", "--player", "greedy"]);
     play(&dir, &["--workload", "alexnet", "--player", "xla"]);
-    let g = dir.join("alexnet-greedy-0.game").display().to_string();
-    let x = dir.join("alexnet-xla-0.game").display().to_string();
+    let g = dir
+        .join("alexnet-tpu-v4i-like-greedy-0.game")
+        .display()
+        .to_string();
+    let x = dir
+        .join("alexnet-tpu-v4i-like-xla-0.game")
+        .display()
+        .to_string();
     let page = dir.join("g.html");
     let p = page.display().to_string();
     let (code, out, err) = run(&["replay", &g, "--html", &p]);
@@ -88,9 +94,18 @@ fn bad_input_is_one_error_naming_the_file() {
             "2MiB",
         ],
     );
-    let g = dir.join("alexnet-greedy-0.game").display().to_string();
-    let u = dir.join("unet-greedy-0.game").display().to_string();
-    let h = other_hw.join("alexnet-xla-0.game").display().to_string();
+    let g = dir
+        .join("alexnet-tpu-v4i-like-greedy-0.game")
+        .display()
+        .to_string();
+    let u = dir
+        .join("unet-tpu-v4i-like-greedy-0.game")
+        .display()
+        .to_string();
+    let h = other_hw
+        .join("alexnet-tpu-v4i-like-xla-0.game")
+        .display()
+        .to_string();
     let out = dir.join("x.html").display().to_string();
     // A game of another program.
     refused(

@@ -325,8 +325,8 @@ fn the_viewer_steps_through_a_game_in_chromium() {
         ]);
         assert_eq!(v["best"]["valid"], true);
     }
-    let greedy = dir.join("resnet50-greedy-0.game");
-    let xla = dir.join("resnet50-xla-0.game");
+    let greedy = dir.join("resnet50-tpu-v4i-like-greedy-0.game");
+    let xla = dir.join("resnet50-tpu-v4i-like-xla-0.game");
     let page = dir.join("greedy.html");
     let (g, p) = (greedy.display().to_string(), page.display().to_string());
     let steps = json_of(&["replay", &g, "--steps", "--html", &p, "--json"]);

@@ -154,7 +154,7 @@ pub struct RaceResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moves: Option<u64>,
     /// The line a search started from (the local search, the guided searches and exact's
-    /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:64`, `greedy-size`.
+    /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:W`, `greedy-size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
     /// Wall-clock seconds from the solver's start to its answer. A solver that cannot be

@@ -18,7 +18,7 @@ def games(cli, tmp_path_factory):
 
 
 def test_show_writes_the_command_lines_page(cli, games, tmp_path):
-    game = games / "unet-greedy-0.game"
+    game = games / "unet-tpu-v4i-like-greedy-0.game"
     out = mmz.show(game, path=tmp_path / "mine.html")
     assert out == tmp_path / "mine.html"
     cli("replay", game, "--html", tmp_path / "cli.html")
@@ -33,7 +33,7 @@ def test_show_writes_the_command_lines_page(cli, games, tmp_path):
 
 
 def test_show_compares_two_games(cli, games, tmp_path):
-    a, b = games / "unet-greedy-0.game", games / "unet-xla-0.game"
+    a, b = games / "unet-tpu-v4i-like-greedy-0.game", games / "unet-tpu-v4i-like-xla-0.game"
     out = mmz.show(mmz.SavedGame.load(a), compare=b, path=tmp_path / "cmp.html")
     cli("replay", a, "--compare", b, "--html", tmp_path / "cli.html")
     assert out.read_text(encoding="utf-8") == (tmp_path / "cli.html").read_text(encoding="utf-8")
@@ -55,13 +55,13 @@ def test_show_displays_inline_in_a_notebook(games, monkeypatch):
     ipython.display = display
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
-    frame = mmz.show(games / "unet-greedy-0.game")
+    frame = mmz.show(games / "unet-tpu-v4i-like-greedy-0.game")
     assert shown == [frame]
     assert frame.data.startswith("<iframe srcdoc=") and "mmz-data" in frame.data
 
 
 def test_show_outside_a_notebook_returns_a_file(games):
-    out = mmz.show(games / "unet-greedy-0.game", inline=False)
+    out = mmz.show(games / "unet-tpu-v4i-like-greedy-0.game", inline=False)
     try:
         assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     finally:
@@ -69,5 +69,5 @@ def test_show_outside_a_notebook_returns_a_file(games):
 
 
 def test_games_of_other_programs_are_refused(games):
-    with pytest.raises(mmz.Error, match="alexnet-greedy-0.game"):
-        mmz.show(games / "unet-greedy-0.game", compare=games / "alexnet-greedy-0.game", inline=False)
+    with pytest.raises(mmz.Error, match="alexnet-tpu-v4i-like-greedy-0.game"):
+        mmz.show(games / "unet-tpu-v4i-like-greedy-0.game", compare=games / "alexnet-tpu-v4i-like-greedy-0.game", inline=False)

@@ -9,14 +9,18 @@ pub fn safe_file_name(name: &str) -> String {
     bounded_name(&safe_chars(name), 120)
 }
 
-/// The file name `play --save` gives a saved game: `<workload>-<player>-<seed>.game`
-/// (`beam:W` written `beam-W`), each part made safe as [`safe_file_name`] says. The
-/// workload's part is bounded ([`bounded_name`]), so however long a program's name, the
-/// player, the seed and the extension stay: every episode of every player keeps a file.
-pub fn saved_game_name(workload: &str, player: &str, seed: u64) -> String {
+/// The file name `play --save` gives a saved game:
+/// `<workload>-<hardware>-<player>-<seed>.game` (`beam:W` written `beam-W`), each part
+/// made safe as [`safe_file_name`] says. The hardware is in the name because one program
+/// is often played on several configs into one folder, and each config's games must stay.
+/// The workload's and the hardware's parts are bounded ([`bounded_name`]), so however long
+/// their names, the player, the seed and the extension stay: every episode of every player
+/// keeps a file.
+pub fn saved_game_name(workload: &str, hardware: &str, player: &str, seed: u64) -> String {
     let workload = bounded_name(&safe_chars(workload), 100);
+    let hardware = bounded_name(&safe_chars(hardware), 40);
     let player = bounded_name(&safe_chars(&player.replace(':', "-")), 40);
-    format!("{workload}-{player}-{seed}.game")
+    format!("{workload}-{hardware}-{player}-{seed}.game")
 }
 
 /// `name` in at most `max` bytes: one that is longer keeps its start (cut at a character
@@ -86,28 +90,34 @@ mod tests {
             );
         }
     }
-    /// However long the workload's name, each player and seed keeps a file of its own,
-    /// with its extension.
+    /// However long the workload's and the hardware's names, each hardware, player and
+    /// seed keeps a file of its own, with its extension.
     #[test]
-    fn saved_game_names_keep_player_and_seed() {
+    fn saved_game_names_keep_hardware_player_and_seed() {
         assert_eq!(
-            saved_game_name("resnet50", "beam:32", 7),
-            "resnet50-beam-32-7.game"
+            saved_game_name("resnet50", "tpu-v4i-like", "beam:32", 7),
+            "resnet50-tpu-v4i-like-beam-32-7.game"
         );
         let long = "w".repeat(130);
+        let long_hw = "h".repeat(60);
         let mut names = std::collections::HashSet::new();
-        for player in ["greedy", "beam:4", "random"] {
-            for seed in [0, 1, u64::MAX] {
-                let n = saved_game_name(&long, player, seed);
-                let tag = player.replace(':', "-");
-                assert!(n.ends_with(&format!("-{tag}-{seed}.game")), "{n}");
-                assert!(n.len() <= 200 && !n.contains('/'), "{n}");
-                names.insert(n);
+        for hw in ["tpu-v4i-like", "nnp-i-like", long_hw.as_str()] {
+            for player in ["greedy", "beam:4", "random"] {
+                for seed in [0, 1, u64::MAX] {
+                    let n = saved_game_name(&long, hw, player, seed);
+                    let tag = player.replace(':', "-");
+                    assert!(n.ends_with(&format!("-{tag}-{seed}.game")), "{n}");
+                    assert!(n.len() <= 200 && !n.contains('/'), "{n}");
+                    names.insert(n);
+                }
             }
         }
-        assert_eq!(names.len(), 9);
-        let other = saved_game_name(&("w".repeat(129) + "v"), "greedy", 0);
+        assert_eq!(names.len(), 27);
+        let other = saved_game_name(&("w".repeat(129) + "v"), "tpu-v4i-like", "greedy", 0);
         assert!(!names.contains(&other));
-        assert!(saved_game_name("../x", "greedy", 0).starts_with("_._x-"));
+        let other_hw = saved_game_name(&long, &("h".repeat(59) + "g"), "greedy", 0);
+        assert!(!names.contains(&other_hw));
+        assert!(saved_game_name("../x", "tpu-v4i-like", "greedy", 0).starts_with("_._x-"));
+        assert!(saved_game_name("x", "../hw", "greedy", 0).starts_with("x-_._hw-"));
     }
 }
