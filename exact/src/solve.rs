@@ -353,6 +353,13 @@ fn solve_within(
                 model.region = None;
                 search.region = None;
             }
+            // microlp can fail numerically ("Singular matrix") on a large model where it
+            // solved a smaller one: the rounds end there, as a window's do, and the solve
+            // keeps the mappings it has and the bound proven before (unproven).
+            Err(ExactError::Mip(MipError::Solver(_))) => {
+                lazy.proven = false;
+                break;
+            }
             Err(e) => return Err(e),
         }
     }
