@@ -31,19 +31,20 @@ fn refused(args: &[&str], needles: &[&str]) {
     }
 }
 
+/// The path `play --save DIR` gives `workload`'s game by `player` at seed 0 on the default
+/// hardware.
+fn saved(dir: &Path, workload: &str, player: &str) -> String {
+    let name = format!("{workload}-tpu-v4i-like-{player}-0.game");
+    dir.join(name).display().to_string()
+}
+
 #[test]
 fn html_pages_are_written_and_described() {
     let dir = folder("ok");
     play(&dir, &["--workload", "alexnet", "--player", "greedy"]);
     play(&dir, &["--workload", "alexnet", "--player", "xla"]);
-    let g = dir
-        .join("alexnet-tpu-v4i-like-greedy-0.game")
-        .display()
-        .to_string();
-    let x = dir
-        .join("alexnet-tpu-v4i-like-xla-0.game")
-        .display()
-        .to_string();
+    let g = saved(&dir, "alexnet", "greedy");
+    let x = saved(&dir, "alexnet", "xla");
     let page = dir.join("g.html");
     let p = page.display().to_string();
     let (code, out, err) = run(&["replay", &g, "--html", &p]);
@@ -94,18 +95,9 @@ fn bad_input_is_one_error_naming_the_file() {
             "2MiB",
         ],
     );
-    let g = dir
-        .join("alexnet-tpu-v4i-like-greedy-0.game")
-        .display()
-        .to_string();
-    let u = dir
-        .join("unet-tpu-v4i-like-greedy-0.game")
-        .display()
-        .to_string();
-    let h = other_hw
-        .join("alexnet-tpu-v4i-like-xla-0.game")
-        .display()
-        .to_string();
+    let g = saved(&dir, "alexnet", "greedy");
+    let u = saved(&dir, "unet", "greedy");
+    let h = saved(&other_hw, "alexnet", "xla");
     let out = dir.join("x.html").display().to_string();
     // A game of another program.
     refused(

@@ -353,13 +353,6 @@ fn solve_within(
                 model.region = None;
                 search.region = None;
             }
-            // microlp can fail numerically ("Singular matrix") on a large model where it
-            // solved a smaller one: the rounds end there, as a window's do, and the solve
-            // keeps the mappings it has and the bound proven before (unproven).
-            Err(ExactError::Mip(MipError::Solver(_))) => {
-                lazy.proven = false;
-                break;
-            }
             Err(e) => return Err(e),
         }
     }
@@ -420,7 +413,10 @@ impl Lazy {
         }
         let r = match model.solve(&pair_list, start, &limits) {
             Ok(r) => r,
-            Err(MipError::NoSolution) => return Ok(false),
+            // microlp can fail numerically ("Singular matrix") on a large model where it
+            // solved a smaller one: the rounds end there, as a window's do, and the solve
+            // keeps the mappings it has and the bound proven before (unproven).
+            Err(MipError::NoSolution | MipError::Solver(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
         self.rounds += 1;
