@@ -20,7 +20,8 @@
 //!   (local branching: a learned start's injection).
 //! - [`improve`]: windows, where the whole model does not finish: the MIP repairs a window
 //!   of ops of a mapping at a time, the rest fixed, and a repair is kept when it simulates
-//!   faster.
+//!   faster; [`improve_beside`] repairs a faster mapping offered from beside (a search's)
+//!   as soon as it is offered.
 
 #![warn(missing_docs)]
 
@@ -46,7 +47,7 @@ pub use solve::{
     model_size, no_fast_level_slower, solve, solve_in_region, solve_model, ExactConfig, ExactError,
     ExactSolution, ModelSize, Objective, Status, SETUP_NONZEROS_PER_S, WHOLE_MODEL_REACH,
 };
-pub use windows::{improve, WindowConfig, WindowResult, WindowStats, Windows};
+pub use windows::{improve, improve_beside, WindowConfig, WindowResult, WindowStats, Windows};
 
 use accel_sim::{Hardware, Mapping, Program};
 

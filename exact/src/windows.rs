@@ -83,6 +83,9 @@ pub struct WindowStats {
     /// Repairs whose model the backend failed on (microlp can, numerically): skipped.
     #[serde(default)]
     pub failed: usize,
+    /// Faster mappings offered from beside ([`improve_beside`]) the windows took up.
+    #[serde(default)]
+    pub adopted: usize,
     /// The window's length in ops at the end.
     pub window_ops: usize,
     /// Wall-clock seconds the windows took.
@@ -117,6 +120,23 @@ pub fn improve(
     config: &WindowConfig,
     on_better: &mut dyn FnMut(&Mapping, f64),
 ) -> Result<WindowResult, ExactError> {
+    improve_beside(program, hw, start, config, on_better, &mut |_| None)
+}
+
+/// [`improve`] beside another solver: before each repair `offered` is asked for a mapping
+/// faster than the windows' latency (its argument); one that simulates faster and passes
+/// the validator becomes the mapping the windows repair from then on. So the MIP repairs
+/// the best mapping found anywhere, not only its own (a local search's, say), and what
+/// it returns is no slower than anything it was offered. An offered mapping is not a
+/// repair: `on_better` is not told of it.
+pub fn improve_beside(
+    program: &Program,
+    hw: &Hardware,
+    start: &Mapping,
+    config: &WindowConfig,
+    on_better: &mut dyn FnMut(&Mapping, f64),
+    offered: &mut dyn FnMut(f64) -> Option<Mapping>,
+) -> Result<WindowResult, ExactError> {
     let t0 = Instant::now();
     start
         .validate(program, hw)
@@ -135,6 +155,12 @@ pub fn improve(
         let left = config.seconds - t0.elapsed().as_secs_f64();
         if left < 0.05 || ops == 0 {
             break;
+        }
+        if let Some((mapping, l)) = adopt(program, hw, &mut repairer, offered(latency), latency) {
+            best = mapping;
+            latency = l;
+            stats.adopted += 1;
+            chooser.weigh(&mut repairer, &best);
         }
         let mut window = chooser.next();
         while chooser.len > MIN_WINDOW_OPS
@@ -170,6 +196,21 @@ pub fn improve(
         simulated_s: latency,
         stats,
     })
+}
+
+/// `offer` with its simulated latency where it is valid and simulates faster than
+/// `latency`; an invalid one is dropped (the windows' mapping must stay valid).
+fn adopt(
+    program: &Program,
+    hw: &Hardware,
+    repairer: &mut Repairer,
+    offer: Option<Mapping>,
+    latency: f64,
+) -> Option<(Mapping, f64)> {
+    let mapping = offer?;
+    mapping.validate(program, hw).ok()?;
+    let l = repairer.sim.run(&mapping, false).latency_s;
+    (l < latency).then_some((mapping, l))
 }
 
 /// Where the next window goes and how long it is.

@@ -69,6 +69,54 @@ fn windows_never_return_an_invalid_or_slower_mapping() {
     assert!(improved >= 6, "{improved}");
 }
 
+/// Beside another solver, the windows take up a faster mapping offered before a repair
+/// (and return one no slower than it), pass over a slower one, and drop one the validator
+/// refuses: what they return is valid whatever they are offered.
+#[test]
+fn windows_take_up_a_faster_offered_mapping_and_only_that() {
+    let program = Arc::new(bench_workloads::synthetic::random_dag(60, 5));
+    let hw = accel_sim::fixtures::binding_hw(&program, "tpu-v4i-like", 4);
+    let mut sim = Simulator::new(&program, &hw);
+    let mut games = random_games(&program, &hw, 8);
+    games.sort_by(|a, b| {
+        let (a, b) = (sim.run(a, false).latency_s, sim.run(b, false).latency_s);
+        a.total_cmp(&b)
+    });
+    let (fastest, slowest) = (games[0].clone(), games[games.len() - 1].clone());
+    let fastest_s = sim.run(&fastest, false).latency_s;
+    assert!(fastest_s < sim.run(&slowest, false).latency_s);
+    let config = exact::WindowConfig {
+        seconds: 0.4,
+        seed: 3,
+    };
+    let run = |start: &Mapping, offer: Mapping| {
+        let mut asked = 0;
+        let r = exact::improve_beside(&program, &hw, start, &config, &mut |_, _| {}, &mut |l| {
+            asked += 1;
+            assert!(l > 0.0);
+            Some(offer.clone())
+        })
+        .unwrap();
+        r.mapping.validate(&program, &hw).unwrap();
+        assert!(asked >= 1);
+        r
+    };
+    // From the slowest game, offered the fastest: taken, and the answer is no slower.
+    let r = run(&slowest, fastest.clone());
+    assert_eq!(r.stats.adopted, 1);
+    assert!(r.simulated_s <= fastest_s);
+    // From the fastest, offered the slowest: never taken.
+    let r = run(&fastest, slowest.clone());
+    assert_eq!(r.stats.adopted, 0);
+    assert!(r.simulated_s <= fastest_s);
+    // An offer the validator refuses (every buffer dropped) is never taken.
+    let mut broken = fastest.clone();
+    broken.buffers.clear();
+    assert!(broken.validate(&program, &hw).is_err());
+    let r = run(&slowest, broken);
+    assert_eq!(r.stats.adopted, 0);
+}
+
 /// Where the whole model finishes, windows from its mapping return one no slower.
 #[test]
 fn windows_after_a_proven_model_are_no_worse() {

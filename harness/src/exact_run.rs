@@ -326,11 +326,15 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
     Ok(sim.run(mapping, false).latency_s)
 }
 
-/// The exact solver's mapping for another solver's start, within `seconds`: the MIP for
-/// half of them (its whole model where the backend can build it), then, where it did not
-/// finish or its mapping simulates far from its bound, windows from its fastest mapping
-/// for the rest, as in the exact pipeline (no bound by blocks: a start needs no bound).
-/// `None` where `seconds` is 0 or the MIP gives nothing.
+/// The exact solver's mapping for a search beside it, and the name of the line it came
+/// from, within `seconds`: the MIP for half of them (its whole model where the backend
+/// can build it), then, where it did not finish or its mapping simulates far from its
+/// bound, windows for the rest, as in the exact pipeline (no bound by blocks: a start
+/// needs no bound). The windows repair the fastest mapping known: the MIP's, or the
+/// search's best (`beside`) whenever that is faster, so the name is `mip`, or the
+/// search's start's with `+search+windows` (`starts+windows` where the search's chains
+/// had not begun). `None` where `seconds` is 0 or the MIP gives
+/// nothing.
 /// With `injected`'s trust region the MIP stays inside it ([`exact::solve_in_region`]) and
 /// `injected`'s mappings join its starts; the windows after it range freely.
 pub(crate) fn mip_mapping(
@@ -338,7 +342,8 @@ pub(crate) fn mip_mapping(
     seconds: f64,
     seed: u64,
     injected: &Injected,
-) -> Option<Mapping> {
+    beside: &Incumbent,
+) -> Option<(Mapping, String)> {
     if seconds <= 0.0 {
         return None;
     }
@@ -358,22 +363,46 @@ pub(crate) fn mip_mapping(
     }
     .ok()?;
     let left = seconds - t0.elapsed().as_secs_f64();
+    let mip = || Some((solution.mapping.clone(), "mip".to_string()));
     if left <= 0.0 || !windows_wanted(exact::Windows::Auto, &solution) {
-        return Some(solution.mapping);
+        return mip();
     }
     let config = exact::WindowConfig {
         seconds: left,
         seed,
     };
-    match exact::improve(
+    // The search's best is offered once per improvement: taking it replays its game.
+    let mut tried = f64::INFINITY;
+    let mut from = None;
+    let mut offered = |latency: f64| {
+        let l = beside.best_latency().filter(|&l| l < latency.min(tried))?;
+        tried = l;
+        from = beside.start();
+        beside.best().map(|g| g.mapping())
+    };
+    let found = exact::improve_beside(
         &case.program,
         &case.hw,
         &solution.mapping,
         &config,
         &mut |_, _| {},
-    ) {
-        Ok(found) if found.simulated_s < solution.simulated_s => Some(found.mapping),
-        _ => Some(solution.mapping),
+        &mut offered,
+    );
+    match found {
+        Ok(found) if found.simulated_s < solution.simulated_s => {
+            // The search's best, repaired or not since it was taken up; before its chains
+            // began (their starts still playing), the fastest of the starts played.
+            let from = from.map_or("starts".to_string(), |f| format!("{f}+search"));
+            let name = if found.stats.adopted == 0 {
+                "mip".to_string()
+            } else if found.simulated_s < tried {
+                format!("{from}+windows")
+            } else {
+                from
+            };
+            Some((found.mapping, name))
+        }
+        _ => mip(),
     }
 }
 

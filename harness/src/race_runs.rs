@@ -216,7 +216,9 @@ pub fn guided_from(
         ran = if share_s > 0.0 {
             let mip = Beside {
                 until: began + Duration::from_secs_f64(share_s),
-                run: Box::new(|| mip_start(case, seconds, config.seed, &setup, &injected)),
+                run: Box::new(|| {
+                    mip_start(case, seconds, config.seed, &setup, &injected, &incumbent)
+                }),
                 known: injected.starts.clone(),
             };
             search
@@ -423,17 +425,19 @@ fn agent_guide_name(config: &RaceConfig) -> String {
 }
 
 /// The MIP's line for a guided search's starts: the exact solver's mapping
-/// ([`crate::exact_run::mip_mapping`]: the MIP, then windows) within `seconds`, played on
-/// `setup` as its own line. None where the MIP gives nothing.
+/// ([`crate::exact_run::mip_mapping`]: the MIP, then windows repairing the fastest of its
+/// mapping and the search's best in `incumbent`) within `seconds`, played on `setup` as
+/// its own line. None where the MIP gives nothing.
 fn mip_start(
     case: &Case,
     seconds: f64,
     seed: u64,
     setup: &Arc<GameSetup>,
     injected: &Injected,
+    incumbent: &Incumbent,
 ) -> Vec<Start> {
-    crate::exact_run::mip_mapping(case, seconds, seed, injected)
-        .map(|m| vec![Start::new("mip", setup.nearest_trajectory(&m))])
+    crate::exact_run::mip_mapping(case, seconds, seed, injected, incumbent)
+        .map(|(m, name)| vec![Start::new(&name, setup.nearest_trajectory(&m))])
         .unwrap_or_default()
 }
 
