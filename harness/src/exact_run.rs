@@ -329,11 +329,8 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
 /// The exact solver's mapping for a search beside it, and the name of the line it came
 /// from, within `seconds`: the MIP for half of them (its whole model where the backend
 /// can build it), then, where it did not finish or its mapping simulates far from its
-/// bound, windows for the rest, as in the exact pipeline (no bound by blocks: a start
-/// needs no bound). The windows repair the fastest mapping known: the MIP's, or the
-/// search's best (`beside`) whenever that is faster, so the name is `mip`, or the
-/// search's start's with `+search+windows` (`starts+windows` where the search's chains
-/// had not begun). `None` where `seconds` is 0 or the MIP gives
+/// bound, windows for the rest ([`windows_beside`]), as in the exact pipeline (no bound
+/// by blocks: a start needs no bound). `None` where `seconds` is 0 or the MIP gives
 /// nothing.
 /// With `injected`'s trust region the MIP stays inside it ([`exact::solve_in_region`]) and
 /// `injected`'s mappings join its starts; the windows after it range freely.
@@ -363,15 +360,27 @@ pub(crate) fn mip_mapping(
     }
     .ok()?;
     let left = seconds - t0.elapsed().as_secs_f64();
-    let mip = || Some((solution.mapping.clone(), "mip".to_string()));
     if left <= 0.0 || !windows_wanted(exact::Windows::Auto, &solution) {
-        return mip();
+        return Some((solution.mapping, "mip".to_string()));
     }
     let config = exact::WindowConfig {
         seconds: left,
         seed,
     };
-    // The search's best is offered once per improvement: taking it replays its game.
+    Some(windows_beside(case, solution, &config, beside))
+}
+
+/// Windows from `solution`'s mapping beside a search whose best is in `beside`: they
+/// repair the fastest mapping known, the MIP's or the search's best whenever that is
+/// faster ([`exact::improve_beside`]). The name is `mip`, or the search's start's with
+/// `+search+windows` (`starts+windows` where the search's chains had not begun).
+fn windows_beside(
+    case: &Case,
+    solution: exact::ExactSolution,
+    config: &exact::WindowConfig,
+    beside: &Incumbent,
+) -> (Mapping, String) {
+    // The search's best is taken once per improvement: taking it replays its game.
     let mut tried = f64::INFINITY;
     let mut from = None;
     let mut offered = |latency: f64| {
@@ -384,7 +393,7 @@ pub(crate) fn mip_mapping(
         &case.program,
         &case.hw,
         &solution.mapping,
-        &config,
+        config,
         &mut |_, _| {},
         &mut offered,
     );
@@ -400,9 +409,9 @@ pub(crate) fn mip_mapping(
             } else {
                 from
             };
-            Some((found.mapping, name))
+            (found.mapping, name)
         }
-        _ => mip(),
+        _ => (solution.mapping, "mip".to_string()),
     }
 }
 
