@@ -24,6 +24,8 @@ use crate::game::Game;
 use crate::options::{GameOptions, Reward};
 use accel_sim::BufferId;
 
+mod grid;
+
 /// Features describing one buffer.
 pub const BUFFER_FEATURES: usize = 12;
 /// Features describing the use a turn decides.
@@ -96,8 +98,10 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         let cells = options.grid_time * options.grid_offset;
         if let Some(b) = current {
             let (s, e) = program.live_range(b);
-            let cap = hw.levels[setup.level(li)].capacity as f64;
-            grid(game, li, s, e, cap, options, &mut out[at..at + cells]);
+            if let Some(heap) = game.heap(li) {
+                let (gt, go) = (options.grid_time, options.grid_offset);
+                grid::grid(heap, s, e, gt, go, &mut out[at..at + cells]);
+            }
         }
         at += cells;
     }
@@ -233,30 +237,6 @@ fn segment_features(game: &Game, f: &mut [f32]) {
     }
     let (done, all) = game.uses_decided();
     f[6] = done as f32 / all.max(1) as f32;
-}
-
-fn grid(game: &Game, li: usize, s: usize, e: usize, cap: f64, o: &GameOptions, out: &mut [f32]) {
-    let (gt, go) = (o.grid_time, o.grid_offset);
-    let span = (e + 1 - s) as f64;
-    let tbin = span / gt as f64;
-    let obin = cap / go as f64;
-    let Some(heap) = game.heap(li) else {
-        return;
-    };
-    heap.for_each_overlapping(s, e, |c| {
-        // The chunk's rectangle in grid units, clipped to the live range.
-        let t0 = (c.start.max(s) - s) as f64 / tbin;
-        let t1 = (c.end.min(e) + 1 - s) as f64 / tbin;
-        let o0 = c.offset as f64 / obin;
-        let o1 = (c.top() as f64 / obin).min(go as f64);
-        for ti in (t0.floor() as usize)..(t1.ceil() as usize).min(gt) {
-            let tw = (t1.min(ti as f64 + 1.0) - t0.max(ti as f64)).max(0.0);
-            for oi in (o0.floor() as usize)..(o1.ceil() as usize).min(go) {
-                let ow = (o1.min(oi as f64 + 1.0) - o0.max(oi as f64)).max(0.0);
-                out[ti * go + oi] += (tw * ow) as f32;
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ mod xla;
 
 pub use bound::bound_latency;
 pub use greedy_size::GreedySize;
-pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, TopGap};
+pub use heap::{Candidate, Chunk, ChunkHeap, ChunkId, HeapError, LaneMass, TopGap, MASS_LANES};
 pub use options::{CascadeTiming, EvictionOverBudget, XlaOptions, DEFAULT_MAX_REPACKS};
 pub use order::xla_order;
 pub use pass::XlaPassStats;

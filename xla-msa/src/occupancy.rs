@@ -9,6 +9,7 @@
 //! many chunks the interval overlaps.
 
 pub(crate) mod index;
+pub(crate) mod mass;
 mod parray;
 mod shared_array;
 
