@@ -62,8 +62,10 @@ fn by_mass(heap: &ChunkHeap, s: usize, e: usize, gt: usize, go: usize, out: &mut
     let at = |k: usize| k as i128 * span;
     let from = |op: usize| (op as i128 - s as i128) * g;
     let mut acc = vec![0i128; gt * go];
+    // The offset bins' edges, each the first byte of a lane.
+    let edges: Vec<u64> = (0..=go).map(|oi| heap.lane_start(oi * per)).collect();
     let bytes_in = |c: &Chunk, oi: usize| -> i128 {
-        let (lo, hi) = (heap.lane_start(oi * per), heap.lane_start((oi + 1) * per));
+        let (lo, hi) = (edges[oi], edges[oi + 1]);
         hi.min(c.top()).saturating_sub(lo.max(c.offset)) as i128
     };
     for k in 0..=gt {
