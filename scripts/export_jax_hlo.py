@@ -1,9 +1,10 @@
-"""Writes the HLO text of the JAX programs in scripts/jax_programs.py and
-scripts/jax_scale_programs.py (needs jax==0.10.2).
+"""Writes the HLO text of the JAX programs in scripts/jax_programs.py,
+scripts/jax_scale_programs.py and scripts/jax_generalist_programs.py (needs jax==0.10.2).
 
     python3 scripts/export_jax_hlo.py --checks   # bench-workloads/tests/data/hlo/
     python3 scripts/export_jax_hlo.py --bundle   # bench-workloads/data/jax/
     python3 scripts/export_jax_hlo.py --scale    # bench-workloads/data/scale/
+    python3 scripts/export_jax_hlo.py --generalist # bench-workloads/data/generalist/
 
 --checks writes each cross-check program's scheduled module (NAME.hlo.txt), its module
 before optimization (NAME.lowered.hlo.txt), and XLA's own figures for them (xla.json:
@@ -16,6 +17,8 @@ module (NAME.hlo.txt.gz) and its module before optimization (NAME-lowered.hlo.tx
 gzip-compressed, and scale.json: for each program its file, stage, weight parameter count,
 description and XLA's figures of the compiled program (bench-workloads/src/scale.rs reads
 it; ONLY=NAME,NAME rewrites some models and keeps the others' entries).
+--generalist writes the generalist's training and validation programs of the tier's size
+(jax_generalist_programs.MODELS) the same way, with generalist.json.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import jax
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax_programs  # noqa: E402
 import jax_scale_programs  # noqa: E402
+import jax_generalist_programs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -118,15 +122,16 @@ def bundle(out):
         print(f"{name}: weights {len(params)}: {description}")
 
 
-def scale(out, only):
+def tier(out, only, models, manifest):
+    """Each model of `models` in both stages, gzip-compressed, and the manifest."""
     os.makedirs(out, exist_ok=True)
-    manifest_path = os.path.join(out, "scale.json")
+    manifest_path = os.path.join(out, manifest)
     kept = []
     if only and os.path.exists(manifest_path):
         with open(manifest_path) as f:
-            kept = [p for p in json.load(f)["programs"] if p["model"] not in only]
+            kept = [p for p in json.load(f)["programs"] if p["model"] not in only and p["model"] in models]
     programs = []
-    for name, make in jax_scale_programs.MODELS.items():
+    for name, make in models.items():
         if only and name not in only:
             continue
         fn, args, weights, description = make()
@@ -154,7 +159,7 @@ def scale(out, only):
                 }
             )
             print(f"{name}{suffix}: {len(text)} chars, weights {len(params)}", flush=True)
-    order = list(jax_scale_programs.MODELS)
+    order = list(models)
     programs = sorted(kept + programs, key=lambda p: (order.index(p["model"]), p["stage"] == "lowered"))
     table = {"jax": jax.__version__, "programs": programs}
     write(manifest_path, json.dumps(table, indent=1) + "\n")
@@ -165,22 +170,29 @@ def main():
     ap.add_argument("--checks", action="store_true")
     ap.add_argument("--bundle", action="store_true")
     ap.add_argument("--scale", action="store_true")
+    ap.add_argument("--generalist", action="store_true")
     ap.add_argument("--checks-dir", default=os.path.join(ROOT, "bench-workloads/tests/data/hlo"))
     ap.add_argument("--bundle-dir", default=os.path.join(ROOT, "bench-workloads/data/jax"))
     ap.add_argument("--scale-dir", default=os.path.join(ROOT, "bench-workloads/data/scale"))
+    ap.add_argument("--generalist-dir", default=os.path.join(ROOT, "bench-workloads/data/generalist"))
     a = ap.parse_args()
-    if not (a.checks or a.bundle or a.scale):
-        ap.error("give --checks, --bundle, --scale or several")
+    if not (a.checks or a.bundle or a.scale or a.generalist):
+        ap.error("give --checks, --bundle, --scale, --generalist or several")
     if a.checks:
         checks(a.checks_dir)
     if a.bundle:
         bundle(a.bundle_dir)
-    if a.scale:
-        only = {n for n in os.environ.get("ONLY", "").split(",") if n}
-        unknown = only - set(jax_scale_programs.MODELS)
+    only = {n for n in os.environ.get("ONLY", "").split(",") if n}
+    for chosen, models, out, manifest in (
+        (a.scale, jax_scale_programs.MODELS, a.scale_dir, "scale.json"),
+        (a.generalist, jax_generalist_programs.MODELS, a.generalist_dir, "generalist.json"),
+    ):
+        if not chosen:
+            continue
+        unknown = only - set(models)
         if unknown:
-            ap.error(f"ONLY: no such model {sorted(unknown)} (models: {list(jax_scale_programs.MODELS)})")
-        scale(a.scale_dir, only)
+            ap.error(f"ONLY: no such model {sorted(unknown)} (models: {list(models)})")
+        tier(out, only, models, manifest)
 
 
 if __name__ == "__main__":

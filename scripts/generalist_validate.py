@@ -2,7 +2,8 @@
 """Chooses the generalist's checkpoint on the validation families.
 
     cargo build --release -p mallocmuzero
-    python3 scripts/generalist_validate.py RUN [CHECKPOINTS] [--proposal-rounds R] [--json OUT]
+    python3 scripts/generalist_validate.py RUN [CHECKPOINTS] [--proposal-rounds R] [--tier-size] [--json OUT]
+    python3 scripts/generalist_validate.py --bundled [--tier-size]   # the bundled network alone
 
 RUN is a `train --suite` run folder; CHECKPOINTS a folder of checkpoints, one sub-folder
 per checkpoint (`iter-000049/` with its `weights.safetensors` and `checkpoint.json`, or
@@ -12,7 +13,10 @@ started with `--keep-checkpoints` keeps each one there. Each checkpoint plays, z
 the game: how the bundled checkpoint was chosen; `--proposal-rounds R` adds the agent's
 proposals after the game), every validation case:
 the workloads of malloc_muzero::generalist::VALIDATION_WORKLOADS (whole families the run
-never trains on, none of them held out) on tpu-v4i-like at 8 and 16 MiB.
+never trains on, none of them held out) on tpu-v4i-like at 8 and 16 MiB; `--tier-size` adds
+generalist::TIER_SIZE_VALIDATION (RegNetY at the scale tier's size: the training step at the
+scale rule's capacity and 32 MiB, its lowered form at the scale rule), the cases on which the
+bundled network was compared with the one before it.
 
 The choice, fixed before any checkpoint was measured: the highest geometric-mean speedup
 over xla; within 0.1% of it, the checkpoint no slower than xla on more cases; then the
@@ -31,6 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 VALIDATION = ["shufflenet-v2", "regnet-y-400mf", "vit-b16"]
 CAPACITIES = ["8MiB", "16MiB"]
+TIER_SIZE = [("jax-regnety-train", "scale-rule"), ("jax-regnety-train", "32MiB"),
+             ("jax-regnety-train-lowered", "scale-rule")]
 HARDWARE = "tpu-v4i-like"
 
 
@@ -66,13 +72,13 @@ def play(cli, workload, capacity, sims, rounds, checkpoint):
     return rows["xla"]["latency_s"], rows["muzero"]["latency_s"], rows["muzero"]["solve_s"]
 
 
-def measure(cli, sims, rounds, checkpoint):
+def measure(cli, sims, rounds, checkpoint, tier_size=False):
     cases = []
-    for w in VALIDATION:
-        for cap in CAPACITIES:
-            xla, agent, secs = play(cli, w, cap, sims, rounds, checkpoint)
-            cases.append({"workload": w, "capacity": cap, "xla_s": xla, "agent_s": agent,
-                          "speedup": xla / agent, "time_s": secs})
+    todo = [(w, cap) for w in VALIDATION for cap in CAPACITIES] + (TIER_SIZE if tier_size else [])
+    for w, cap in todo:
+        xla, agent, secs = play(cli, w, cap, sims, rounds, checkpoint)
+        cases.append({"workload": w, "capacity": cap, "xla_s": xla, "agent_s": agent,
+                      "speedup": xla / agent, "time_s": secs})
     speedups = [c["speedup"] for c in cases]
     return {
         "geomean_vs_xla": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
@@ -83,13 +89,23 @@ def measure(cli, sims, rounds, checkpoint):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("run")
+    p.add_argument("run", nargs="?")
     p.add_argument("checkpoints", nargs="?")
     p.add_argument("--cli", default=os.path.join(ROOT, "target", "release", "mallocmuzero"))
     p.add_argument("--simulations", type=int, default=64)
     p.add_argument("--proposal-rounds", type=int, default=0)
+    p.add_argument("--tier-size", action="store_true")
+    p.add_argument("--bundled", action="store_true", help="play the bundled network (no RUN)")
     p.add_argument("--json")
     a = p.parse_args()
+    if a.bundled:
+        r = measure(a.cli, a.simulations, a.proposal_rounds, None, a.tier_size)
+        for c in r["cases"]:
+            print(f"{c['workload']} {c['capacity']}: {c['speedup']:.4f}x")
+        print(f"bundled: {r['geomean_vs_xla']:.4f}x vs xla, no slower on {r['no_slower_than_xla']}/{len(r['cases'])}")
+        return
+    if not a.run:
+        p.error("give RUN, or --bundled")
     folder = a.checkpoints or os.path.join(a.run, "checkpoints")
     names = sorted(n for n in os.listdir(folder) if os.path.isdir(os.path.join(folder, n)))
     if not names:
@@ -99,7 +115,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             run_view = os.path.join(tmp, "run")
             view(a.run, folder, name, run_view)
-            r = measure(a.cli, a.simulations, a.proposal_rounds, run_view)
+            r = measure(a.cli, a.simulations, a.proposal_rounds, run_view, a.tier_size)
         latest = json.load(open(describe(os.path.join(folder, name))))
         r["train_steps"] = latest["train_steps"]
         results[name] = r

@@ -30,7 +30,7 @@ use accel_sim::{Program, ProgramError};
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     /// No built-in workload has this name, and no file is named by it.
-    #[error("unknown workload `{name}` (built in: {list}; the scale tier: {scale})", list = names().join(", "), scale = scale::names().join(", "))]
+    #[error("unknown workload `{name}` (built in: {list}; the scale tier: {scale}; for the generalist: {generalist})", list = names().join(", "), scale = scale::names().join(", "), generalist = scale::generalist_names().join(", "))]
     Unknown {
         /// The name given.
         name: String,
@@ -57,8 +57,9 @@ pub enum WorkloadError {
 }
 
 /// Names of the built-in workloads: traced models, bundled JAX programs, then generated
-/// ones. The scale tier's ([`scale::names`]) load by name too but are not among these:
-/// each is thousands of ops, too many for the loops over every workload here.
+/// ones. The scale tier's ([`scale::names`]) and the generalist's programs of its size
+/// ([`scale::generalist_names`]) load by name too but are not among these: each is
+/// hundreds to thousands of ops, too many for the loops over every workload here.
 pub fn names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = json::EMBEDDED.iter().map(|(n, _)| *n).collect();
     v.extend(hlo::names());
@@ -69,7 +70,9 @@ pub fn names() -> Vec<&'static str> {
 
 /// Whether `name` is a workload built into this build, of either tier.
 pub fn is_builtin(name: &str) -> bool {
-    names().contains(&name) || scale::names().contains(&name)
+    names().contains(&name)
+        || scale::names().contains(&name)
+        || scale::generalist_names().contains(&name)
 }
 
 /// A built-in workload by name (either tier), or a user file: a path ending in `.json`

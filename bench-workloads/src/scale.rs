@@ -15,32 +15,73 @@ use accel_sim::Program;
 use serde::Deserialize;
 use std::io::Read;
 
-/// A file of `data/scale/` with its name.
-macro_rules! scale_file {
-    ($name:literal) => {
-        ($name, include_bytes!(concat!("../data/scale/", $name)))
+/// A file of `data/DIR/` with its name.
+macro_rules! data_file {
+    ($dir:literal, $name:literal) => {
+        ($name, include_bytes!(concat!("../data/", $dir, "/", $name)))
     };
 }
 
-/// The compressed files, by file name (the manifest names each program's file).
-const FILES: &[(&str, &[u8])] = &[
-    scale_file!("jax-gpt-12l-train.hlo.txt.gz"),
-    scale_file!("jax-gpt-12l-train-lowered.hlo.txt.gz"),
-    scale_file!("jax-llama-1b-prefill.hlo.txt.gz"),
-    scale_file!("jax-llama-1b-prefill-lowered.hlo.txt.gz"),
-    scale_file!("jax-llama-1b-decode.hlo.txt.gz"),
-    scale_file!("jax-llama-1b-decode-lowered.hlo.txt.gz"),
-    scale_file!("jax-vit-b16-train.hlo.txt.gz"),
-    scale_file!("jax-vit-b16-train-lowered.hlo.txt.gz"),
-    scale_file!("jax-resnet50-train.hlo.txt.gz"),
-    scale_file!("jax-resnet50-train-lowered.hlo.txt.gz"),
-    scale_file!("jax-unet-diffusion-train.hlo.txt.gz"),
-    scale_file!("jax-unet-diffusion-train-lowered.hlo.txt.gz"),
-    scale_file!("jax-moe-8e-train.hlo.txt.gz"),
-    scale_file!("jax-moe-8e-train-lowered.hlo.txt.gz"),
-];
+/// A set of compressed HLO programs with their manifest, as the exporter writes them.
+struct Set {
+    /// The folder under `data/`, as errors name it.
+    dir: &'static str,
+    /// The manifest's file name.
+    manifest_file: &'static str,
+    /// The script whose models they are.
+    script: &'static str,
+    /// The compressed files, by file name (the manifest names each program's file).
+    files: &'static [(&'static str, &'static [u8])],
+    manifest: &'static str,
+}
 
-const MANIFEST: &str = include_str!("../data/scale/scale.json");
+/// The scale tier.
+const SCALE: Set = Set {
+    dir: "scale",
+    manifest_file: "scale.json",
+    script: "scripts/jax_scale_programs.py",
+    files: &[
+        data_file!("scale", "jax-gpt-12l-train.hlo.txt.gz"),
+        data_file!("scale", "jax-gpt-12l-train-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-llama-1b-prefill.hlo.txt.gz"),
+        data_file!("scale", "jax-llama-1b-prefill-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-llama-1b-decode.hlo.txt.gz"),
+        data_file!("scale", "jax-llama-1b-decode-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-vit-b16-train.hlo.txt.gz"),
+        data_file!("scale", "jax-vit-b16-train-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-resnet50-train.hlo.txt.gz"),
+        data_file!("scale", "jax-resnet50-train-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-unet-diffusion-train.hlo.txt.gz"),
+        data_file!("scale", "jax-unet-diffusion-train-lowered.hlo.txt.gz"),
+        data_file!("scale", "jax-moe-8e-train.hlo.txt.gz"),
+        data_file!("scale", "jax-moe-8e-train-lowered.hlo.txt.gz"),
+    ],
+    manifest: include_str!("../data/scale/scale.json"),
+};
+
+/// Programs of the tier's size that are not the tier's, for the bundled generalist's
+/// training and validation: other models and shapes, `scripts/export_jax_hlo.py
+/// --generalist`.
+const GENERALIST: Set = Set {
+    dir: "generalist",
+    manifest_file: "generalist.json",
+    script: "scripts/jax_generalist_programs.py",
+    files: &[
+        data_file!("generalist", "jax-bert-6l-mlm-train.hlo.txt.gz"),
+        data_file!("generalist", "jax-bert-6l-mlm-train-lowered.hlo.txt.gz"),
+        data_file!("generalist", "jax-llama-6l-train.hlo.txt.gz"),
+        data_file!("generalist", "jax-llama-6l-train-lowered.hlo.txt.gz"),
+        data_file!("generalist", "jax-mixer-8l-train.hlo.txt.gz"),
+        data_file!("generalist", "jax-mixer-8l-train-lowered.hlo.txt.gz"),
+        data_file!("generalist", "jax-wrn-16-train.hlo.txt.gz"),
+        data_file!("generalist", "jax-wrn-16-train-lowered.hlo.txt.gz"),
+        data_file!("generalist", "jax-encoder-24l-forward.hlo.txt.gz"),
+        data_file!("generalist", "jax-encoder-24l-forward-lowered.hlo.txt.gz"),
+        data_file!("generalist", "jax-regnety-train.hlo.txt.gz"),
+        data_file!("generalist", "jax-regnety-train-lowered.hlo.txt.gz"),
+    ],
+    manifest: include_str!("../data/generalist/generalist.json"),
+};
 
 /// `scale.json`: what the exporter wrote beside the files.
 #[derive(Debug, Deserialize)]
@@ -58,7 +99,7 @@ pub struct ScaleProgram {
     pub name: String,
     /// The model, the same for both stages.
     pub model: String,
-    /// The compressed HLO text's file name in `data/scale/`.
+    /// The compressed HLO text's file name in `data/scale/` (or `data/generalist/`).
     pub file: String,
     /// `optimized` (XLA's scheduled module) or `lowered` (before optimization).
     pub stage: String,
@@ -90,51 +131,78 @@ pub struct XlaFigures {
     pub temp_bytes: u64,
 }
 
-/// The tier's manifest. The file is checked in beside the programs; the tests read it, so a
-/// parse failure here is a broken checkout.
+impl Set {
+    /// The set's manifest. The file is checked in beside the programs; the tests read it,
+    /// so a parse failure here is a broken checkout.
+    fn manifest(&self) -> Manifest {
+        serde_json::from_str(self.manifest).expect("a data manifest parses (checked by the tests)")
+    }
+
+    fn names(&self) -> Vec<&'static str> {
+        self.files
+            .iter()
+            .map(|(f, _)| f.strip_suffix(".hlo.txt.gz").unwrap_or(f))
+            .collect()
+    }
+
+    fn builtin(&self, name: &str) -> Option<Result<Program, WorkloadError>> {
+        let (file, bytes) = self
+            .files
+            .iter()
+            .find(|(f, _)| f.strip_suffix(".hlo.txt.gz") == Some(name))?;
+        let manifest = self.manifest();
+        let Some(entry) = manifest.programs.iter().find(|p| p.file == *file) else {
+            return Some(Err(WorkloadError::Parse {
+                origin: format!("data/{}/{}", self.dir, self.manifest_file),
+                msg: format!("no entry for `{file}`"),
+            }));
+        };
+        Some(gunzip(bytes, file).and_then(|text| {
+            let options = hlo::Options {
+                name: Some(name.to_string()),
+                weight_parameters: (0..entry.weights).collect(),
+                description: Some(format!(
+                    "{} ({}, jax {} on CPU, f32; the {})",
+                    entry.description,
+                    self.script,
+                    manifest.jax,
+                    if entry.stage == "lowered" {
+                        "module before XLA's optimizations"
+                    } else {
+                        "module XLA scheduled"
+                    }
+                )),
+                ..hlo::Options::default()
+            };
+            hlo::parse_program_with(&text, name, &options)
+        }))
+    }
+}
+
+/// The tier's manifest.
 pub fn manifest() -> Manifest {
-    serde_json::from_str(MANIFEST).expect("data/scale/scale.json parses (checked by the tests)")
+    SCALE.manifest()
 }
 
 /// The tier's workload names, in the manifest's order (each model, then its `-lowered`).
 pub fn names() -> Vec<&'static str> {
-    FILES
-        .iter()
-        .map(|(f, _)| f.strip_suffix(".hlo.txt.gz").unwrap_or(f))
-        .collect()
+    SCALE.names()
 }
 
-/// A program of the tier by name.
+/// The generalist's programs' manifest ([`generalist_names`]).
+pub fn generalist_manifest() -> Manifest {
+    GENERALIST.manifest()
+}
+
+/// The names of the programs of the tier's size kept for the bundled generalist's training
+/// and validation, which are not the tier's: each model, then its `-lowered`.
+pub fn generalist_names() -> Vec<&'static str> {
+    GENERALIST.names()
+}
+
+/// A program of the tier, or of the generalist's programs of its size, by name.
 pub fn builtin(name: &str) -> Option<Result<Program, WorkloadError>> {
-    let (file, bytes) = FILES
-        .iter()
-        .find(|(f, _)| f.strip_suffix(".hlo.txt.gz") == Some(name))?;
-    let manifest = manifest();
-    let Some(entry) = manifest.programs.iter().find(|p| p.file == *file) else {
-        return Some(Err(WorkloadError::Parse {
-            origin: "data/scale/scale.json".into(),
-            msg: format!("no entry for `{file}`"),
-        }));
-    };
-    Some(gunzip(bytes, file).and_then(|text| {
-        let options = hlo::Options {
-            name: Some(name.to_string()),
-            weight_parameters: (0..entry.weights).collect(),
-            description: Some(format!(
-                "{} ({}, jax {} on CPU, f32; the {})",
-                entry.description,
-                "scripts/jax_scale_programs.py",
-                manifest.jax,
-                if entry.stage == "lowered" {
-                    "module before XLA's optimizations"
-                } else {
-                    "module XLA scheduled"
-                }
-            )),
-            ..hlo::Options::default()
-        };
-        hlo::parse_program_with(&text, name, &options)
-    }))
+    SCALE.builtin(name).or_else(|| GENERALIST.builtin(name))
 }
 
 /// gzip-compressed UTF-8 text, at most [`accel_sim::MAX_TEXT_BYTES`] once inflated (a
@@ -202,9 +270,18 @@ mod tests {
 
     #[test]
     fn every_file_has_a_manifest_entry_and_every_entry_a_file() {
-        let m = manifest();
+        for set in [&SCALE, &GENERALIST] {
+            files_match_manifest(set);
+        }
+        assert!(builtin("jax-mlp-train").is_none());
+        let scale = names();
+        assert!(generalist_names().iter().all(|n| !scale.contains(n)));
+    }
+
+    fn files_match_manifest(set: &Set) {
+        let m = set.manifest();
         assert_eq!(m.jax, "0.10.2");
-        let files: Vec<&str> = FILES.iter().map(|(f, _)| *f).collect();
+        let files: Vec<&str> = set.files.iter().map(|(f, _)| *f).collect();
         let listed: Vec<&str> = m.programs.iter().map(|p| p.file.as_str()).collect();
         assert_eq!(files, listed);
         for p in &m.programs {
@@ -214,7 +291,6 @@ mod tests {
             assert_eq!(p.file, format!("{}.hlo.txt.gz", p.name));
             assert!(p.weights > 0, "{}", p.name);
         }
-        assert_eq!(names().len(), m.programs.len());
-        assert!(builtin("jax-mlp-train").is_none());
+        assert_eq!(set.names().len(), m.programs.len());
     }
 }

@@ -290,6 +290,7 @@ fn workloads(json: bool) -> Result<()> {
     let tiers = [
         ("standard", bench_workloads::names()),
         ("scale", bench_workloads::scale::names()),
+        ("generalist", bench_workloads::scale::generalist_names()),
     ];
     for (tier, name) in tiers
         .iter()
@@ -335,7 +336,12 @@ fn workloads(json: bool) -> Result<()> {
     for (i, r) in rows.iter().enumerate() {
         let tier = r["tier"].as_str().unwrap_or_default();
         if i > 0 && rows[i - 1]["tier"].as_str() != Some(tier) {
-            outln!("\n{tier} tier (`evaluate --suite {tier}`, `suite {tier}`):");
+            match tier {
+                "generalist" => outln!(
+                    "\nfor the generalist (the tier's size, not the tier's: its training and validation programs):"
+                ),
+                _ => outln!("\n{tier} tier (`evaluate --suite {tier}`, `suite {tier}`):"),
+            }
         }
         outln!(
             "{:<width$} {:>6} {:>8} {:>10.2} {:>11} {:>11}",

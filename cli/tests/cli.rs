@@ -345,14 +345,18 @@ fn listings_are_json() {
     let w = json(&["workloads", "--json"]);
     let w = w["workloads"].as_array().unwrap();
     assert!(w.len() >= 14);
-    // Both tiers, the scale tier last.
+    // Both tiers, then the generalist's programs of the scale tier's size.
     let scale: Vec<_> = w.iter().filter(|r| r["tier"] == "scale").collect();
     assert!(scale.len() >= 10, "{}", scale.len());
+    let tiers: Vec<&str> = w.iter().map(|r| r["tier"].as_str().unwrap()).collect();
+    let first = |t| tiers.iter().position(|x| *x == t).unwrap();
+    assert!(first("standard") < first("scale") && first("scale") < first("generalist"));
+    assert!(tiers
+        .iter()
+        .all(|t| ["standard", "scale", "generalist"].contains(t)));
     assert!(w
         .iter()
-        .all(|r| r["tier"] == "standard" || r["tier"] == "scale"));
-    assert!(scale
-        .iter()
+        .filter(|r| r["tier"] != "standard")
         .all(|r| (500..=20_000).contains(&r["ops"].as_u64().unwrap())));
     let h = json(&["hardware", "--json"]);
     assert_eq!(h["hardware"].as_array().unwrap().len(), 2);

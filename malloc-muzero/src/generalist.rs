@@ -55,11 +55,32 @@ pub const TRAINING_WORKLOADS: &[&str] = &[
     "llama-small-s128",
 ];
 
+/// Programs of the scale tier's size (500 to 800 ops, XLA's scheduled modules of JAX
+/// models) that are not the tier's, with the fast capacities they train at: the scale
+/// rule's (`scale-rule`, as the tier's own cases get theirs) and half of it. Other models
+/// and shapes than the tier's (`bench_workloads::scale::generalist_names`).
+pub const TRAINING_PROGRAMS: &[(&str, [&str; 2])] = &[
+    ("jax-bert-6l-mlm-train", ["scale-rule", "64MiB"]),
+    ("jax-llama-6l-train", ["scale-rule", "64MiB"]),
+    ("jax-mixer-8l-train", ["scale-rule", "32MiB"]),
+    ("jax-wrn-16-train", ["scale-rule", "64MiB"]),
+    ("jax-encoder-24l-forward", ["scale-rule", "32MiB"]),
+];
+
 /// Whole families the generalist never trains on, on which its checkpoint is chosen: a
 /// mobile convnet (ShuffleNet v2), a convnet with squeeze-excitation blocks (RegNetY) and
 /// a vision transformer (ViT-B/16). None is held out: a choice made on them says nothing
 /// about the held-out programs in advance.
 pub const VALIDATION_WORKLOADS: &[&str] = &["shufflenet-v2", "regnet-y-400mf", "vit-b16"];
+
+/// The validation family RegNetY at the scale tier's size (a training step, both stages),
+/// with its capacities on tpu-v4i-like: `scripts/generalist_validate.py --tier-size` adds
+/// these cases to the six of [`VALIDATION_WORKLOADS`].
+pub const TIER_SIZE_VALIDATION: &[(&str, &str)] = &[
+    ("jax-regnety-train", "scale-rule"),
+    ("jax-regnety-train", "32MiB"),
+    ("jax-regnety-train-lowered", "scale-rule"),
+];
 
 /// The bundled workloads the generalist never trains on, for its evaluation (with the
 /// models of new families in `bench-workloads/heldout/`): MobileNet v2 and GPT-2 are
@@ -86,16 +107,21 @@ fn training_capacities(workload: &str) -> &'static [&'static str] {
     }
 }
 
-/// The cases of `train --suite`: every training workload at its training capacities.
+/// The cases of `train --suite`: every training workload at its training capacities, then
+/// every training program of the tier's size ([`TRAINING_PROGRAMS`]) at its two.
 pub fn training_cases() -> Vec<CaseSpec> {
-    TRAINING_WORKLOADS
+    let small = TRAINING_WORKLOADS
         .iter()
-        .flat_map(|w| {
-            training_capacities(w).iter().map(|cap| CaseSpec {
-                workload: w.to_string(),
-                hw: Some(TRAINING_HARDWARE.to_string()),
-                fast_capacity: Some(cap.to_string()),
-            })
+        .flat_map(|w| training_capacities(w).iter().map(move |cap| (*w, *cap)));
+    let large = TRAINING_PROGRAMS
+        .iter()
+        .flat_map(|(w, caps)| caps.iter().map(move |cap| (*w, *cap)));
+    small
+        .chain(large)
+        .map(|(w, cap)| CaseSpec {
+            workload: w.to_string(),
+            hw: Some(TRAINING_HARDWARE.to_string()),
+            fast_capacity: Some(cap.to_string()),
         })
         .collect()
 }
@@ -170,8 +196,38 @@ mod tests {
         for w in VALIDATION_WORKLOADS {
             assert!(!HELD_OUT_WORKLOADS.contains(w), "{w}");
         }
+        for (w, _) in TIER_SIZE_VALIDATION {
+            assert!(info.cases.iter().all(|c| c.workload != *w), "{w}");
+            assert!(TRAINING_PROGRAMS.iter().all(|(t, _)| t != w), "{w}");
+        }
         for c in &info.cases {
             assert!(!c.workload.contains("heldout"), "{}", c.workload);
         }
+    }
+
+    #[test]
+    fn training_programs_are_not_the_tiers_and_train_at_the_rule_and_half_of_it() {
+        let tier = bench_workloads::scale::names();
+        let training = bench_workloads::scale::generalist_names();
+        let hw = accel_sim::Hardware::preset(TRAINING_HARDWARE).unwrap();
+        for (w, [rule, half]) in TRAINING_PROGRAMS {
+            assert!(training.contains(w) && !tier.contains(w), "{w}");
+            assert_eq!(*rule, "scale-rule");
+            let program = bench_workloads::load(w).unwrap();
+            let ruled = bench_workloads::suite::scale_hardware(&program, hw.clone());
+            let cap = ruled.levels[ruled.fastest()].capacity;
+            assert_eq!(*half, format!("{}MiB", (cap / 2) >> 20), "{w}");
+        }
+        // The tier-size validation step at the rule's capacity and at half of it.
+        let regnety = bench_workloads::load(TIER_SIZE_VALIDATION[0].0).unwrap();
+        let ruled = bench_workloads::suite::scale_hardware(&regnety, hw.clone());
+        let cap = ruled.levels[ruled.fastest()].capacity;
+        assert_eq!(TIER_SIZE_VALIDATION[1].1, format!("{}MiB", (cap / 2) >> 20));
+        // The bundled network's run trained on exactly these cases.
+        let info = info().unwrap();
+        let names: Vec<&str> = info.cases.iter().map(|c| c.workload.as_str()).collect();
+        let cases = training_cases();
+        assert_eq!(cases.len(), 50);
+        assert!(cases.iter().map(|c| c.workload.as_str()).eq(names));
     }
 }
