@@ -9,6 +9,10 @@
 //! XLA's own figures for it. The JAX code is this project's own
 //! (`scripts/jax_scale_programs.py`), with random weights: nothing licensed comes in.
 //! docs/workloads.md lists them; [`crate::suite::scale_cases`] is their suite.
+//!
+//! Beside them, the same way (`--generalist`, `data/generalist/`,
+//! `scripts/jax_generalist_programs.py`): programs of the tier's size that are not the
+//! tier's, on which the bundled generalist trains and is validated ([`generalist_names`]).
 
 use crate::{hlo, WorkloadError};
 use accel_sim::Program;
