@@ -33,6 +33,16 @@ impl Chunk {
     pub fn top(&self) -> u64 {
         self.offset.saturating_add(self.size)
     }
+
+    /// The chunk as the time index and the mass hold it.
+    fn rect(&self) -> Rect {
+        Rect {
+            start: self.start,
+            end: self.end,
+            offset: self.offset,
+            top: self.top(),
+        }
+    }
 }
 
 /// Handle of a committed chunk, for [`ChunkHeap::remove`].
@@ -249,12 +259,7 @@ impl ChunkHeap {
         if lo <= hi {
             crate::watch::heap(lo, hi, 0, self.capacity);
             let mass = self.mass.get_or_init(|| {
-                let rects = self.iter().map(|(_, c)| Rect {
-                    start: c.start,
-                    end: c.end,
-                    offset: c.offset,
-                    top: c.top(),
-                });
+                let rects = self.iter().map(|(_, c)| c.rect());
                 Mass::of(self.capacity, self.horizon(), rects)
             });
             mass.starting_in(&self.index, lo, hi, &mut out);
@@ -491,12 +496,7 @@ impl ChunkHeap {
                 });
             }
         }
-        let rect = Rect {
-            start,
-            end,
-            offset,
-            top,
-        };
+        let rect = chunk.rect();
         let id = self.index.insert(rect);
         if let Some(m) = self.mass.get_mut() {
             m.change(&rect, true);
@@ -519,12 +519,7 @@ impl ChunkHeap {
     /// Removes a committed chunk (undoing a commit); `None` if `id` is not committed.
     pub fn remove(&mut self, id: ChunkId) -> Option<Chunk> {
         let chunk = self.chunks.get_mut(id)?.take()?;
-        let rect = Rect {
-            start: chunk.start,
-            end: chunk.end,
-            offset: chunk.offset,
-            top: chunk.top(),
-        };
+        let rect = chunk.rect();
         self.index.remove(id, rect);
         if let Some(m) = self.mass.get_mut() {
             m.change(&rect, false);
