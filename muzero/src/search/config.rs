@@ -17,6 +17,12 @@ pub struct GumbelConfig {
     pub c_scale: f32,
     /// Scale of the root Gumbel noise; 0 makes the search deterministic (evaluation).
     pub gumbel_scale: f32,
+    /// The least range the completed Q values are rescaled over. mctx's `1e-8` (the
+    /// default) stretches any two distinct values to span `[0, 1]`, so where the values
+    /// differ by their own noise (a long game whose turns each move the return by 1e-5)
+    /// that noise outweighs the policy; a floor keeps such differences as small as they
+    /// are against it.
+    pub min_q_range: f32,
 }
 
 impl Default for GumbelConfig {
@@ -26,6 +32,7 @@ impl Default for GumbelConfig {
             c_visit: 50.0,
             c_scale: 1.0,
             gumbel_scale: 1.0,
+            min_q_range: 1e-8,
         }
     }
 }
@@ -142,6 +149,12 @@ impl SearchConfig {
                     ));
                 }
             }
+            if !(g.min_q_range > 0.0 && g.min_q_range.is_finite()) {
+                return Err(format!(
+                    "search.gumbel.min_q_range = {}: must be finite and > 0",
+                    g.min_q_range
+                ));
+            }
         }
         Ok(())
     }
@@ -224,6 +237,16 @@ mod tests {
                     ..ok.clone()
                 },
                 "search.gumbel.c_visit = inf",
+            ),
+            (
+                SearchConfig {
+                    gumbel: Some(GumbelConfig {
+                        min_q_range: 0.0,
+                        ..Default::default()
+                    }),
+                    ..ok.clone()
+                },
+                "search.gumbel.min_q_range = 0",
             ),
         ];
         for (c, want) in cases {

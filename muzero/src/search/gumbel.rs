@@ -132,7 +132,7 @@ impl Tree {
                 hi = hi.max(out[act]);
             }
         }
-        let scale = (g.c_visit + max_n as f32) * g.c_scale / (hi - lo).max(1e-8);
+        let scale = (g.c_visit + max_n as f32) * g.c_scale / (hi - lo).max(g.min_q_range);
         for q in out.iter_mut() {
             *q = (*q - lo) * scale;
         }
@@ -256,6 +256,30 @@ mod tests {
         t.edge_visits[..3].fill(0);
         t.sigma_completed_q(0, None, 0.9, &GumbelConfig::default(), &mut s);
         assert_eq!(s, [0.0; 3]);
+    }
+
+    #[test]
+    fn a_q_range_floor_rescales_only_ranges_narrower_than_it() {
+        let t = one_node_tree();
+        let (mut at_default, mut s) = ([0.0; 3], [0.0; 3]);
+        t.sigma_completed_q(0, None, 0.9, &GumbelConfig::default(), &mut at_default);
+        // The values span 0.37: a floor under it changes nothing.
+        let under = GumbelConfig {
+            min_q_range: 0.3,
+            ..Default::default()
+        };
+        t.sigma_completed_q(0, None, 0.9, &under, &mut s);
+        assert_eq!(s, at_default);
+        // A floor of 1 keeps them at their own size: 52 * (q - 0.18).
+        let over = GumbelConfig {
+            min_q_range: 1.0,
+            ..Default::default()
+        };
+        t.sigma_completed_q(0, None, 0.9, &over, &mut s);
+        let expect = [52.0 * 0.37, 0.0, 52.0 * (0.4084375 - 0.18)];
+        for (x, e) in s.iter().zip(expect) {
+            assert!(close(*x, e), "{s:?} vs {expect:?}");
+        }
     }
 
     #[test]
