@@ -32,6 +32,8 @@ def make_view(run, floor, into):
     gv.view(run, folder, latest["dir"], into)
     path = os.path.join(into, "run.json")
     info = json.load(open(os.path.realpath(path)))
+    if not info["config"]["search"].get("gumbel"):
+        sys.exit(f"{run}/run.json: its search is pUCT, which has no Q range floor (Gumbel only)")
     info["config"]["search"]["gumbel"]["min_q_range"] = floor
     os.remove(path)
     with open(path, "w") as f:

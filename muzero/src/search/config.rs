@@ -19,7 +19,7 @@ pub struct GumbelConfig {
     pub gumbel_scale: f32,
     /// The least range the completed Q values are rescaled over. mctx's `1e-8` (the
     /// default) stretches any two distinct values to span `[0, 1]`, so where the values
-    /// differ by their own noise (a long game whose turns each move the return by 1e-5)
+    /// differ by their own noise (a game of thousands of turns, each moving the return by about 1e-4)
     /// that noise outweighs the policy; a floor keeps such differences as small as they
     /// are against it.
     pub min_q_range: f32,
