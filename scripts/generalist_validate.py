@@ -60,6 +60,14 @@ def describe(src):
     sys.exit(f"{src}: no checkpoint.json or latest.json (not a checkpoint folder)")
 
 
+def write_json(path, value):
+    """VALUE as JSON at PATH, written whole or not at all."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, path)
+
+
 def play(cli, workload, capacity, sims, rounds, checkpoint):
     extra = ["--checkpoint", checkpoint] if checkpoint else []
     extra += ["--proposal-rounds", str(rounds)]
@@ -133,10 +141,7 @@ def main():
               f"{r['no_slower_than_xla']}/{len(r['cases'])} |")
     print(f"\nchosen: {chosen}")
     if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"chosen": chosen, "checkpoints": results}, f, indent=1)
-        os.replace(tmp, a.json)
+        write_json(a.json, {"chosen": chosen, "checkpoints": results})
 
 
 if __name__ == "__main__":

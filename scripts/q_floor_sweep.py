@@ -85,10 +85,7 @@ def main():
         print(f"floor {f:g}: {out[f'{f:g}']['geomean_vs_xla']:.4f}x xla, "
               f"no slower on {out[f'{f:g}']['no_slower_than_xla']}/{len(todo)}")
     if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(out, fh, indent=1)
-        os.replace(tmp, a.json)
+        gv.write_json(a.json, out)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, HERE)
+from generalist_validate import write_json  # noqa: E402
 BUNDLED_JAX = [
     "jax-transformer-4l-train",
     "jax-transformer-4l-train-lowered",
@@ -97,10 +99,7 @@ def main():
         geo = math.exp(sum(map(math.log, s)) / len(s))
         print(f"{key}: no slower than xla on {sum(x >= 1 - 1e-9 for x in s)} of {len(s)}, geomean {geo:.4f}x")
     if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=1)
-        os.replace(tmp, a.json)
+        write_json(a.json, out)
 
 
 if __name__ == "__main__":
