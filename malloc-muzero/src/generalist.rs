@@ -210,19 +210,22 @@ mod tests {
         let tier = bench_workloads::scale::names();
         let training = bench_workloads::scale::generalist_names();
         let hw = accel_sim::Hardware::preset(TRAINING_HARDWARE).unwrap();
+        // Half the scale rule's fast capacity for the program named `w`, as a capacity flag.
+        let half_of_rule = |w: &str| {
+            let program = bench_workloads::load(w).unwrap();
+            let ruled = bench_workloads::suite::scale_hardware(&program, hw.clone());
+            format!("{}MiB", (ruled.levels[ruled.fastest()].capacity / 2) >> 20)
+        };
         for (w, [rule, half]) in TRAINING_PROGRAMS {
             assert!(training.contains(w) && !tier.contains(w), "{w}");
             assert_eq!(*rule, "scale-rule");
-            let program = bench_workloads::load(w).unwrap();
-            let ruled = bench_workloads::suite::scale_hardware(&program, hw.clone());
-            let cap = ruled.levels[ruled.fastest()].capacity;
-            assert_eq!(*half, format!("{}MiB", (cap / 2) >> 20), "{w}");
+            assert_eq!(*half, half_of_rule(w), "{w}");
         }
         // The tier-size validation step at the rule's capacity and at half of it.
-        let regnety = bench_workloads::load(TIER_SIZE_VALIDATION[0].0).unwrap();
-        let ruled = bench_workloads::suite::scale_hardware(&regnety, hw.clone());
-        let cap = ruled.levels[ruled.fastest()].capacity;
-        assert_eq!(TIER_SIZE_VALIDATION[1].1, format!("{}MiB", (cap / 2) >> 20));
+        assert_eq!(
+            TIER_SIZE_VALIDATION[1].1,
+            half_of_rule(TIER_SIZE_VALIDATION[0].0)
+        );
         // The bundled network's run trained on exactly these cases.
         let info = info().unwrap();
         let names: Vec<&str> = info.cases.iter().map(|c| c.workload.as_str()).collect();
