@@ -112,7 +112,10 @@ impl Budgets {
     pub(crate) fn charges_since(&self, mark: &ChargeMark) -> Vec<Charge> {
         let mut nth = [0u64; 2];
         let mut out = Vec::new();
-        for &(eviction, lo, hi, amount) in self.log.iter().skip(mark.logged) {
+        // A focus narrowed to the copies since the mark: skipping an iterator of a
+        // persistent vector steps through every copy before it.
+        let since = self.log.focus().narrow(mark.logged.min(self.log.len())..);
+        for &(eviction, lo, hi, amount) in since {
             let kind = self.kind_of(eviction);
             let i = usize::from(kind == BudgetKind::Eviction);
             let budget = self.budget(kind);

@@ -59,6 +59,9 @@ pub struct Seen {
     pub heap: Vec<Region>,
     /// Per budget, the first and the last queue key its answers read.
     pub budgets: Vec<(BudgetKind, CopyKey, CopyKey)>,
+    /// The ops `heap` spans, kept: a local search asks it of every later buffer on each
+    /// move.
+    span: Option<(usize, usize)>,
 }
 
 impl Seen {
@@ -78,13 +81,15 @@ impl Seen {
             }
         }
         self.budgets = budgets;
+        self.span = self.heap.first().map(|first| {
+            let hi = self.heap.iter().map(|r| r.end).max().unwrap_or(first.end);
+            (first.start, hi)
+        });
     }
 
-    /// The ops the heap regions span, first and last.
+    /// The ops the heap regions span, first and last (as [`seen`] handed them over).
     pub fn span(&self) -> Option<(usize, usize)> {
-        let lo = self.heap.iter().map(|r| r.start).min()?;
-        let hi = self.heap.iter().map(|r| r.end).max()?;
-        Some((lo, hi))
+        self.span
     }
 }
 
@@ -118,7 +123,15 @@ pub(crate) fn heap(start: usize, end: usize, lo: u64, hi: u64) {
 pub(crate) fn budget(kind: BudgetKind, lo: CopyKey, hi: CopyKey) {
     SEEN.with(|s| {
         if let Some(seen) = s.borrow_mut().as_mut() {
-            seen.budgets.push((kind, lo, hi));
+            // One range per budget (what `compact` leaves): a walk looks at the budgets
+            // thousands of times, which grew the list to pages.
+            match seen.budgets.iter_mut().find(|b| b.0 == kind) {
+                Some(b) => {
+                    b.1 = b.1.min(lo);
+                    b.2 = b.2.max(hi);
+                }
+                None => seen.budgets.push((kind, lo, hi)),
+            }
         }
     });
 }

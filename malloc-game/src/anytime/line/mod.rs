@@ -17,11 +17,13 @@
 //! A move that starts in an earlier pass changes the op times every later pass plans with,
 //! so it replays the rest of the game turn by turn.
 
+mod lineage;
 mod record;
 mod shape;
 mod splice;
 mod state;
 
+use self::lineage::Lineage;
 use self::record::Recorder;
 use self::shape::Shape;
 use self::state::Checkpoints;
@@ -52,6 +54,8 @@ pub struct Line {
     /// The pass whose buffers a move re-plays one by one: the last the walk plays.
     last_pass: usize,
     checkpoints: Checkpoints,
+    /// The moves that made this line from the one its checkpoints were taken on.
+    lineage: Arc<Lineage>,
     /// About how many turns apart the checkpoints are.
     every: usize,
     /// The finished game, played turn by turn (its rewards too) when first asked for.
@@ -114,6 +118,7 @@ impl Line {
             latency: 0.0,
             last_pass: 0,
             checkpoints: Checkpoints::default(),
+            lineage: Lineage::root(),
             every,
             game: Arc::new(OnceLock::new()),
         }
@@ -143,7 +148,10 @@ impl Line {
         new.sim = self.setup.exact_sim(&new.allocs);
         new.latency = game.final_latency().unwrap_or(f64::INFINITY);
         debug_assert_eq!(new.latency, new.sim.latency_s());
-        new.checkpoints = self.checkpoints.replaced(from, states, &new.runs);
+        new.lineage = Lineage::root();
+        new.checkpoints = self
+            .checkpoints
+            .replaced(from, states, &new.runs, &new.lineage);
         if exact {
             let _ = new.game.set(game);
         }

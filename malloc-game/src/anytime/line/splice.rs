@@ -11,6 +11,7 @@
 //! with the runs between fast-forwarded), and joins the differences if its run changes.
 //! Once no difference is left, nothing later can change.
 
+use super::lineage::Lineage;
 use super::record::Recorder;
 use super::Line;
 use crate::game::runs::Run;
@@ -174,9 +175,11 @@ impl Line {
     /// between fast-forwarded, or the line's state there with the changes swapped in,
     /// whichever is less work (a run to take or swap out, each).
     fn state_for(&self, mut g: Game, next: usize, q: usize, changes: &Changes) -> Game {
-        let (from, stale) = self.checkpoint_for(q);
-        let fresh = q - from + 2 * (stale + changes.walk.len()) + 8;
-        if q - next <= fresh {
+        let swaps = 2 * changes.walk.len() + 8;
+        let jump = (q - next)
+            .checked_sub(swaps)
+            .and_then(|limit| self.state_cost(q, limit));
+        if jump.is_none() {
             for k in next..q {
                 let ok = g.fast_forward(&self.runs[k]);
                 debug_assert!(ok, "a run no difference meets fits as the line played it");
@@ -278,6 +281,7 @@ impl Line {
         if recount {
             new.first_turn = Arc::new(super::first_turns(&new.runs));
         }
+        new.lineage = Lineage::child(&self.lineage, changes.runs.keys().copied());
         new.latency = new.sim.latency_s();
         new
     }

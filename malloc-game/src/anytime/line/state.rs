@@ -3,16 +3,21 @@
 //! shares them: a checkpoint whose runs differ from the line's (a move changed a buffer
 //! before it) swaps the line's runs in, and keeps the result for the next time; the
 //! buffers from the checkpoint to the state asked for are fast-forwarded from their runs.
+//! Where the runs differ is found from the two lines' lineages ([`Lineage::between`]).
 
+use super::lineage::Lineage;
 use super::Line;
 use crate::game::runs::Run;
 use crate::game::Game;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A state between two buffers, before position `at`, and the runs it holds.
+/// A state between two buffers, before position `at`, and the runs it holds (those of
+/// the line with lineage `lineage`).
 pub(super) struct Checkpoint {
     state: Game,
     runs: imbl::Vector<Arc<Run>>,
+    lineage: Arc<Lineage>,
 }
 
 type Slot = Mutex<Arc<Checkpoint>>;
@@ -33,6 +38,7 @@ impl Checkpoints {
         from: usize,
         states: Vec<(usize, Game)>,
         runs: &imbl::Vector<Arc<Run>>,
+        lineage: &Arc<Lineage>,
     ) -> Checkpoints {
         let mut v: Vec<(usize, Arc<Slot>)> = self
             .0
@@ -47,6 +53,7 @@ impl Checkpoints {
             let cp = Checkpoint {
                 state,
                 runs: runs.clone(),
+                lineage: Arc::clone(lineage),
             };
             v.push((at, Arc::new(Mutex::new(Arc::new(cp)))));
         }
@@ -74,6 +81,7 @@ impl Line {
             *lock(slot) = Arc::new(Checkpoint {
                 state: g.clone(),
                 runs: self.runs.clone(),
+                lineage: Arc::clone(&self.lineage),
             });
             g
         };
@@ -84,19 +92,54 @@ impl Line {
         g
     }
 
-    /// The checkpoint [`Line::state_at`] starts from for position `at`, and how many of
-    /// its runs it would swap for this line's first (at most: runs that are copies but
-    /// equal count too).
-    pub(super) fn checkpoint_for(&self, at: usize) -> (usize, usize) {
+    /// The work [`Line::state_at`] would do for position `at`, counted in runs (one per
+    /// run fast-forwarded from the checkpoint, two per stale run it swaps for this line's:
+    /// at most, as runs that are copies but equal count too), where it is under `limit`;
+    /// `None` where it is not, or where finding out would take as long.
+    pub(super) fn state_cost(&self, at: usize, limit: usize) -> Option<usize> {
         let (from, slot) = self.checkpoints.before(at);
+        let ahead = at - from;
+        if ahead >= limit {
+            return None;
+        }
         let cp = Arc::clone(&lock(slot));
         if cp.runs.ptr_eq(&self.runs) {
-            return (from, 0);
+            return Some(ahead);
         }
         let lo = self.shape.pass_range(self.shape.pass_of(from)).start;
-        let mine = self.runs.iter().skip(lo).take(from - lo);
-        let stale = cp.runs.iter().skip(lo).take(from - lo).zip(mine);
-        (from, stale.filter(|(a, b)| !Arc::ptr_eq(a, b)).count())
+        let most = (limit - ahead - 1) / 2;
+        let in_pass = |p: usize| lo <= p && p < from;
+        let mut moved = Lineage::between(&cp.lineage, &self.lineage, in_pass, most)?;
+        moved.sort_unstable();
+        moved.dedup();
+        moved.retain(|&p| !Arc::ptr_eq(&cp.runs[p], &self.runs[p]));
+        Some(ahead + 2 * moved.len())
+    }
+
+    /// The positions in `range` (of one pass) where checkpoint `cp` holds a run other than
+    /// this line's, ascending: among those the moves between the two lines changed, or
+    /// where their lineages do not meet soon, among all.
+    fn stale(&self, cp: &Checkpoint, range: Range<usize>) -> Vec<usize> {
+        let differs = |&p: &usize| !Arc::ptr_eq(&cp.runs[p], &self.runs[p]);
+        let keep = |p: usize| range.contains(&p);
+        match Lineage::between(&cp.lineage, &self.lineage, keep, range.len()) {
+            Some(mut moved) => {
+                moved.sort_unstable();
+                moved.dedup();
+                moved.retain(differs);
+                moved
+            }
+            None => {
+                let mine = self.runs.focus().narrow(range.clone());
+                let theirs = cp.runs.focus().narrow(range.clone());
+                range
+                    .clone()
+                    .zip(theirs.into_iter().zip(mine))
+                    .filter(|(_, (a, b))| !Arc::ptr_eq(a, b))
+                    .map(|(p, _)| p)
+                    .collect()
+            }
+        }
     }
 
     /// Checkpoint `cp` (before position `from`) with this line's runs in place of those
@@ -105,13 +148,12 @@ impl Line {
         let mut g = cp.state.clone();
         let pass = self.shape.pass_of(from);
         let lo = self.shape.pass_range(pass).start;
-        let mut pairs: Vec<(&Run, &Run)> = Vec::new();
-        let mine = self.runs.iter().skip(lo).take(from - lo);
-        for (old, new) in cp.runs.iter().skip(lo).take(from - lo).zip(mine) {
-            if !Arc::ptr_eq(old, new) && **old != **new {
-                pairs.push((old, new));
-            }
-        }
+        let stale = self.stale(cp, lo..from);
+        let pairs: Vec<(&Run, &Run)> = stale
+            .iter()
+            .map(|&p| (&*cp.runs[p], &*self.runs[p]))
+            .filter(|(old, new)| old != new)
+            .collect();
         debug_assert!(
             cp.runs
                 .iter()
