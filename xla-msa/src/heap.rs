@@ -306,7 +306,11 @@ impl ChunkHeap {
             let mut t = start;
             while t <= end && t < self.horizon() {
                 let mut piece = None;
-                self.index.stab(t, |id, r| {
+                // Each piece starts where the one before it ends (at the allocation's
+                // start, the first): the chunks starting at `t` are a few, where those
+                // live at `t` were every chunk of the level then (a local search's moves
+                // took a tenth of their time here).
+                self.index.starting_in(t, t, |id, r| {
                     if r.offset == offset && r.top == top && r.start >= start && r.end <= end {
                         piece = Some((id, *r));
                     }
