@@ -107,39 +107,36 @@ impl Line {
             return Some(ahead);
         }
         let lo = self.shape.pass_range(self.shape.pass_of(from)).start;
-        let most = (limit - ahead - 1) / 2;
-        let in_pass = |p: usize| lo <= p && p < from;
-        let mut moved = Lineage::between(&cp.lineage, &self.lineage, in_pass, most)?;
+        let moved = self.moved_since(&cp, lo..from, (limit - ahead - 1) / 2)?;
+        Some(ahead + 2 * moved.len())
+    }
+
+    /// The positions in `range` where checkpoint `cp` holds a run other than this line's,
+    /// ascending, from the moves between the two lines; `None` if their lineages do not
+    /// meet, or more than `most` of those moves' positions fall in `range`.
+    fn moved_since(&self, cp: &Checkpoint, range: Range<usize>, most: usize) -> Option<Vec<usize>> {
+        let keep = |p: usize| range.contains(&p);
+        let mut moved = Lineage::between(&cp.lineage, &self.lineage, keep, most)?;
         moved.sort_unstable();
         moved.dedup();
         moved.retain(|&p| !Arc::ptr_eq(&cp.runs[p], &self.runs[p]));
-        Some(ahead + 2 * moved.len())
+        Some(moved)
     }
 
     /// The positions in `range` (of one pass) where checkpoint `cp` holds a run other than
     /// this line's, ascending: among those the moves between the two lines changed, or
     /// where their lineages do not meet soon, among all.
     fn stale(&self, cp: &Checkpoint, range: Range<usize>) -> Vec<usize> {
-        let differs = |&p: &usize| !Arc::ptr_eq(&cp.runs[p], &self.runs[p]);
-        let keep = |p: usize| range.contains(&p);
-        match Lineage::between(&cp.lineage, &self.lineage, keep, range.len()) {
-            Some(mut moved) => {
-                moved.sort_unstable();
-                moved.dedup();
-                moved.retain(differs);
-                moved
-            }
-            None => {
-                let mine = self.runs.focus().narrow(range.clone());
-                let theirs = cp.runs.focus().narrow(range.clone());
-                range
-                    .clone()
-                    .zip(theirs.into_iter().zip(mine))
-                    .filter(|(_, (a, b))| !Arc::ptr_eq(a, b))
-                    .map(|(p, _)| p)
-                    .collect()
-            }
+        if let Some(moved) = self.moved_since(cp, range.clone(), range.len()) {
+            return moved;
         }
+        let mine = self.runs.focus().narrow(range.clone());
+        let theirs = cp.runs.focus().narrow(range.clone());
+        range
+            .zip(theirs.into_iter().zip(mine))
+            .filter(|(_, (a, b))| !Arc::ptr_eq(a, b))
+            .map(|(p, _)| p)
+            .collect()
     }
 
     /// Checkpoint `cp` (before position `from`) with this line's runs in place of those
