@@ -168,169 +168,11 @@ impl Mapping {
                 want: n,
             });
         }
-        let t_count = program.len();
         let levels = hw.levels.len();
-        let mut prefetches = 0;
-        let mut evictions = 0;
+        let mut copies = (0, 0);
         let mut per_level: Vec<Vec<Rect>> = vec![Vec::new(); levels];
         for (b, placement) in self.buffers.iter().enumerate() {
-            let buf = program.buffer(b);
-            let bad = |index: usize, msg: String| MappingError::Bad {
-                buffer: buf.name.clone(),
-                index,
-                msg,
-            };
-            let def = program.def(b);
-            let (_, live_end) = program.live_range(b);
-            let uses = program.uses(b);
-            let mut prev_end: Option<OpId> = None;
-            // Op after which level 0 no longer has valid data (a defined-in-fast buffer
-            // with no eviction) and the time from which it does again.
-            let mut level0_valid_from: Option<OpId> = Some(def.map_or(0, |d| d + 1));
-            for (i, a) in placement.allocations.iter().enumerate() {
-                if a.level == 0 || a.level >= levels {
-                    return Err(bad(
-                        i,
-                        format!("level {} is not a fast level (1..{})", a.level, levels - 1),
-                    ));
-                }
-                let lvl = &hw.levels[a.level];
-                if a.start > a.end || a.end >= t_count {
-                    return Err(bad(
-                        i,
-                        format!(
-                            "interval {}..={} is not inside the program's ops 0..{}",
-                            a.start, a.end, t_count
-                        ),
-                    ));
-                }
-                if a.end > live_end {
-                    return Err(bad(
-                        i,
-                        format!(
-                            "held until op {} after its live range ends at {live_end}",
-                            a.end
-                        ),
-                    ));
-                }
-                if a.offset % lvl.alignment != 0 {
-                    return Err(bad(
-                        i,
-                        format!(
-                            "offset {} is not a multiple of level {}'s alignment {}",
-                            a.offset, a.level, lvl.alignment
-                        ),
-                    ));
-                }
-                if a.offset
-                    .checked_add(buf.size)
-                    .is_none_or(|top| top > lvl.capacity)
-                {
-                    return Err(bad(
-                        i,
-                        format!(
-                            "offset {} + size {} exceeds level {} capacity {}",
-                            a.offset, buf.size, a.level, lvl.capacity
-                        ),
-                    ));
-                }
-                if let Some(pe) = prev_end {
-                    if a.start <= pe {
-                        return Err(bad(
-                            i,
-                            format!(
-                                "starts at op {} before the previous allocation ends at op {pe}",
-                                a.start
-                            ),
-                        ));
-                    }
-                }
-                match a.arrival {
-                    Arrival::Defined => {
-                        if i != 0 || def != Some(a.start) {
-                            return Err(bad(
-                                i,
-                                match def {
-                                    None => format!("is a {}: it has no defining op to write it into a fast level", buf.kind),
-                                    Some(d) => format!("defined allocation must be the first and start at the defining op {d}, got start {} (index {i})", a.start),
-                                },
-                            ));
-                        }
-                        match a.eviction {
-                            Some(e) => {
-                                if e < a.start || e > a.end {
-                                    return Err(bad(
-                                        i,
-                                        format!(
-                                            "eviction after op {e} is outside the hold {}..={}",
-                                            a.start, a.end
-                                        ),
-                                    ));
-                                }
-                                evictions += 1;
-                                level0_valid_from = Some(a.end + 1);
-                            }
-                            None => level0_valid_from = None,
-                        }
-                    }
-                    Arrival::Prefetch => {
-                        if a.eviction.is_some() {
-                            return Err(bad(
-                                i,
-                                "a prefetched copy needs no eviction: level 0 still holds the data"
-                                    .into(),
-                            ));
-                        }
-                        match level0_valid_from {
-                            Some(v) if a.start >= v => {}
-                            Some(v) => {
-                                return Err(bad(
-                                    i,
-                                    format!("prefetch starts at op {} but level 0 holds the data only from op {v}", a.start),
-                                ))
-                            }
-                            None => {
-                                return Err(bad(
-                                    i,
-                                    "prefetch from level 0, but the buffer was defined in a fast level and never evicted".into(),
-                                ))
-                            }
-                        }
-                        let first = uses.partition_point(|&u| u < a.start);
-                        if uses.get(first).is_none_or(|&u| u > a.end) {
-                            return Err(bad(
-                                i,
-                                format!("prefetch over ops {}..={} serves no use", a.start, a.end),
-                            ));
-                        }
-                        prefetches += 1;
-                    }
-                }
-                prev_end = Some(a.end);
-                per_level[a.level].push((a.start, a.end, a.offset, buf.size, b));
-            }
-            // Every use outside the allocations reads level 0, which must hold the data.
-            // The allocations are sorted and disjoint by now: one cursor walks them.
-            let mut levels = crate::cost::Levels::new(&placement.allocations);
-            for &u in uses {
-                if levels.at(u) == 0 && !level0_valid_at(placement, def, u) {
-                    return Err(MappingError::Bad {
-                        buffer: buf.name.clone(),
-                        index: 0,
-                        msg: format!("op {u} reads it from level 0, but it was defined in a fast level and not evicted before"),
-                    });
-                }
-            }
-            if buf.kind == crate::program::BufferKind::Output {
-                if let Some(a) = placement.allocations.first() {
-                    if a.arrival == Arrival::Defined && a.eviction.is_none() {
-                        return Err(bad(
-                            0,
-                            "is a program output defined in a fast level without an eviction: outputs must end in level 0".into(),
-                        ));
-                    }
-                }
-            }
+            check_placement(program, hw, b, placement, &mut copies, &mut per_level)?;
         }
         let mut peak_address = vec![0u64; levels];
         let mut peak_bytes = vec![0u64; levels];
@@ -340,10 +182,193 @@ impl Mapping {
         Ok(MappingStats {
             peak_address,
             peak_bytes,
-            prefetches,
-            evictions,
+            prefetches: copies.0,
+            evictions: copies.1,
         })
     }
+}
+
+/// Checks buffer `b`'s placement on its own (everything but the overlaps with other
+/// buffers), counting its prefetches and evictions into `copies` and adding its
+/// allocations to `per_level`.
+fn check_placement(
+    program: &Program,
+    hw: &Hardware,
+    b: BufferId,
+    placement: &BufferPlacement,
+    copies: &mut (usize, usize),
+    per_level: &mut [Vec<Rect>],
+) -> Result<(), MappingError> {
+    let buf = program.buffer(b);
+    let bad = |index: usize, msg: String| MappingError::Bad {
+        buffer: buf.name.clone(),
+        index,
+        msg,
+    };
+    let def = program.def(b);
+    let uses = program.uses(b);
+    let mut prev_end: Option<OpId> = None;
+    // Op after which level 0 no longer has valid data (a defined-in-fast buffer with no
+    // eviction) and the time from which it does again.
+    let mut level0_valid_from: Option<OpId> = Some(def.map_or(0, |d| d + 1));
+    for (i, a) in placement.allocations.iter().enumerate() {
+        check_hold(program, hw, b, a).map_err(|msg| bad(i, msg))?;
+        if let Some(pe) = prev_end {
+            if a.start <= pe {
+                return Err(bad(
+                    i,
+                    format!(
+                        "starts at op {} before the previous allocation ends at op {pe}",
+                        a.start
+                    ),
+                ));
+            }
+        }
+        match a.arrival {
+            Arrival::Defined => {
+                level0_valid_from = check_defined(program, b, i, a).map_err(|msg| bad(i, msg))?;
+                copies.1 += usize::from(a.eviction.is_some());
+            }
+            Arrival::Prefetch => {
+                check_prefetch(a, level0_valid_from, uses).map_err(|msg| bad(i, msg))?;
+                copies.0 += 1;
+            }
+        }
+        prev_end = Some(a.end);
+        per_level[a.level].push((a.start, a.end, a.offset, buf.size, b));
+    }
+    // Every use outside the allocations reads level 0, which must hold the data. The
+    // allocations are sorted and disjoint by now: one cursor walks them.
+    let mut levels = crate::cost::Levels::new(&placement.allocations);
+    for &u in uses {
+        if levels.at(u) == 0 && !level0_valid_at(placement, def, u) {
+            return Err(bad(
+                0,
+                format!("op {u} reads it from level 0, but it was defined in a fast level and not evicted before"),
+            ));
+        }
+    }
+    if buf.kind == crate::program::BufferKind::Output {
+        if let Some(a) = placement.allocations.first() {
+            if a.arrival == Arrival::Defined && a.eviction.is_none() {
+                return Err(bad(
+                    0,
+                    "is a program output defined in a fast level without an eviction: outputs must end in level 0".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where buffer `b`'s allocation `a` sits: a fast level, inside the program and the
+/// buffer's live range, aligned, under the capacity.
+fn check_hold(program: &Program, hw: &Hardware, b: BufferId, a: &Allocation) -> Result<(), String> {
+    let levels = hw.levels.len();
+    if a.level == 0 || a.level >= levels {
+        return Err(format!(
+            "level {} is not a fast level (1..{})",
+            a.level,
+            levels - 1
+        ));
+    }
+    let lvl = &hw.levels[a.level];
+    let t_count = program.len();
+    if a.start > a.end || a.end >= t_count {
+        return Err(format!(
+            "interval {}..={} is not inside the program's ops 0..{}",
+            a.start, a.end, t_count
+        ));
+    }
+    let (_, live_end) = program.live_range(b);
+    if a.end > live_end {
+        return Err(format!(
+            "held until op {} after its live range ends at {live_end}",
+            a.end
+        ));
+    }
+    if a.offset % lvl.alignment != 0 {
+        return Err(format!(
+            "offset {} is not a multiple of level {}'s alignment {}",
+            a.offset, a.level, lvl.alignment
+        ));
+    }
+    let size = program.buffer(b).size;
+    if a.offset
+        .checked_add(size)
+        .is_none_or(|top| top > lvl.capacity)
+    {
+        return Err(format!(
+            "offset {} + size {} exceeds level {} capacity {}",
+            a.offset, size, a.level, lvl.capacity
+        ));
+    }
+    Ok(())
+}
+
+/// A defined allocation `a` (index `i`) of buffer `b`: the first, at the defining op, its
+/// eviction inside the hold. Returns the op from which level 0 holds the data again
+/// (`None`: never, without an eviction).
+fn check_defined(
+    program: &Program,
+    b: BufferId,
+    i: usize,
+    a: &Allocation,
+) -> Result<Option<OpId>, String> {
+    let def = program.def(b);
+    if i != 0 || def != Some(a.start) {
+        return Err(match def {
+            None => format!(
+                "is a {}: it has no defining op to write it into a fast level",
+                program.buffer(b).kind
+            ),
+            Some(d) => format!(
+                "defined allocation must be the first and start at the defining op {d}, got start {} (index {i})",
+                a.start
+            ),
+        });
+    }
+    match a.eviction {
+        Some(e) if e < a.start || e > a.end => Err(format!(
+            "eviction after op {e} is outside the hold {}..={}",
+            a.start, a.end
+        )),
+        Some(_) => Ok(Some(a.end + 1)),
+        None => Ok(None),
+    }
+}
+
+/// A prefetched allocation `a`: no eviction, level 0 holding the data when it starts
+/// (from `level0_valid_from`), and a use inside it.
+fn check_prefetch(
+    a: &Allocation,
+    level0_valid_from: Option<OpId>,
+    uses: &[OpId],
+) -> Result<(), String> {
+    if a.eviction.is_some() {
+        return Err("a prefetched copy needs no eviction: level 0 still holds the data".into());
+    }
+    match level0_valid_from {
+        Some(v) if a.start >= v => {}
+        Some(v) => {
+            return Err(format!(
+                "prefetch starts at op {} but level 0 holds the data only from op {v}",
+                a.start
+            ))
+        }
+        None => return Err(
+            "prefetch from level 0, but the buffer was defined in a fast level and never evicted"
+                .into(),
+        ),
+    }
+    let first = uses.partition_point(|&u| u < a.start);
+    if uses.get(first).is_none_or(|&u| u > a.end) {
+        return Err(format!(
+            "prefetch over ops {}..={} serves no use",
+            a.start, a.end
+        ));
+    }
+    Ok(())
 }
 
 /// An allocation as (start, end, offset, size, buffer), for the overlap sweep.

@@ -12,14 +12,35 @@ use std::fmt::Write;
 /// stalls and slow stretches show as flat parts. A summary line gives the total latency,
 /// total stall and the compute-bound / memory-bound / stalled op counts.
 pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -> String {
-    let lanes = [("stall", 22.0), ("compute", 56.0), ("memory", 56.0)];
-    let band = 6.0;
-    let gantt_h: f64 = lanes.iter().map(|l| l.1).sum::<f64>() + band;
+    let gantt_h: f64 = LANES.iter().map(|l| l.1).sum::<f64>() + BAND;
     let gantt_top = HEAD + 26.0;
     let prog_top = gantt_top + gantt_h + 74.0;
-    let prog_h = 260.0;
-    let height = prog_top + prog_h + 50.0;
+    let height = prog_top + PROGRESS_H + 50.0;
+    let mut svg = Svg::new(height, &style());
+    let clock = Clock::of(report);
+    let drawn = report.ops.len().min(program.len());
+    caption(&mut svg, program, report, legend);
+    gantt(
+        &mut svg,
+        program,
+        report,
+        &clock,
+        (gantt_top, gantt_h),
+        drawn,
+    );
+    progress(&mut svg, program, report, &clock, prog_top, drawn);
+    svg.finish()
+}
 
+/// The Gantt panel's lanes (name, height), and the band of op boundaries under them.
+const LANES: [(&str, f64); 3] = [("stall", 22.0), ("compute", 56.0), ("memory", 56.0)];
+const BAND: f64 = 6.0;
+/// The progress panel's height.
+const PROGRESS_H: f64 = 260.0;
+
+/// The timeline's style block: the lanes' fills (binding saturated) and the progress
+/// line's strokes.
+fn style() -> String {
     let mut style = String::from(COMMON_STYLE);
     let _ = write!(
         style,
@@ -31,19 +52,52 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         tint("#4e79a7", 0.6),
         tint("#f28e2b", 0.6)
     );
-    let mut svg = Svg::new(height, &style);
+    style
+}
 
+/// The time axis: the program's end (the report's latency, or its last op's end where
+/// later) and where its last op ends.
+struct Clock {
+    total: f64,
+    end_of_ops: f64,
+    total_us: f64,
+}
+
+impl Clock {
+    fn of(report: &SimReport) -> Clock {
+        let end_of_ops = report
+            .ops
+            .last()
+            .map_or(0.0, |o| o.start_s + o.run_s)
+            .max(0.0);
+        let total = if report.latency_s.is_finite() {
+            report.latency_s.max(end_of_ops)
+        } else {
+            end_of_ops
+        };
+        let total_us = if total > 0.0 { total * 1e6 } else { 1.0 };
+        Clock {
+            total,
+            end_of_ops,
+            total_us,
+        }
+    }
+
+    /// The x of time `s` (seconds).
+    fn x(&self, s: f64) -> f64 {
+        LEFT + (s * 1e6 / self.total_us).clamp(0.0, 1.0) * PLOT_W
+    }
+
+    /// The wait after the last op for evictions to land.
+    fn tail(&self) -> f64 {
+        self.total - self.end_of_ops
+    }
+}
+
+/// The title, the summary line, the swatches and the warning where the report does not
+/// match the program.
+fn caption(svg: &mut Svg, program: &Program, report: &SimReport, legend: &MapLegend) {
     let ops = &report.ops;
-    let drawn = ops.len().min(program.len());
-    let end_of_ops = ops.last().map_or(0.0, |o| o.start_s + o.run_s).max(0.0);
-    let total = if report.latency_s.is_finite() {
-        report.latency_s.max(end_of_ops)
-    } else {
-        end_of_ops
-    };
-    let total_us = if total > 0.0 { total * 1e6 } else { 1.0 };
-    let xs = |s: f64| LEFT + (s * 1e6 / total_us).clamp(0.0, 1.0) * PLOT_W;
-
     let (mut nc, mut nm, mut ns) = (0, 0, 0);
     for o in ops {
         match o.bound {
@@ -106,14 +160,42 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
             92.0,
             "warn",
             &format!(
-                "warning: the report has {} ops, the program {}: drawing the first {drawn}",
+                "warning: the report has {} ops, the program {}: drawing the first {}",
                 ops.len(),
-                program.len()
+                program.len(),
+                ops.len().min(program.len())
             ),
         );
     }
+}
 
-    // Gantt lanes.
+/// A bar of `class` from time `s0` to `s1` in the lane at `(y, h)`. Stalls are what a
+/// mapping should avoid: one never shrinks below a pixel.
+fn bar(svg: &mut Svg, clock: &Clock, class: &str, (s0, s1): (f64, f64), (y, h): (f64, f64)) {
+    let x0 = clock.x(s0);
+    let mut w = clock.x(s1) - x0;
+    if class == "st" && s1 > s0 {
+        w = w.max(1.0);
+    }
+    if w > 0.0 {
+        svg.fmt(format_args!(
+            "<rect class=\"{class}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{:.1}\"/>",
+            y + 1.0,
+            h - 2.0
+        ));
+    }
+}
+
+/// The Gantt panel at `(top, height)`: its axes and lanes, a group per drawn op, and the
+/// wait at the end.
+fn gantt(
+    svg: &mut Svg,
+    program: &Program,
+    report: &SimReport,
+    clock: &Clock,
+    (gantt_top, gantt_h): (f64, f64),
+    drawn: usize,
+) {
     svg.text(
         LEFT,
         gantt_top - 8.0,
@@ -121,11 +203,19 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         "ops over time: stall, compute and memory time of each op (hover for details)",
     );
     axes(
-        &mut svg, gantt_top, gantt_h, total_us, 16.0, false, 1.0, 1.0, false,
+        svg,
+        gantt_top,
+        gantt_h,
+        clock.total_us,
+        16.0,
+        false,
+        1.0,
+        1.0,
+        false,
     );
     let mut lane_y = Vec::new();
     let mut y = gantt_top;
-    for (name, h) in lanes {
+    for (name, h) in LANES {
         lane_y.push((y, h));
         svg.text(LEFT - 6.0, y + h / 2.0 + 4.0, "lane", name);
         y += h;
@@ -137,22 +227,7 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         "axis",
         "time (µs)",
     );
-    // Stalls are what a mapping should avoid: never let one shrink below a pixel.
-    let bar = |svg: &mut Svg, class: &str, s0: f64, s1: f64, (y, h): (f64, f64)| {
-        let x0 = xs(s0);
-        let mut w = xs(s1) - x0;
-        if class == "st" && s1 > s0 {
-            w = w.max(1.0);
-        }
-        if w > 0.0 {
-            svg.fmt(format_args!(
-                "<rect class=\"{class}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{:.1}\"/>",
-                y + 1.0,
-                h - 2.0
-            ));
-        }
-    };
-    for (t, o) in ops.iter().take(drawn).enumerate() {
+    for (t, o) in report.ops.iter().take(drawn).enumerate() {
         let op = program.op(t);
         svg.fmt(format_args!(
             "<g class=\"op\"><title>op {t} {} ({})\nstart {} · run {}\ncompute {} · memory {} · stall before {}\n{}</title>",
@@ -170,45 +245,51 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
             }
         ));
         if o.stall_s > 0.0 {
-            bar(&mut svg, "st", o.start_s - o.stall_s, o.start_s, lane_y[0]);
+            bar(
+                svg,
+                clock,
+                "st",
+                (o.start_s - o.stall_s, o.start_s),
+                lane_y[0],
+            );
         }
         let c_bind = if o.compute_s >= o.memory_s { " b" } else { "" };
         let m_bind = if o.compute_s < o.memory_s { " b" } else { "" };
-        bar(
-            &mut svg,
-            &format!("c{c_bind}"),
-            o.start_s,
-            o.start_s + o.compute_s,
-            lane_y[1],
-        );
-        bar(
-            &mut svg,
-            &format!("m{m_bind}"),
-            o.start_s,
-            o.start_s + o.memory_s,
-            lane_y[2],
-        );
+        let compute = (o.start_s, o.start_s + o.compute_s);
+        bar(svg, clock, &format!("c{c_bind}"), compute, lane_y[1]);
+        let memory = (o.start_s, o.start_s + o.memory_s);
+        bar(svg, clock, &format!("m{m_bind}"), memory, lane_y[2]);
         // The op's whole extent (run time including overhead) in the boundary band; the
         // band keeps a hover target for ops with neither compute nor memory time.
-        let x0 = xs(o.start_s);
-        let w = (xs(o.start_s + o.run_s) - x0).max(0.5);
+        let x0 = clock.x(o.start_s);
+        let w = (clock.x(o.start_s + o.run_s) - x0).max(0.5);
         svg.fmt(format_args!(
-            "<rect class=\"o{}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{band}\"/></g>\n",
+            "<rect class=\"o{}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{BAND}\"/></g>\n",
             t % 2,
             band_y
         ));
     }
-    let tail = total - end_of_ops;
-    if !ops.is_empty() && tail > 0.0 {
+    let tail = clock.tail();
+    if !report.ops.is_empty() && tail > 0.0 {
         svg.fmt(format_args!(
             "<g class=\"tail\"><title>end of program: waiting {} for evictions to land in level 0</title>",
             fmt_us(tail)
         ));
-        bar(&mut svg, "st", end_of_ops, total, lane_y[0]);
+        bar(svg, clock, "st", (clock.end_of_ops, clock.total), lane_y[0]);
         svg.raw("</g>\n");
     }
+}
 
-    // Progress: op index against time.
+/// The progress panel at `prog_top`: op index against time, stalls in red.
+fn progress(
+    svg: &mut Svg,
+    program: &Program,
+    report: &SimReport,
+    clock: &Clock,
+    prog_top: f64,
+    drawn: usize,
+) {
+    let prog_h = PROGRESS_H;
     let t_count = program.len().max(1) as f64;
     svg.text(
         LEFT,
@@ -217,7 +298,15 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         "progress: ops completed over time (flat = time spent in few ops; red = stall)",
     );
     axes(
-        &mut svg, prog_top, prog_h, total_us, 16.0, false, t_count, 1.0, true,
+        svg,
+        prog_top,
+        prog_h,
+        clock.total_us,
+        16.0,
+        false,
+        t_count,
+        1.0,
+        true,
     );
     svg.fmt(format_args!(
         "<text class=\"axis\" transform=\"translate({:.1},{:.1}) rotate(-90)\">op index</text>\n",
@@ -231,9 +320,10 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         "time (µs)",
     );
     let yp = |t: f64| prog_top + prog_h - t / t_count * prog_h;
+    let xs = |s: f64| clock.x(s);
     let mut pts = String::new();
     let mut stalls = String::new();
-    for (t, o) in ops.iter().take(drawn).enumerate() {
+    for (t, o) in report.ops.iter().take(drawn).enumerate() {
         let y = yp(t as f64);
         if o.stall_s > 0.0 {
             let _ = write!(
@@ -252,13 +342,13 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
         );
     }
     if drawn > 0 {
-        if tail > 0.0 {
+        if clock.tail() > 0.0 {
             let y = yp(drawn as f64);
             let _ = write!(
                 stalls,
                 "<line class=\"pst\" x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/>",
-                xs(end_of_ops),
-                xs(total)
+                xs(clock.end_of_ops),
+                xs(clock.total)
             );
         }
         svg.fmt(format_args!(
@@ -266,5 +356,4 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
             pts.trim_end()
         ));
     }
-    svg.finish()
 }
