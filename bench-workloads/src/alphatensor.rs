@@ -304,84 +304,48 @@ pub fn matmul_program(size: usize, f: &Factorization) -> Result<Program, Workloa
         )));
     }
     let (bn, bm, bp) = ((size / n) as u64, (size / m) as u64, (size / p) as u64);
-    let (a_elems, b_elems, c_elems) = (bn * bm, bm * bp, bn * bp);
-
-    let mut buffers: Vec<Buffer> = Vec::new();
-    let mut ops: Vec<Op> = Vec::new();
-    let add_buf = |buffers: &mut Vec<Buffer>, name: String, elems: u64, kind| {
-        buffers.push(Buffer {
-            name,
-            size: elems * BYTES_PER_ELEMENT,
-            kind,
-        });
-        buffers.len() - 1
+    let mut g = Graph {
+        buffers: Vec::new(),
+        ops: Vec::new(),
+        elems: (bn * bm, bm * bp, bn * bp),
     };
     let a_blocks: Vec<BufferId> = (0..n * m)
         .map(|i| {
-            add_buf(
-                &mut buffers,
+            g.buffer(
                 format!("A[{}][{}]", i / m, i % m),
-                a_elems,
+                g.elems.0,
                 BufferKind::Input,
             )
         })
         .collect();
     let b_blocks: Vec<BufferId> = (0..m * p)
         .map(|j| {
-            add_buf(
-                &mut buffers,
+            g.buffer(
                 format!("B[{}][{}]", j / p, j % p),
-                b_elems,
+                g.elems.1,
                 BufferKind::Input,
             )
         })
         .collect();
-
-    // An element-wise op costs one FLOP per element per added operand: `k` operands take
-    // `k - 1` additions, and a lone operand with a coefficient other than 1 one scaling.
-    let combine_flops = |k: usize, elems: u64| (k.max(2) - 1) as f64 * elems as f64;
-
-    // A linear combination of blocks; no op when it is one block with coefficient 1.
-    let combination = |buffers: &mut Vec<Buffer>,
-                       ops: &mut Vec<Op>,
-                       terms: Vec<(i32, BufferId)>,
-                       out_name: String,
-                       elems: u64|
-     -> BufferId {
-        if let [(1, b)] = terms[..] {
-            return b;
-        }
-        let out = add_buf(buffers, out_name.clone(), elems, BufferKind::Activation);
-        ops.push(Op {
-            name: format!("{out_name} = {}", describe(&terms, buffers)),
-            kind: "add".into(),
-            flops: combine_flops(terms.len(), elems),
-            reads: terms.iter().map(|&(_, b)| b).collect(),
-            writes: vec![out],
-        });
-        out
-    };
-
-    // A zero U or V column makes a zero product, which adds nothing to C.
-    let nonzero =
-        |r: usize| (0..n * m).any(|i| f.u(i, r) != 0) && (0..m * p).any(|j| f.v(j, r) != 0);
     // The last product contributing to each C entry, so its accumulation writes the output.
-    let c_count = n * p;
-    let last_r: Vec<Option<usize>> = (0..c_count)
-        .map(|k| (0..f.rank()).rev().find(|&r| f.w(k, r) != 0 && nonzero(r)))
+    let last_r: Vec<Option<usize>> = (0..n * p)
+        .map(|k| {
+            (0..f.rank())
+                .rev()
+                .find(|&r| f.w(k, r) != 0 && nonzero(f, r))
+        })
         .collect();
     if let Some(k) = last_r.iter().position(|l| l.is_none()) {
         return Err(err(format!(
             "no nonzero product adds into W row {k}: that C entry is never computed"
         )));
     }
-    // Per C entry: its materialised partial sum, and the terms not yet added into it. A
-    // first term waits for the second so that `C = m_r` costs no copy (as a block-wise
-    // implementation aliases it).
-    let mut partial: Vec<Option<BufferId>> = vec![None; c_count];
-    let mut pending: Vec<Vec<(i32, BufferId)>> = vec![Vec::new(); c_count];
-
-    for r in 0..f.rank() {
+    let mut c = Accumulators {
+        last_r,
+        partial: vec![None; n * p],
+        pending: vec![Vec::new(); n * p],
+    };
+    for r in (0..f.rank()).filter(|&r| nonzero(f, r)) {
         let a_terms: Vec<(i32, BufferId)> = (0..n * m)
             .filter(|&i| f.u(i, r) != 0)
             .map(|i| (f.u(i, r), a_blocks[i]))
@@ -390,56 +354,17 @@ pub fn matmul_program(size: usize, f: &Factorization) -> Result<Program, Workloa
             .filter(|&j| f.v(j, r) != 0)
             .map(|j| (f.v(j, r), b_blocks[j]))
             .collect();
-        if !nonzero(r) {
-            continue;
-        }
-        let sa = combination(&mut buffers, &mut ops, a_terms, format!("a{r}"), a_elems);
-        let sb = combination(&mut buffers, &mut ops, b_terms, format!("b{r}"), b_elems);
-        let prod = add_buf(
-            &mut buffers,
-            format!("m{r}"),
-            c_elems,
-            BufferKind::Activation,
-        );
-        ops.push(Op {
-            name: format!("m{r} = {} . {}", buffers[sa].name, buffers[sb].name),
+        let sa = g.combination(a_terms, format!("a{r}"), g.elems.0);
+        let sb = g.combination(b_terms, format!("b{r}"), g.elems.1);
+        let prod = g.buffer(format!("m{r}"), g.elems.2, BufferKind::Activation);
+        g.ops.push(Op {
+            name: format!("m{r} = {} . {}", g.buffers[sa].name, g.buffers[sb].name),
             kind: "matmul".into(),
             flops: 2.0 * (bn * bm * bp) as f64,
             reads: vec![sa, sb],
             writes: vec![prod],
         });
-        // Accumulate in C's natural (row-major) order, which is not the W row order.
-        for x in 0..n {
-            for z in 0..p {
-                let k = f.c_index(x, z);
-                let coef = f.w(k, r);
-                if coef == 0 {
-                    continue;
-                }
-                pending[k].push((coef, prod));
-                let is_last = last_r[k] == Some(r);
-                if !is_last && partial[k].is_none() && pending[k].len() < 2 {
-                    continue;
-                }
-                let mut terms: Vec<(i32, BufferId)> =
-                    partial[k].map(|b| (1, b)).into_iter().collect();
-                terms.append(&mut pending[k]);
-                let (out_name, kind) = if is_last {
-                    (format!("C[{x}][{z}]"), BufferKind::Output)
-                } else {
-                    (format!("C[{x}][{z}]@{r}"), BufferKind::Activation)
-                };
-                let out = add_buf(&mut buffers, out_name.clone(), c_elems, kind);
-                ops.push(Op {
-                    name: format!("{out_name} = {}", describe(&terms, &buffers)),
-                    kind: "add".into(),
-                    flops: combine_flops(terms.len(), c_elems),
-                    reads: terms.iter().map(|&(_, b)| b).collect(),
-                    writes: vec![out],
-                });
-                partial[k] = Some(out);
-            }
-        }
+        c.add_product(&mut g, f, r, prod);
     }
     let description = format!(
         "C = A.B, A {size}x{size} and B {size}x{size} bf16, computed block-wise by AlphaTensor's \
@@ -449,10 +374,106 @@ pub fn matmul_program(size: usize, f: &Factorization) -> Result<Program, Workloa
         f.rank(),
         n * m * p
     );
-    Program::new(name.clone(), description, buffers, ops).map_err(|source| WorkloadError::Program {
-        origin: name.clone(),
-        source,
+    Program::new(name.clone(), description, g.buffers, g.ops).map_err(|source| {
+        WorkloadError::Program {
+            origin: name.clone(),
+            source,
+        }
     })
+}
+
+/// Whether product `r` adds anything: a zero U or V column makes a zero product.
+fn nonzero(f: &Factorization, r: usize) -> bool {
+    let (n, m, p) = f.shape();
+    (0..n * m).any(|i| f.u(i, r) != 0) && (0..m * p).any(|j| f.v(j, r) != 0)
+}
+
+/// The program under construction, and the elements of an A, a B and a C block.
+struct Graph {
+    buffers: Vec<Buffer>,
+    ops: Vec<Op>,
+    elems: (u64, u64, u64),
+}
+
+impl Graph {
+    fn buffer(&mut self, name: String, elems: u64, kind: BufferKind) -> BufferId {
+        self.buffers.push(Buffer {
+            name,
+            size: elems * BYTES_PER_ELEMENT,
+            kind,
+        });
+        self.buffers.len() - 1
+    }
+
+    /// An element-wise op writing `out` (of `elems` elements) from `terms`: one FLOP per
+    /// element per added operand (`k` operands take `k - 1` additions, and a lone operand
+    /// with a coefficient other than 1 one scaling).
+    fn add(&mut self, terms: &[(i32, BufferId)], out: BufferId, out_name: &str, elems: u64) {
+        self.ops.push(Op {
+            name: format!("{out_name} = {}", describe(terms, &self.buffers)),
+            kind: "add".into(),
+            flops: (terms.len().max(2) - 1) as f64 * elems as f64,
+            reads: terms.iter().map(|&(_, b)| b).collect(),
+            writes: vec![out],
+        });
+    }
+
+    /// A linear combination of blocks; no op when it is one block with coefficient 1.
+    fn combination(
+        &mut self,
+        terms: Vec<(i32, BufferId)>,
+        out_name: String,
+        elems: u64,
+    ) -> BufferId {
+        if let [(1, b)] = terms[..] {
+            return b;
+        }
+        let out = self.buffer(out_name.clone(), elems, BufferKind::Activation);
+        self.add(&terms, out, &out_name, elems);
+        out
+    }
+}
+
+/// Per C entry: the last product adding into it, its materialised partial sum, and the
+/// terms not yet added into it. A first term waits for the second so that `C = m_r` costs
+/// no copy (as a block-wise implementation aliases it).
+struct Accumulators {
+    last_r: Vec<Option<usize>>,
+    partial: Vec<Option<BufferId>>,
+    pending: Vec<Vec<(i32, BufferId)>>,
+}
+
+impl Accumulators {
+    /// Adds product `r` (buffer `prod`) into the C entries whose W row uses it, in C's
+    /// natural (row-major) order, which is not the W row order.
+    fn add_product(&mut self, g: &mut Graph, f: &Factorization, r: usize, prod: BufferId) {
+        let (n, _, p) = f.shape();
+        for x in 0..n {
+            for z in 0..p {
+                let k = f.c_index(x, z);
+                let coef = f.w(k, r);
+                if coef == 0 {
+                    continue;
+                }
+                self.pending[k].push((coef, prod));
+                let is_last = self.last_r[k] == Some(r);
+                if !is_last && self.partial[k].is_none() && self.pending[k].len() < 2 {
+                    continue;
+                }
+                let mut terms: Vec<(i32, BufferId)> =
+                    self.partial[k].map(|b| (1, b)).into_iter().collect();
+                terms.append(&mut self.pending[k]);
+                let (out_name, kind) = if is_last {
+                    (format!("C[{x}][{z}]"), BufferKind::Output)
+                } else {
+                    (format!("C[{x}][{z}]@{r}"), BufferKind::Activation)
+                };
+                let out = g.buffer(out_name.clone(), g.elems.2, kind);
+                g.add(&terms, out, &out_name, g.elems.2);
+                self.partial[k] = Some(out);
+            }
+        }
+    }
 }
 
 /// `a - b + c` style text for op names.

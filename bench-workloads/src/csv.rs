@@ -72,7 +72,6 @@ pub fn parse_str(text: &str, origin: &str, axis: TimeAxis) -> Result<CsvInstance
         origin: origin.to_string(),
         msg,
     };
-
     let mut lines = text
         .lines()
         .enumerate()
@@ -83,81 +82,132 @@ pub fn parse_str(text: &str, origin: &str, axis: TimeAxis) -> Result<CsvInstance
             "empty file (expected a header `id,lower,upper,size`)".into()
         ));
     };
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let column = |want: &str| -> Result<Option<usize>, WorkloadError> {
-        let mut found = names.iter().enumerate().filter(|(_, n)| **n == want);
-        let first = found.next().map(|(i, _)| i);
-        if found.next().is_some() {
-            return Err(err(format!(
-                "line {header_line}: column `{want}` appears twice"
-            )));
-        }
-        Ok(first)
-    };
-    let required = |want: &str| -> Result<usize, WorkloadError> {
-        column(want)?.ok_or_else(|| {
-            err(format!(
-                "line {header_line}: missing column `{want}` (header is `{header}`; \
-                 expected `id,lower,upper,size`)"
-            ))
-        })
-    };
-    let (c_id, c_lower, c_upper, c_size) = (
-        required("id")?,
-        required("lower")?,
-        required("upper")?,
-        required("size")?,
+    let columns = Columns::of(header_line, header).map_err(err)?;
+    let (rows, offsets) = rows(lines, &columns).map_err(err)?;
+    let times = op_times(&rows, axis).map_err(err)?;
+    let description = format!(
+        "{} buffer lifetimes from {}{}",
+        rows.len(),
+        path.file_name().and_then(|s| s.to_str()).unwrap_or(origin),
+        capacity.map_or(String::new(), |c| format!(" (capacity {c} bytes)"))
     );
-    let c_offset = column("offset")?;
+    let (buffers, ops) = buffers_and_ops(&rows, &times);
+    let program =
+        Program::new(stem, description, buffers, ops).map_err(|source| WorkloadError::Program {
+            origin: origin.to_string(),
+            source,
+        })?;
+    Ok(CsvInstance {
+        program,
+        capacity,
+        offsets,
+        times,
+    })
+}
 
-    struct Row<'a> {
-        id: &'a str,
-        lower: u64,
-        upper: u64,
-        size: u64,
+/// The header's columns: where each of `id,lower,upper,size` is, and `offset` if present.
+struct Columns<'a> {
+    names: Vec<&'a str>,
+    id: usize,
+    lower: usize,
+    upper: usize,
+    size: usize,
+    offset: Option<usize>,
+}
+
+impl<'a> Columns<'a> {
+    /// The header on line `line`.
+    fn of(line: usize, header: &'a str) -> Result<Columns<'a>, String> {
+        let names: Vec<&str> = header.split(',').map(str::trim).collect();
+        let column = |want: &str| -> Result<Option<usize>, String> {
+            let mut found = names.iter().enumerate().filter(|(_, n)| **n == want);
+            let first = found.next().map(|(i, _)| i);
+            if found.next().is_some() {
+                return Err(format!("line {line}: column `{want}` appears twice"));
+            }
+            Ok(first)
+        };
+        let required = |want: &str| -> Result<usize, String> {
+            column(want)?.ok_or_else(|| {
+                format!(
+                    "line {line}: missing column `{want}` (header is `{header}`; \
+                     expected `id,lower,upper,size`)"
+                )
+            })
+        };
+        let (id, lower, upper, size) = (
+            required("id")?,
+            required("lower")?,
+            required("upper")?,
+            required("size")?,
+        );
+        let offset = column("offset")?;
+        Ok(Columns {
+            names,
+            id,
+            lower,
+            upper,
+            size,
+            offset,
+        })
     }
+}
+
+/// One buffer's row.
+struct Row<'a> {
+    id: &'a str,
+    lower: u64,
+    upper: u64,
+    size: u64,
+}
+
+/// The rows after the header (numbered lines), checked, and the `offset` column's values
+/// where there is one.
+fn rows<'a>(
+    lines: impl Iterator<Item = (usize, &'a str)>,
+    c: &Columns<'_>,
+) -> Result<(Vec<Row<'a>>, Option<Vec<u64>>), String> {
+    let names = &c.names;
     let mut rows: Vec<Row> = Vec::new();
-    let mut offsets: Option<Vec<u64>> = c_offset.map(|_| Vec::new());
+    let mut offsets: Option<Vec<u64>> = c.offset.map(|_| Vec::new());
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut fields: Vec<&str> = Vec::with_capacity(names.len());
     for (line, l) in lines {
         fields.clear();
         fields.extend(l.split(',').map(str::trim));
         if fields.len() != names.len() {
-            return Err(err(format!(
+            return Err(format!(
                 "line {line}: expected {} fields (as the header), got {}",
                 names.len(),
                 fields.len()
-            )));
+            ));
         }
-        let num = |c: usize| -> Result<u64, WorkloadError> {
-            fields[c].parse::<u64>().map_err(|_| {
-                err(format!(
+        let num = |col: usize| -> Result<u64, String> {
+            fields[col].parse::<u64>().map_err(|_| {
+                format!(
                     "line {line}, column `{}`: expected a non-negative integer, got `{}`",
-                    names[c], fields[c]
-                ))
+                    names[col], fields[col]
+                )
             })
         };
-        let id = fields[c_id];
+        let id = fields[c.id];
         if id.is_empty() {
-            return Err(err(format!("line {line}, column `id`: empty")));
+            return Err(format!("line {line}, column `id`: empty"));
         }
-        let (lower, upper, size) = (num(c_lower)?, num(c_upper)?, num(c_size)?);
+        let (lower, upper, size) = (num(c.lower)?, num(c.upper)?, num(c.size)?);
         if size == 0 {
-            return Err(err(format!(
-                "line {line}, column `size`: must be > 0, got 0"
-            )));
+            return Err(format!("line {line}, column `size`: must be > 0, got 0"));
         }
         if lower >= upper {
-            return Err(err(format!("line {line}: lower {lower} >= upper {upper}")));
+            return Err(format!("line {line}: lower {lower} >= upper {upper}"));
         }
         if let Some(first) = seen.insert(id, line) {
-            return Err(err(format!(
+            return Err(format!(
                 "line {line}: duplicate id `{id}` (first on line {first})"
-            )));
+            ));
         }
-        if let (Some(c), Some(v)) = (c_offset, offsets.as_mut()) {
-            v.push(num(c)?);
+        if let (Some(col), Some(v)) = (c.offset, offsets.as_mut()) {
+            v.push(num(col)?);
         }
         rows.push(Row {
             id,
@@ -167,11 +217,14 @@ pub fn parse_str(text: &str, origin: &str, axis: TimeAxis) -> Result<CsvInstance
         });
     }
     if rows.is_empty() {
-        return Err(err("no buffers (only a header)".into()));
+        return Err("no buffers (only a header)".into());
     }
+    Ok((rows, offsets))
+}
 
-    // The op times: every event time, or every time step.
-    let times: Vec<u64> = match axis {
+/// The op times: every event time, or every time step.
+fn op_times(rows: &[Row<'_>], axis: TimeAxis) -> Result<Vec<u64>, String> {
+    Ok(match axis {
         TimeAxis::Compressed => {
             let mut t: Vec<u64> = rows.iter().flat_map(|r| [r.lower, r.upper - 1]).collect();
             t.sort_unstable();
@@ -182,14 +235,19 @@ pub fn parse_str(text: &str, origin: &str, axis: TimeAxis) -> Result<CsvInstance
             let end = rows.iter().map(|r| r.upper).max().unwrap_or(0);
             // A time axis this long would not fit in memory; say so rather than abort.
             if end > 50_000_000 {
-                return Err(err(format!(
+                return Err(format!(
                     "max upper {end} is too many time steps for one op each; \
                      load with compressed times"
-                )));
+                ));
             }
             (0..end).collect()
         }
-    };
+    })
+}
+
+/// An activation per row, written by the op at its `lower` and read by the op at its
+/// `upper - 1`, over an op per time of `times`.
+fn buffers_and_ops(rows: &[Row<'_>], times: &[u64]) -> (Vec<Buffer>, Vec<Op>) {
     let op_of = |time: u64| times.binary_search(&time).unwrap_or(0);
     let mut ops: Vec<Op> = times
         .iter()
@@ -214,23 +272,7 @@ pub fn parse_str(text: &str, origin: &str, axis: TimeAxis) -> Result<CsvInstance
             ops[last].reads.push(b);
         }
     }
-    let description = format!(
-        "{} buffer lifetimes from {}{}",
-        rows.len(),
-        path.file_name().and_then(|s| s.to_str()).unwrap_or(origin),
-        capacity.map_or(String::new(), |c| format!(" (capacity {c} bytes)"))
-    );
-    let program =
-        Program::new(stem, description, buffers, ops).map_err(|source| WorkloadError::Program {
-            origin: origin.to_string(),
-            source,
-        })?;
-    Ok(CsvInstance {
-        program,
-        capacity,
-        offsets,
-        times,
-    })
+    (buffers, ops)
 }
 
 #[cfg(test)]

@@ -89,125 +89,168 @@ pub fn run_exact(
 ) -> Result<ExactRun, EvalError> {
     let t0 = Instant::now();
     let polishes = config.objective == exact::Objective::Simulated;
-    let mip = exact::ExactConfig {
-        seconds: if polishes {
-            config.seconds * mip_share(config.windows)
-        } else {
-            config.seconds
-        },
-        // Under proxy the answer is the whole model's, whatever its size.
-        windows: if polishes {
-            config.windows
-        } else {
-            exact::Windows::Off
-        },
-        ..config.clone()
+    let mut told = Told {
+        t0,
+        curve: Vec::new(),
+        on_best,
     };
     // Under the simulated objective the MIP's starting mappings are its answer from the
     // moment they exist: the curve (and the race's primal integral) counts them then, not
     // when the MIP ends. Under proxy the answer is the model's best, whatever it simulates.
     let starts = exact::Exact::starts(&case.program, &case.hw);
     let mut sim = Simulator::new(&case.program, &case.hw);
-    let mut curve = Vec::new();
-    let mut tell = |curve: &mut Vec<(f64, f64)>, l: f64| {
-        if curve.last().is_none_or(|&(_, best)| l < best) {
-            let t = t0.elapsed().as_secs_f64();
-            curve.push((t, l));
-            on_best(t, l);
-        }
-    };
     if polishes {
         let fastest = starts
             .iter()
             .filter_map(|m| simulated(&mut sim, case, m).ok());
         if let Some(l) = fastest.min_by(f64::total_cmp) {
-            tell(&mut curve, l);
+            told.tell(l);
         }
     }
-    let mut solution = exact::solve(&case.program, &case.hw, &mip, &starts)?;
-    let mut proof = Proof::of(&solution);
-    tell(&mut curve, solution.simulated_s);
+    let solution = exact::solve(&case.program, &case.hw, &mip_config(config), &starts)?;
+    let mut answer = Answer {
+        proof: Proof::of(&solution),
+        solution,
+    };
+    told.tell(answer.solution.simulated_s);
     let deadline = t0 + Duration::from_secs_f64(config.seconds);
-    if polishes && windows_wanted(config.windows, &solution) {
-        if solution.status == exact::Status::TimeLimit {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let seconds = (config.seconds * BOUND_SHARE).min(left.as_secs_f64());
-            let target = solution.latency_s;
-            let bounds = program_bounds(case, config.objective, seconds, target, polish.threads)?;
-            for (bound, by) in bounds {
-                raise(&mut solution, &mut proof, bound, by);
-            }
+    if polishes && windows_wanted(config.windows, &answer.solution) {
+        bound_and_repair(case, config, polish, deadline, &mut answer, &mut told)?;
+    }
+    let start = if polishes && Instant::now() < deadline {
+        polished(case, polish, deadline, &mut answer, &mut told, &mut sim)?
+    } else {
+        None
+    };
+    Ok(ExactRun {
+        solution: answer.solution,
+        proof: answer.proof,
+        curve: told.curve,
+        start,
+    })
+}
+
+/// The whole model's config: under the simulated objective its share of the budget, its
+/// windows mode as given; under proxy all of the budget, the whole model whatever its size.
+fn mip_config(config: &exact::ExactConfig) -> exact::ExactConfig {
+    let polishes = config.objective == exact::Objective::Simulated;
+    exact::ExactConfig {
+        seconds: if polishes {
+            config.seconds * mip_share(config.windows)
+        } else {
+            config.seconds
+        },
+        windows: if polishes {
+            config.windows
+        } else {
+            exact::Windows::Off
+        },
+        ..config.clone()
+    }
+}
+
+/// The answer so far and what is proven of it.
+struct Answer {
+    solution: exact::ExactSolution,
+    proof: Proof,
+}
+
+/// The curve of improvements, each told to `on_best` as it is found.
+struct Told<'a> {
+    t0: Instant,
+    curve: Vec<(f64, f64)>,
+    on_best: &'a mut dyn FnMut(f64, f64),
+}
+
+impl Told<'_> {
+    /// Notes latency `l` now where it improves on the curve.
+    fn tell(&mut self, l: f64) {
+        if self.curve.last().is_none_or(|&(_, best)| l < best) {
+            let t = self.t0.elapsed().as_secs_f64();
+            self.curve.push((t, l));
+            (self.on_best)(t, l);
         }
-        let mut told = |l: f64| tell(&mut curve, l);
-        windows(
-            case,
-            polish.seed,
-            deadline,
-            &mut solution,
-            &mut proof,
-            &mut told,
-        )?;
     }
-    if !polishes || Instant::now() >= deadline {
-        return Ok(ExactRun {
-            solution,
-            proof,
-            curve,
-            start: None,
-        });
+}
+
+/// Where the whole model did not finish, the bounds by prices and by blocks; then the
+/// windows repairing its answer until the deadline.
+fn bound_and_repair(
+    case: &Case,
+    config: &exact::ExactConfig,
+    polish: &Polish,
+    deadline: Instant,
+    answer: &mut Answer,
+    told: &mut Told<'_>,
+) -> Result<(), EvalError> {
+    let Answer { solution, proof } = answer;
+    if solution.status == exact::Status::TimeLimit {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let seconds = (config.seconds * BOUND_SHARE).min(left.as_secs_f64());
+        let target = solution.latency_s;
+        let bounds = program_bounds(case, config.objective, seconds, target, polish.threads)?;
+        for (bound, by) in bounds {
+            raise(solution, proof, bound, by);
+        }
     }
-    // A program the game cannot be set up on keeps the MIP's mapping.
+    windows(case, polish.seed, deadline, solution, proof, &mut |l| {
+        told.tell(l)
+    })
+}
+
+/// The local search from the answer's line until the deadline, its mapping taken where
+/// faster; the line it started from, where it ran. A program the game cannot be set up
+/// on keeps the answer.
+fn polished(
+    case: &Case,
+    polish: &Polish,
+    deadline: Instant,
+    answer: &mut Answer,
+    told: &mut Told<'_>,
+    sim: &mut Simulator,
+) -> Result<Option<String>, EvalError> {
     let Ok(setup) = GameSetup::new(
         Arc::clone(&case.program),
         case.hw.clone(),
         polish.options.clone(),
     ) else {
-        return Ok(ExactRun {
-            solution,
-            proof,
-            curve,
-            start: None,
-        });
+        return Ok(None);
     };
     let setup = Arc::new(setup);
-    let incumbent = Incumbent::new(t0);
+    let incumbent = Incumbent::new(told.t0);
     let limit = Limit {
         deadline,
         threads: polish.threads.max(1),
         stop: None,
     };
     let replay = Instant::now();
-    let from_mip = setup.nearest_trajectory(&solution.mapping);
+    let from_mip = setup.nearest_trajectory(&answer.solution.mapping);
     // Before its first move the local search plays its starting games and replays the
     // best into a line with snapshots: about eight whole games (measured on a 300k-op
     // program: 6.5 s a game, 52 s before the first move). Where the budget left cannot
     // pay for them it would only run past the budget.
     let left = deadline.saturating_duration_since(Instant::now());
     if left < replay.elapsed() * REPLAYS_BEFORE_A_MOVE {
-        return Ok(ExactRun {
-            solution,
-            proof,
-            curve,
-            start: None,
-        });
+        return Ok(None);
     }
-    let mut best = solution.simulated_s;
+    let mut best = answer.solution.simulated_s;
     let mut improved = |t: f64, l: f64| {
         if l < best {
             best = l;
-            curve.push((t, l));
-            on_best(t, l);
+            told.curve.push((t, l));
+            (told.on_best)(t, l);
         }
     };
     crate::race_runs::watch(&incumbent, &limit, &mut improved, || {
         let mip = Start::new("mip", from_mip);
         LocalSearch::default().run_from(&setup, &[mip], polish.seed, &limit, &incumbent)
     });
+    let Answer { solution, proof } = answer;
     if let Some(found) = faster_than(&incumbent, solution.simulated_s) {
         let mapping = found.mapping();
         // The game's mappings are valid by construction; the simulator re-scores what is
         // returned, as for every other solver.
-        let latency = simulated(&mut sim, case, &mapping)?;
+        let latency = simulated(sim, case, &mapping)?;
         if latency < solution.simulated_s {
             solution.mapping = mapping;
             solution.simulated_s = latency;
@@ -215,12 +258,7 @@ pub fn run_exact(
             proof.polished_from = incumbent.start();
         }
     }
-    Ok(ExactRun {
-        solution,
-        proof,
-        curve,
-        start: incumbent.start(),
-    })
+    Ok(incumbent.start())
 }
 
 /// Whether windows follow the whole model: under `auto` where it did not finish, or where
