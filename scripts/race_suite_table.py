@@ -7,12 +7,14 @@ the lower bound, and the primal integrals of AGENT and of PEER. Then the figures
 asks for: on how many cases AGENT is no slower than every other solver and strictly faster,
 its geomean over the best other, and on how many its primal integral is no higher than
 PEER's. Several files (e.g. a solver raced on its own afterwards) are merged; a case
-missing a solver, or a result that is not valid, stops the script. A file's bound is the
+missing a solver, or a result that is not valid, stops the script (with --missing-ok a
+missing solver's cell is `-`, the best other is among those raced, and a case without
+PEER is left out of the primal-integral count; AGENT must be in every case). A file's bound is the
 best its race knew (a solver raced alone knows only the physical one), so the gaps and the
 primal integrals are computed here from each result's curve against the case's tightest
 bound over all the files: merged results are compared on one bound.
 
-    python3 scripts/race_suite_table.py muzero local-search race.json [more.json ...]
+    python3 scripts/race_suite_table.py muzero local-search race.json [more.json ...] [--missing-ok]
 """
 
 import json
@@ -20,7 +22,7 @@ import math
 import sys
 
 
-def load(paths):
+def load(paths, missing_ok=False):
     cases, solvers = {}, []
     for p in paths:
         with open(p) as f:
@@ -36,7 +38,7 @@ def load(paths):
                     solvers.append(r["solver"])
     for (w, h), rs in cases.items():
         missing = [s for s in solvers if s not in rs]
-        if missing:
+        if missing and not (missing_ok and solvers[0] in rs):
             sys.exit(f"{w} on {h}: no result of {', '.join(missing)}")
     return cases, solvers
 
@@ -61,36 +63,44 @@ def integral(r, bound):
     return area / budget
 
 
-def main(agent, peer, paths):
-    cases, solvers = load(paths)
+def main(agent, peer, paths, missing_ok=False):
+    cases, solvers = load(paths, missing_ok)
     if agent not in solvers or peer not in solvers:
         sys.exit(f"no {agent} or no {peer} result")
     others = [s for s in solvers if s != agent]
     print(f"| case | {' | '.join(solvers)} | best other | {agent} vs best other "
           f"| {agent} gap to bound | primal integral, {agent} / {peer} |")
     print("|---|" + "---:|" * len(solvers) + "---|---:|---:|---|")
-    logs, no_slower, faster, pi_ok = 0.0, 0, 0, 0
+    logs, no_slower, faster, pi_ok, pi_n = 0.0, 0, 0, 0, 0
     for (w, h), rs in cases.items():
-        us = {s: rs[s]["best_latency_s"] * 1e6 for s in solvers}
-        best = min(others, key=lambda s: us[s])
+        if agent not in rs:
+            sys.exit(f"{w} on {h}: no result of {agent}")
+        us = {s: rs[s]["best_latency_s"] * 1e6 for s in solvers if s in rs}
+        best = min((s for s in others if s in rs), key=lambda s: us[s])
         x = us[best] / us[agent]
         logs += math.log(x)
         no_slower += us[agent] <= us[best]
         faster += us[agent] < us[best]
         bound = max((r.get("lower_bound_s") or 0.0) for r in rs.values())
-        pis = {s: integral(rs[s], bound) for s in (agent, peer)}
-        pi_ok += pis[agent] <= pis[peer]
+        if peer in rs:
+            pis = {s: integral(rs[s], bound) for s in (agent, peer)}
+            pi_ok += pis[agent] <= pis[peer]
+            pi_n += 1
+            pi = f"{pis[agent]:.3f} / {pis[peer]:.3f}"
+        else:
+            pi = f"{integral(rs[agent], bound):.3f} / -"
         gap = "-" if not bound else f"{(rs[agent]['best_latency_s'] / bound - 1) * 100:.2f}%"
-        cells = " | ".join(f"*{us[s]:.1f}*" if s == best else f"{us[s]:.1f}" for s in solvers)
-        print(f"| {w} on {h} | {cells} | {best} | {x:.4f}x | {gap} "
-              f"| {pis[agent]:.3f} / {pis[peer]:.3f} |")
+        cells = " | ".join("-" if s not in us else f"*{us[s]:.1f}*" if s == best
+                           else f"{us[s]:.1f}" for s in solvers)
+        print(f"| {w} on {h} | {cells} | {best} | {x:.4f}x | {gap} | {pi} |")
     n = len(cases)
     print(f"\n{agent}: no slower than every other solver on {no_slower} of {n}, strictly "
           f"faster on {faster}; {math.exp(logs / n):.4f}x the best other in geomean; primal "
-          f"integral no higher than {peer}'s on {pi_ok} of {n}")
+          f"integral no higher than {peer}'s on {pi_ok} of {pi_n}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    args = [a for a in sys.argv[1:] if a != "--missing-ok"]
+    if len(args) < 3:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    main(args[0], args[1], args[2:], missing_ok=len(args) < len(sys.argv) - 1)
