@@ -38,7 +38,7 @@ def load(paths, missing_ok=False):
                     solvers.append(r["solver"])
     for (w, h), rs in cases.items():
         missing = [s for s in solvers if s not in rs]
-        if missing and not (missing_ok and solvers[0] in rs):
+        if missing and not missing_ok:
             sys.exit(f"{w} on {h}: no result of {', '.join(missing)}")
     return cases, solvers
 
@@ -76,6 +76,8 @@ def main(agent, peer, paths, missing_ok=False):
         if agent not in rs:
             sys.exit(f"{w} on {h}: no result of {agent}")
         us = {s: rs[s]["best_latency_s"] * 1e6 for s in solvers if s in rs}
+        if len(us) < 2:
+            sys.exit(f"{w} on {h}: no result of a solver other than {agent}")
         best = min((s for s in others if s in rs), key=lambda s: us[s])
         x = us[best] / us[agent]
         logs += math.log(x)
@@ -103,4 +105,4 @@ if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--missing-ok"]
     if len(args) < 3:
         sys.exit(__doc__)
-    main(args[0], args[1], args[2:], missing_ok=len(args) < len(sys.argv) - 1)
+    main(args[0], args[1], args[2:], missing_ok="--missing-ok" in sys.argv[1:])

@@ -166,10 +166,14 @@ impl Told<'_> {
     /// Notes latency `l` now where it improves on the curve.
     fn tell(&mut self, l: f64) {
         if self.curve.last().is_none_or(|&(_, best)| l < best) {
-            let t = self.t0.elapsed().as_secs_f64();
-            self.curve.push((t, l));
-            (self.on_best)(t, l);
+            self.note(self.t0.elapsed().as_secs_f64(), l);
         }
+    }
+
+    /// Notes latency `l` found at `t` seconds.
+    fn note(&mut self, t: f64, l: f64) {
+        self.curve.push((t, l));
+        (self.on_best)(t, l);
     }
 }
 
@@ -237,8 +241,7 @@ fn polished(
     let mut improved = |t: f64, l: f64| {
         if l < best {
             best = l;
-            told.curve.push((t, l));
-            (told.on_best)(t, l);
+            told.note(t, l);
         }
     };
     crate::race_runs::watch(&incumbent, &limit, &mut improved, || {

@@ -304,7 +304,7 @@ impl Panel<'_> {
             "op index (schedule time)",
         );
         if (lvl.capacity as f64) < y_max {
-            let y = top + panel_h - lvl.capacity as f64 / y_max * panel_h;
+            let y = self.y(lvl.capacity as f64, y_max);
             svg.fmt(format_args!(
                 "<line class=\"cap\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/>\n",
                 LEFT + PLOT_W

@@ -19,7 +19,7 @@ pub fn timeline_svg(program: &Program, report: &SimReport, legend: &MapLegend) -
     let mut svg = Svg::new(height, &style());
     let clock = Clock::of(report);
     let drawn = report.ops.len().min(program.len());
-    caption(&mut svg, program, report, legend);
+    caption(&mut svg, program, report, legend, drawn);
     gantt(
         &mut svg,
         program,
@@ -95,8 +95,8 @@ impl Clock {
 }
 
 /// The title, the summary line, the swatches and the warning where the report does not
-/// match the program.
-fn caption(svg: &mut Svg, program: &Program, report: &SimReport, legend: &MapLegend) {
+/// match the program (whose first `drawn` ops are drawn).
+fn caption(svg: &mut Svg, program: &Program, report: &SimReport, legend: &MapLegend, drawn: usize) {
     let ops = &report.ops;
     let (mut nc, mut nm, mut ns) = (0, 0, 0);
     for o in ops {
@@ -160,10 +160,9 @@ fn caption(svg: &mut Svg, program: &Program, report: &SimReport, legend: &MapLeg
             92.0,
             "warn",
             &format!(
-                "warning: the report has {} ops, the program {}: drawing the first {}",
+                "warning: the report has {} ops, the program {}: drawing the first {drawn}",
                 ops.len(),
-                program.len(),
-                ops.len().min(program.len())
+                program.len()
             ),
         );
     }
