@@ -171,6 +171,139 @@ fn check_buffers(buffers: &[Buffer]) -> Result<(), ProgramError> {
     Ok(())
 }
 
+/// Each buffer's defining op (none for an entry) and its uses in schedule order.
+type DefsAndUses = (Vec<Option<OpId>>, Vec<Vec<OpId>>);
+
+/// Each buffer's defining op and its uses, checking every op's reads and writes: known
+/// buffers, no repeats, none both read and written, no read before the write, entries never
+/// written, nothing written twice.
+fn defs_and_uses(buffers: &[Buffer], ops: &[Op]) -> Result<DefsAndUses, ProgramError> {
+    let n = buffers.len();
+    let mut def: Vec<Option<OpId>> = vec![None; n];
+    let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    // Per buffer, the last (op, list) that named it: a repeat in one list is found in
+    // one look, however long the list (an op may read a million buffers).
+    let mut seen: Vec<Option<(OpId, usize)>> = vec![None; n];
+    for (t, op) in ops.iter().enumerate() {
+        // 1e24 FLOPs is a million times the largest op of any model here: past it, sums
+        // of op times could overflow to infinity.
+        if !(op.flops.is_finite() && (0.0..=MAX_FLOPS_PER_OP).contains(&op.flops)) {
+            return Err(ProgramError::BadFlops {
+                op: t,
+                op_name: op.name.clone(),
+                flops: op.flops,
+            });
+        }
+        check_names(t, op, buffers, &mut seen)?;
+        for &b in &op.reads {
+            // Marked (t, 1) above: the op writes it too.
+            if seen[b] == Some((t, 1)) {
+                return Err(ProgramError::ReadAndWrite {
+                    op: t,
+                    op_name: op.name.clone(),
+                    buffer: buffers[b].name.clone(),
+                });
+            }
+            if !buffers[b].kind.is_entry() && def[b].is_none() {
+                return Err(ProgramError::ReadBeforeWrite {
+                    op: t,
+                    op_name: op.name.clone(),
+                    buffer: buffers[b].name.clone(),
+                });
+            }
+            uses[b].push(t);
+        }
+        for &b in &op.writes {
+            if buffers[b].kind.is_entry() {
+                return Err(ProgramError::EntryWritten {
+                    op: t,
+                    op_name: op.name.clone(),
+                    buffer: buffers[b].name.clone(),
+                    kind: buffers[b].kind,
+                });
+            }
+            if let Some(first) = def[b] {
+                return Err(ProgramError::WrittenTwice {
+                    buffer: buffers[b].name.clone(),
+                    first,
+                    second: t,
+                });
+            }
+            def[b] = Some(t);
+        }
+    }
+    Ok((def, uses))
+}
+
+/// Refuses an unknown buffer, or one named twice in one of op `t`'s lists (`seen` holds, per
+/// buffer, the last `(op, list)` that named it: 0 reads, 1 writes).
+fn check_names(
+    t: OpId,
+    op: &Op,
+    buffers: &[Buffer],
+    seen: &mut [Option<(OpId, usize)>],
+) -> Result<(), ProgramError> {
+    let n = buffers.len();
+    for (which, (field, list)) in [("reads", &op.reads), ("writes", &op.writes)]
+        .into_iter()
+        .enumerate()
+    {
+        for &b in list {
+            if b >= n {
+                return Err(ProgramError::UnknownBuffer {
+                    op: t,
+                    op_name: op.name.clone(),
+                    field,
+                    buffer: b,
+                    count: n,
+                });
+            }
+            if seen[b].replace((t, which)) == Some((t, which)) {
+                return Err(ProgramError::Duplicate {
+                    op: t,
+                    op_name: op.name.clone(),
+                    field,
+                    buffer: buffers[b].name.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The live ranges: from the defining op (an entry's from op 0) to the last use (an
+/// output's to the last op). Refuses an entry never read and a buffer never written.
+fn live_ranges(
+    buffers: &[Buffer],
+    def: &[Option<OpId>],
+    uses: &[Vec<OpId>],
+    last: OpId,
+) -> Result<Vec<(OpId, OpId)>, ProgramError> {
+    let mut live = Vec::with_capacity(buffers.len());
+    for (b, buf) in buffers.iter().enumerate() {
+        if buf.kind.is_entry() {
+            if uses[b].is_empty() {
+                return Err(ProgramError::NeverUsed {
+                    buffer: buf.name.clone(),
+                    kind: buf.kind,
+                });
+            }
+        } else if def[b].is_none() {
+            return Err(ProgramError::NeverDefined {
+                buffer: buf.name.clone(),
+                kind: buf.kind,
+            });
+        }
+        let start = def[b].unwrap_or(0);
+        let end = match buf.kind {
+            BufferKind::Output => last,
+            _ => uses[b].last().copied().unwrap_or(start),
+        };
+        live.push((start, end));
+    }
+    Ok(live)
+}
+
 impl Program {
     /// Validates the ops and buffers and derives live ranges.
     pub fn new(
@@ -183,106 +316,8 @@ impl Program {
             return Err(ProgramError::NoOps);
         }
         check_buffers(&buffers)?;
-        let n = buffers.len();
-        let mut def: Vec<Option<OpId>> = vec![None; n];
-        let mut uses: Vec<Vec<OpId>> = vec![Vec::new(); n];
-        // Per buffer, the last (op, list) that named it: a repeat in one list is found in
-        // one look, however long the list (an op may read a million buffers).
-        let mut seen: Vec<Option<(OpId, usize)>> = vec![None; n];
-        for (t, op) in ops.iter().enumerate() {
-            // 1e24 FLOPs is a million times the largest op of any model here: past it, sums
-            // of op times could overflow to infinity.
-            if !(op.flops.is_finite() && (0.0..=MAX_FLOPS_PER_OP).contains(&op.flops)) {
-                return Err(ProgramError::BadFlops {
-                    op: t,
-                    op_name: op.name.clone(),
-                    flops: op.flops,
-                });
-            }
-            for (which, (field, list)) in [("reads", &op.reads), ("writes", &op.writes)]
-                .into_iter()
-                .enumerate()
-            {
-                for &b in list {
-                    if b >= n {
-                        return Err(ProgramError::UnknownBuffer {
-                            op: t,
-                            op_name: op.name.clone(),
-                            field,
-                            buffer: b,
-                            count: n,
-                        });
-                    }
-                    if seen[b].replace((t, which)) == Some((t, which)) {
-                        return Err(ProgramError::Duplicate {
-                            op: t,
-                            op_name: op.name.clone(),
-                            field,
-                            buffer: buffers[b].name.clone(),
-                        });
-                    }
-                }
-            }
-            for &b in &op.reads {
-                // Marked (t, 1) above: the op writes it too.
-                if seen[b] == Some((t, 1)) {
-                    return Err(ProgramError::ReadAndWrite {
-                        op: t,
-                        op_name: op.name.clone(),
-                        buffer: buffers[b].name.clone(),
-                    });
-                }
-                if !buffers[b].kind.is_entry() && def[b].is_none() {
-                    return Err(ProgramError::ReadBeforeWrite {
-                        op: t,
-                        op_name: op.name.clone(),
-                        buffer: buffers[b].name.clone(),
-                    });
-                }
-                uses[b].push(t);
-            }
-            for &b in &op.writes {
-                if buffers[b].kind.is_entry() {
-                    return Err(ProgramError::EntryWritten {
-                        op: t,
-                        op_name: op.name.clone(),
-                        buffer: buffers[b].name.clone(),
-                        kind: buffers[b].kind,
-                    });
-                }
-                if let Some(first) = def[b] {
-                    return Err(ProgramError::WrittenTwice {
-                        buffer: buffers[b].name.clone(),
-                        first,
-                        second: t,
-                    });
-                }
-                def[b] = Some(t);
-            }
-        }
-        let last = ops.len() - 1;
-        let mut live = Vec::with_capacity(n);
-        for (b, buf) in buffers.iter().enumerate() {
-            if buf.kind.is_entry() {
-                if uses[b].is_empty() {
-                    return Err(ProgramError::NeverUsed {
-                        buffer: buf.name.clone(),
-                        kind: buf.kind,
-                    });
-                }
-            } else if def[b].is_none() {
-                return Err(ProgramError::NeverDefined {
-                    buffer: buf.name.clone(),
-                    kind: buf.kind,
-                });
-            }
-            let start = def[b].unwrap_or(0);
-            let end = match buf.kind {
-                BufferKind::Output => last,
-                _ => uses[b].last().copied().unwrap_or(start),
-            };
-            live.push((start, end));
-        }
+        let (def, uses) = defs_and_uses(&buffers, &ops)?;
+        let live = live_ranges(&buffers, &def, &uses, ops.len() - 1)?;
         Ok(Program {
             name: name.into(),
             description: description.into(),

@@ -190,41 +190,13 @@ pub fn parse_factorizations(text: &str, origin: &str) -> Result<Vec<Factorizatio
             continue;
         }
         if let Some(rest) = l.strip_prefix('#') {
-            let toks: Vec<&str> = rest.split_whitespace().collect();
-            let nums: Option<Vec<usize>> = toks.iter().take(3).map(|t| t.parse().ok()).collect();
-            let is_header =
-                toks.get(3) == Some(&"rank") && nums.as_ref().is_some_and(|v| v.len() == 3);
-            if !is_header {
-                continue;
+            if let Some(f) = header(rest, origin, line) {
+                // The factorization before is complete before this header is read.
+                finish(cur.take(), line)?;
+                let f = f?;
+                let rows = f.n * f.m + f.m * f.p + f.n * f.p;
+                cur = Some((f, rows));
             }
-            finish(cur.take(), line)?;
-            let nums = nums.unwrap_or_default();
-            let (n, m, p) = (nums[0], nums[1], nums[2]);
-            let rank: usize = toks
-                .get(4)
-                .and_then(|t| t.parse().ok())
-                .filter(|&r| r > 0)
-                .ok_or_else(|| {
-                    parse_err(origin, line, "header: rank must be a number > 0".into())
-                })?;
-            if n == 0 || m == 0 || p == 0 {
-                return Err(parse_err(
-                    origin,
-                    line,
-                    format!("header: shape ({n},{m},{p}) has a zero"),
-                ));
-            }
-            let f = Factorization {
-                n,
-                m,
-                p,
-                rank,
-                u: Vec::with_capacity(n * m * rank),
-                v: Vec::with_capacity(m * p * rank),
-                w: Vec::with_capacity(n * p * rank),
-            };
-            let rows = n * m + m * p + n * p;
-            cur = Some((f, rows));
             continue;
         }
         let Some((f, left)) = cur.as_mut() else {
@@ -241,42 +213,89 @@ pub fn parse_factorizations(text: &str, origin: &str) -> Result<Vec<Factorizatio
                 "more rows than the header announces".into(),
             ));
         }
-        let mut toks = l.split_whitespace();
-        let letter = toks.next().unwrap_or_default();
-        // Rows come in the order U, V, W; which one is due follows from how many are read.
-        let (want, dst) = if f.u.len() < f.n * f.m * f.rank {
-            ("U", &mut f.u)
-        } else if f.v.len() < f.m * f.p * f.rank {
-            ("V", &mut f.v)
-        } else {
-            ("W", &mut f.w)
-        };
-        if letter != want {
-            return Err(parse_err(
-                origin,
-                line,
-                format!("expected a row of {want}, got `{letter}`"),
-            ));
-        }
-        let before = dst.len();
-        for t in toks {
-            let c: i32 = t
-                .parse()
-                .map_err(|_| parse_err(origin, line, format!("{want}: `{t}` is not an integer")))?;
-            dst.push(c);
-        }
-        let got = dst.len() - before;
-        if got != f.rank {
-            return Err(parse_err(
-                origin,
-                line,
-                format!("{want}: row has {got} entries, the rank is {}", f.rank),
-            ));
-        }
+        push_row(f, l, origin, line)?;
         *left -= 1;
     }
     finish(cur.take(), last_line)?;
     Ok(out)
+}
+
+/// The factorization a `# n m p rank R` header opens, its rows still to read (`None`: the
+/// line is a comment).
+fn header(rest: &str, origin: &str, line: usize) -> Option<Result<Factorization, WorkloadError>> {
+    let toks: Vec<&str> = rest.split_whitespace().collect();
+    let nums: Option<Vec<usize>> = toks.iter().take(3).map(|t| t.parse().ok()).collect();
+    let is_header = toks.get(3) == Some(&"rank") && nums.as_ref().is_some_and(|v| v.len() == 3);
+    if !is_header {
+        return None;
+    }
+    let nums = nums.unwrap_or_default();
+    let (n, m, p) = (nums[0], nums[1], nums[2]);
+    let Some(rank) = toks.get(4).and_then(|t| t.parse().ok()).filter(|&r| r > 0) else {
+        return Some(Err(parse_err(
+            origin,
+            line,
+            "header: rank must be a number > 0".into(),
+        )));
+    };
+    if n == 0 || m == 0 || p == 0 {
+        return Some(Err(parse_err(
+            origin,
+            line,
+            format!("header: shape ({n},{m},{p}) has a zero"),
+        )));
+    }
+    Some(Ok(Factorization {
+        n,
+        m,
+        p,
+        rank,
+        u: Vec::with_capacity(n * m * rank),
+        v: Vec::with_capacity(m * p * rank),
+        w: Vec::with_capacity(n * p * rank),
+    }))
+}
+
+/// Reads one row (`U 0 1 -1 ...`) into `f`, checking its letter and its length.
+fn push_row(
+    f: &mut Factorization,
+    l: &str,
+    origin: &str,
+    line: usize,
+) -> Result<(), WorkloadError> {
+    let mut toks = l.split_whitespace();
+    let letter = toks.next().unwrap_or_default();
+    // Rows come in the order U, V, W; which one is due follows from how many are read.
+    let (want, dst) = if f.u.len() < f.n * f.m * f.rank {
+        ("U", &mut f.u)
+    } else if f.v.len() < f.m * f.p * f.rank {
+        ("V", &mut f.v)
+    } else {
+        ("W", &mut f.w)
+    };
+    if letter != want {
+        return Err(parse_err(
+            origin,
+            line,
+            format!("expected a row of {want}, got `{letter}`"),
+        ));
+    }
+    let before = dst.len();
+    for t in toks {
+        let c: i32 = t
+            .parse()
+            .map_err(|_| parse_err(origin, line, format!("{want}: `{t}` is not an integer")))?;
+        dst.push(c);
+    }
+    let got = dst.len() - before;
+    if got != f.rank {
+        return Err(parse_err(
+            origin,
+            line,
+            format!("{want}: row has {got} entries, the rank is {}", f.rank),
+        ));
+    }
+    Ok(())
 }
 
 /// `C = A B` for `N x N` bf16 matrices (`N = size`), computed block-wise by `f`: A is split
@@ -309,24 +328,8 @@ pub fn matmul_program(size: usize, f: &Factorization) -> Result<Program, Workloa
         ops: Vec::new(),
         elems: (bn * bm, bm * bp, bn * bp),
     };
-    let a_blocks: Vec<BufferId> = (0..n * m)
-        .map(|i| {
-            g.buffer(
-                format!("A[{}][{}]", i / m, i % m),
-                g.elems.0,
-                BufferKind::Input,
-            )
-        })
-        .collect();
-    let b_blocks: Vec<BufferId> = (0..m * p)
-        .map(|j| {
-            g.buffer(
-                format!("B[{}][{}]", j / p, j % p),
-                g.elems.1,
-                BufferKind::Input,
-            )
-        })
-        .collect();
+    let a_blocks = g.input_blocks('A', (n, m), g.elems.0);
+    let b_blocks = g.input_blocks('B', (m, p), g.elems.1);
     // The last product contributing to each C entry, so its accumulation writes the output.
     let last_r: Vec<Option<usize>> = (0..n * p)
         .map(|k| {
@@ -403,6 +406,25 @@ impl Graph {
             kind,
         });
         self.buffers.len() - 1
+    }
+
+    /// The input matrix `letter`'s blocks, a `rows x cols` grid in row-major order, each of
+    /// `elems` elements.
+    fn input_blocks(
+        &mut self,
+        letter: char,
+        (rows, cols): (usize, usize),
+        elems: u64,
+    ) -> Vec<BufferId> {
+        (0..rows * cols)
+            .map(|i| {
+                self.buffer(
+                    format!("{letter}[{}][{}]", i / cols, i % cols),
+                    elems,
+                    BufferKind::Input,
+                )
+            })
+            .collect()
     }
 
     /// An element-wise op writing `out` (of `elems` elements) from `terms`: one FLOP per

@@ -1,7 +1,7 @@
 //! `mallocmuzero bench`: throughput of the simulator and of the cost model's incremental
 //! deltas, on resnet50 with the xla mapping, on one core.
 
-use accel_sim::{BufferPlacement, CostModel, CostState, Simulator};
+use accel_sim::{BufferPlacement, CostModel, CostState, Hardware, Mapping, Program, Simulator};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::hint::black_box;
@@ -52,32 +52,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         1
     });
 
-    // Deltas from a half-built state (every other buffer placed as xla placed it), each
-    // asking about a real change: a placed buffer back to level 0, an unplaced one to its
-    // xla placement. Buffers xla left in level 0 ask nothing.
-    let cost = CostModel::new(&program, &hw);
-    let mut state = CostState::new(&cost);
-    for (b, p) in mapping.buffers.iter().enumerate() {
-        if b % 2 == 0 {
-            state.apply(b, p.clone());
-        }
-    }
-    let empty = BufferPlacement::default();
-    let candidates: Vec<(usize, &BufferPlacement)> = mapping
-        .buffers
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !p.allocations.is_empty())
-        .map(|(b, p)| if b % 2 == 0 { (b, &empty) } else { (b, p) })
-        .collect();
-    let delta_per_s = rate(args.seconds, || {
-        let mut acc = 0.0;
-        for &(b, p) in &candidates {
-            acc += state.delta(b, black_box(p));
-        }
-        black_box(acc);
-        candidates.len()
-    });
+    let delta_per_s = delta_figure(&program, &hw, &mapping, args.seconds);
 
     let game = game_figures(&program, &hw, args.seconds)?;
     let train_steps_per_s = train_figure(&program, &hw, args.seconds)?;
@@ -107,41 +82,87 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             })
         );
     } else {
-        outln!(
-            "{} ({} ops, {} buffers) on {}, one core unless noted:",
-            crate::output::shown(program.name()),
-            program.len(),
-            program.buffers().len(),
-            crate::output::shown(&hw.name)
+        print_figures(
+            &program,
+            &hw,
+            [sim_per_s, delta_per_s, train_steps_per_s],
+            &game,
+            &mcts,
         );
-        outln!("  simulations of the xla mapping: {sim_per_s:>12.0} /s");
-        outln!("  cost-model placement deltas:    {delta_per_s:>12.0} /s");
+    }
+    Ok(())
+}
+
+/// Cost-model deltas per second. Deltas from a half-built state (every other buffer placed as
+/// xla placed it), each asking about a real change: a placed buffer back to level 0, an
+/// unplaced one to its xla placement. Buffers xla left in level 0 ask nothing.
+fn delta_figure(program: &Program, hw: &Hardware, mapping: &Mapping, seconds: f64) -> f64 {
+    let cost = CostModel::new(program, hw);
+    let mut state = CostState::new(&cost);
+    for (b, p) in mapping.buffers.iter().enumerate() {
+        if b % 2 == 0 {
+            state.apply(b, p.clone());
+        }
+    }
+    let empty = BufferPlacement::default();
+    let candidates: Vec<(usize, &BufferPlacement)> = mapping
+        .buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.allocations.is_empty())
+        .map(|(b, p)| if b % 2 == 0 { (b, &empty) } else { (b, p) })
+        .collect();
+    rate(seconds, || {
+        let mut acc = 0.0;
+        for &(b, p) in &candidates {
+            acc += state.delta(b, black_box(p));
+        }
+        black_box(acc);
+        candidates.len()
+    })
+}
+
+/// The figures as a table: `[simulations, deltas, training steps]` per second.
+fn print_figures(
+    program: &Program,
+    hw: &Hardware,
+    [sim_per_s, delta_per_s, train_steps_per_s]: [f64; 3],
+    game: &GameFigures,
+    mcts: &serde_json::Value,
+) {
+    outln!(
+        "{} ({} ops, {} buffers) on {}, one core unless noted:",
+        crate::output::shown(program.name()),
+        program.len(),
+        program.buffers().len(),
+        crate::output::shown(&hw.name)
+    );
+    outln!("  simulations of the xla mapping: {sim_per_s:>12.0} /s");
+    outln!("  cost-model placement deltas:    {delta_per_s:>12.0} /s");
+    outln!(
+        "  game steps, random legal play:  {:>12.0} /s",
+        game.steps_per_s
+    );
+    outln!(
+        "  game steps with observations:   {:>12.0} /s",
+        game.steps_obs_per_s
+    );
+    outln!(
+        "  episodes, random legal play:    {:>12.1} /s",
+        game.episodes_per_s
+    );
+    outln!(
+        "  load + replay + verify a game:  {:>12.2} ms",
+        game.replay_ms
+    );
+    for (name, key) in [("Gumbel MuZero", "gumbel"), ("MuZero pUCT", "muzero")] {
         outln!(
-            "  game steps, random legal play:  {:>12.0} /s",
-            game.steps_per_s
-        );
-        outln!(
-            "  game steps with observations:   {:>12.0} /s",
-            game.steps_obs_per_s
-        );
-        outln!(
-            "  episodes, random legal play:    {:>12.1} /s",
-            game.episodes_per_s
-        );
-        outln!(
-            "  load + replay + verify a game:  {:>12.2} ms",
-            game.replay_ms
-        );
-        for (name, key) in [("Gumbel MuZero", "gumbel"), ("MuZero pUCT", "muzero")] {
-            outln!(
                 "  MCTS, {name} (reference shape, batch 256 x 16, all cores): {:>9.0} sims/s, mean depth {:.2}",
                 mcts[key]["sims_per_s"].as_f64().unwrap_or_default(),
                 mcts[key]["mean_depth"].as_f64().unwrap_or_default()
             );
-        }
-        outln!("  training steps, default network (batch 128, K = 5): {train_steps_per_s:.1} /s");
     }
-    Ok(())
+    outln!("  training steps, default network (batch 128, K = 5): {train_steps_per_s:.1} /s");
 }
 
 struct GameFigures {

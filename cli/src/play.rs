@@ -5,9 +5,10 @@ use accel_sim::{Program, Simulator};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use harness::evaluate::{CaseScorer, Row};
+use harness::Case;
 use indicatif::{ProgressBar, ProgressStyle};
 use malloc_game::players::{self, Player};
-use malloc_game::record::GameRecord;
+use malloc_game::record::{GameRecord, Replay};
 use malloc_game::render::{self, MapLegend};
 use malloc_game::GameSetup;
 use std::path::{Path, PathBuf};
@@ -112,13 +113,7 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
     if let Some(dir) = &args.save {
         std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     }
-    let bar = ProgressBar::new(args.episodes);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed}] {bar:30} {pos}/{len} episodes ({per_sec}) {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = episode_bar(args.episodes);
     let mut episodes = Vec::new();
     let mut best: Option<(f64, Row, u64)> = None;
     let t0 = Instant::now();
@@ -170,10 +165,34 @@ pub fn run_play(args: &PlayArgs) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    print_best(args, &case, episodes, best, xla)
+}
+
+/// The progress bar of `play`'s episodes.
+fn episode_bar(episodes: u64) -> ProgressBar {
+    let bar = ProgressBar::new(episodes);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed}] {bar:30} {pos}/{len} episodes ({per_sec}) {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The best episode (by return), with the case's best proven bound; with `--json`, every
+/// episode too.
+fn print_best(
+    args: &PlayArgs,
+    case: &Case,
+    episodes: Vec<serde_json::Value>,
+    best: Option<(f64, Row, u64)>,
+    xla: f64,
+) -> Result<()> {
     let (ret, mut row, seed) = best.context("at least one episode")?;
     // The case's best proven bound (the checked-in proofs too), as evaluate prints it: the
     // physical limit alone is far weaker (156 against 279 us on alexnet).
-    harness::evaluate::fill_gaps(std::slice::from_mut(&mut row), &case)?;
+    harness::evaluate::fill_gaps(std::slice::from_mut(&mut row), case)?;
     if args.json {
         let mut b = serde_json::to_value(&row)?;
         b["seed"] = seed.into();
@@ -301,66 +320,17 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.game.display()))?;
     let verify_s = t0.elapsed().as_secs_f64();
     let game = &replay.game;
-    let hw = game.setup().hardware().clone();
+    let hw = game.setup().hardware();
     let latency = game.final_latency().unwrap_or(f64::NAN);
     if let Some(path) = &args.export_json {
         binio::write_bytes_atomic(path, record.to_json().as_bytes())?;
     }
     let html = match &args.html {
         None => None,
-        Some(out) => {
-            let other = match &args.compare {
-                None => None,
-                Some(path) => {
-                    let record_b = load_record(path)?;
-                    let replay_b = record_b
-                        .replay(Arc::clone(&program))
-                        .map_err(|e| anyhow::anyhow!("--compare {}: {e}", path.display()))?;
-                    Some((record_b, replay_b, path))
-                }
-            };
-            let b = other.as_ref().map(|(r, p, f)| (r, p, f.as_path()));
-            Some(crate::viewer::write(
-                out,
-                (&record, &replay, &args.game),
-                b,
-            )?)
-        }
+        Some(out) => Some(write_viewer(args, out, &record, &replay, &program)?),
     };
-    let legend = MapLegend {
-        workload: program.name().to_string(),
-        hardware: hw.name.clone(),
-        solver: record.player.clone(),
-        latency_s: Some(latency),
-    };
-    if let Some(path) = &args.render {
-        let svg = render::memory_map_svg(&program, &hw, &game.mapping(), &legend);
-        binio::write_bytes_atomic(path, svg.as_bytes())?;
-    }
-    if let Some(path) = &args.timeline {
-        let report = Simulator::new(&program, &hw).run(&game.mapping(), true);
-        let svg = render::timeline_svg(&program, &report, &legend);
-        binio::write_bytes_atomic(path, svg.as_bytes())?;
-    }
+    write_pictures(args, &record, &replay)?;
     if args.json {
-        let turns: Vec<_> = replay
-            .turns
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut turn = serde_json::json!({
-                    "buffer": t.buffer, "action": t.action, "action_name": t.action_name,
-                    "reward": t.reward, "latency_s": t.latency_s,
-                    "proxy_latency_s": t.proxy_latency_s,
-                });
-                // What the agent's search saw at this turn, where the file holds it.
-                if let Some(s) = record.search.as_ref().and_then(|s| s.get(i)) {
-                    turn["visits"] = s.visits.clone().into();
-                    turn["root_value"] = s.root_value.into();
-                }
-                turn
-            })
-            .collect();
         let mut out = serde_json::json!({
             "workload": program.name(), "hardware": hw.name, "solver": record.player,
             "seed": record.seed, "reward_kind": record.options.reward.as_str(),
@@ -369,7 +339,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
             "valid": true, "verified": true, "verify_s": verify_s,
         });
         if args.steps {
-            out["turns"] = turns.into();
+            out["turns"] = turns_json(&record, &replay).into();
         }
         if let Some(h) = &html {
             out["html"] = h.to_json();
@@ -378,25 +348,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         return Ok(());
     }
     if args.steps {
-        outln!(
-            "{:>5}  {:<40} {:<28} {:>10} {:>14} {:>14}",
-            "turn",
-            "buffer",
-            "action",
-            "reward",
-            "sim (us)",
-            "model (us)"
-        );
-        for (i, t) in replay.turns.iter().enumerate() {
-            outln!(
-                "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2} {:>14.2}",
-                truncate(&shown(&t.buffer), 40),
-                shown(&t.action_name),
-                t.reward,
-                t.latency_s * 1e6,
-                t.proxy_latency_s * 1e6
-            );
-        }
+        print_steps(&replay);
     }
     outln!(
         "verified {} turns of {} ({} on {}, player {}, seed {}, {} rewards): every reward matches; return {:+.5}, simulated latency {:.2} us ({:.1} ms to load, replay and verify)",
@@ -415,6 +367,96 @@ pub fn run_replay(args: &ReplayArgs) -> Result<()> {
         outln!("{line}");
     }
     Ok(())
+}
+
+/// `--html` (with `--compare`'s game replayed against the same program).
+fn write_viewer(
+    args: &ReplayArgs,
+    out: &Path,
+    record: &GameRecord,
+    replay: &Replay,
+    program: &Arc<Program>,
+) -> Result<crate::viewer::Written> {
+    let other = match &args.compare {
+        None => None,
+        Some(path) => {
+            let record_b = load_record(path)?;
+            let replay_b = record_b
+                .replay(Arc::clone(program))
+                .map_err(|e| anyhow::anyhow!("--compare {}: {e}", path.display()))?;
+            Some((record_b, replay_b, path))
+        }
+    };
+    let b = other.as_ref().map(|(r, p, f)| (r, p, f.as_path()));
+    crate::viewer::write(out, (record, replay, &args.game), b)
+}
+
+/// `--render` and `--timeline`.
+fn write_pictures(args: &ReplayArgs, record: &GameRecord, replay: &Replay) -> Result<()> {
+    let game = &replay.game;
+    let program = game.setup().program();
+    let hw = game.setup().hardware();
+    let legend = MapLegend {
+        workload: program.name().to_string(),
+        hardware: hw.name.clone(),
+        solver: record.player.clone(),
+        latency_s: Some(game.final_latency().unwrap_or(f64::NAN)),
+    };
+    if let Some(path) = &args.render {
+        let svg = render::memory_map_svg(program, hw, &game.mapping(), &legend);
+        binio::write_bytes_atomic(path, svg.as_bytes())?;
+    }
+    if let Some(path) = &args.timeline {
+        let report = Simulator::new(program, hw).run(&game.mapping(), true);
+        let svg = render::timeline_svg(program, &report, &legend);
+        binio::write_bytes_atomic(path, svg.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The turns for `--json --steps`, with what the agent's search saw where the file holds it.
+fn turns_json(record: &GameRecord, replay: &Replay) -> Vec<serde_json::Value> {
+    replay
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut turn = serde_json::json!({
+                "buffer": t.buffer, "action": t.action, "action_name": t.action_name,
+                "reward": t.reward, "latency_s": t.latency_s,
+                "proxy_latency_s": t.proxy_latency_s,
+            });
+            if let Some(s) = record.search.as_ref().and_then(|s| s.get(i)) {
+                turn["visits"] = s.visits.clone().into();
+                turn["root_value"] = s.root_value.into();
+            }
+            turn
+        })
+        .collect()
+}
+
+/// The per-turn table of `--steps`.
+fn print_steps(replay: &Replay) {
+    use crate::output::shown;
+    outln!(
+        "{:>5}  {:<40} {:<28} {:>10} {:>14} {:>14}",
+        "turn",
+        "buffer",
+        "action",
+        "reward",
+        "sim (us)",
+        "model (us)"
+    );
+    for (i, t) in replay.turns.iter().enumerate() {
+        outln!(
+            "{i:>5}  {:<40} {:<28} {:>+10.6} {:>14.2} {:>14.2}",
+            truncate(&shown(&t.buffer), 40),
+            shown(&t.action_name),
+            t.reward,
+            t.latency_s * 1e6,
+            t.proxy_latency_s * 1e6
+        );
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -107,56 +107,13 @@ pub fn run(args: &RaceArgs) -> Result<()> {
     };
     race::check_solvers(&solvers)?;
     let threads = crate::case::threads(args.threads)?;
-    let mut train = match &args.config {
-        Some(path) => crate::train::read_config(path)?,
-        None => TrainConfig::default(),
-    };
-    if let Some(m) = args.search_model {
-        train.search_model = m;
-    }
-    let egrl = match &args.egrl_config {
-        Some(path) => {
-            let (config, fields) = crate::egrl::read_config_file(path)?;
-            if let Some(f) = race_settings::raced_egrl_field(fields.iter().map(String::as_str)) {
-                bail!(
-                    "{}: field `{f}`: the race sets it (--seed, --threads, and the solver's name for the variant); remove it from the file",
-                    path.display()
-                );
-            }
-            config
-        }
-        None => egrl::EgrlConfig::default(),
-    };
+    let (train, egrl) = solver_configs(args)?;
     let cases = if let Some(name) = args.suite {
         Case::suite_named(name)?
     } else {
         vec![single_case(&args.case)?]
     };
-    if race_settings::continues_on_many_cases(&solvers, args.checkpoint.is_some(), cases.len()) {
-        bail!("--checkpoint: muzero-train continues one run, so it needs one case, not --suite");
-    }
-    let given = [
-        (
-            "--checkpoint",
-            args.checkpoint.is_some(),
-            Setting::Checkpoint,
-        ),
-        ("--config", args.config.is_some(), Setting::TrainConfig),
-        (
-            "--search-model",
-            args.search_model.is_some(),
-            Setting::SearchModel,
-        ),
-        (
-            "--egrl-config",
-            args.egrl_config.is_some(),
-            Setting::EgrlConfig,
-        ),
-        ("--mip-share", args.mip_share.is_some(), Setting::MipShare),
-    ];
-    if let Some(why) = race_settings::first_unread(&solvers, given) {
-        bail!("{why}");
-    }
+    check_flags_read(args, &solvers, cases.len())?;
     let config_of = |case: &Case| RaceConfig {
         seconds: args.seconds,
         threads,
@@ -201,6 +158,68 @@ pub fn run(args: &RaceArgs) -> Result<()> {
         (e, _) => e.into(),
     })?;
     let all: Vec<RaceResult> = finished.into_iter().map(|f| f.result).collect();
+    print_results(args, threads, &all);
+    Ok(())
+}
+
+/// The configs of the trained and the EGRL solvers: the defaults, then the files, then the
+/// flags; an EGRL file may not set what the race itself sets.
+fn solver_configs(args: &RaceArgs) -> Result<(TrainConfig, egrl::EgrlConfig)> {
+    let mut train = match &args.config {
+        Some(path) => crate::train::read_config(path)?,
+        None => TrainConfig::default(),
+    };
+    if let Some(m) = args.search_model {
+        train.search_model = m;
+    }
+    let egrl = match &args.egrl_config {
+        Some(path) => {
+            let (config, fields) = crate::egrl::read_config_file(path)?;
+            if let Some(f) = race_settings::raced_egrl_field(fields.iter().map(String::as_str)) {
+                bail!(
+                    "{}: field `{f}`: the race sets it (--seed, --threads, and the solver's name for the variant); remove it from the file",
+                    path.display()
+                );
+            }
+            config
+        }
+        None => egrl::EgrlConfig::default(),
+    };
+    Ok((train, egrl))
+}
+
+/// Refuses a flag that no raced solver reads, and a continued training run over many cases.
+fn check_flags_read(args: &RaceArgs, solvers: &[String], n_cases: usize) -> Result<()> {
+    if race_settings::continues_on_many_cases(solvers, args.checkpoint.is_some(), n_cases) {
+        bail!("--checkpoint: muzero-train continues one run, so it needs one case, not --suite");
+    }
+    let given = [
+        (
+            "--checkpoint",
+            args.checkpoint.is_some(),
+            Setting::Checkpoint,
+        ),
+        ("--config", args.config.is_some(), Setting::TrainConfig),
+        (
+            "--search-model",
+            args.search_model.is_some(),
+            Setting::SearchModel,
+        ),
+        (
+            "--egrl-config",
+            args.egrl_config.is_some(),
+            Setting::EgrlConfig,
+        ),
+        ("--mip-share", args.mip_share.is_some(), Setting::MipShare),
+    ];
+    if let Some(why) = race_settings::first_unread(solvers, given) {
+        bail!("{why}");
+    }
+    Ok(())
+}
+
+/// The race's results: one JSON object (with the settings the folder keeps), or a table.
+fn print_results(args: &RaceArgs, threads: usize, all: &[RaceResult]) {
     if args.json {
         // The same settings as the folder's `results.json`, so a printed race is read alone.
         outln!(
@@ -213,9 +232,8 @@ pub fn run(args: &RaceArgs) -> Result<()> {
             })
         );
     } else {
-        print_table(&all, args.seconds);
+        print_table(all, args.seconds);
     }
-    Ok(())
 }
 
 fn run_one(

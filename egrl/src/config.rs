@@ -133,6 +133,15 @@ impl EgrlConfig {
 
     /// Rejects settings that cannot run, naming the field.
     pub fn check(&self) -> Result<(), String> {
+        self.check_counts()?;
+        self.check_floats()?;
+        // The networks alone, before the problem is known (at its fewest levels and without
+        // the chromosomes): [`EgrlConfig::check_for`] counts all of it.
+        self.check_parameters(0, 2, "at least ")
+    }
+
+    /// The counts: at least 1 where 0 cannot run, and bounded.
+    fn check_counts(&self) -> Result<(), String> {
         let positive = [
             ("hidden", self.hidden),
             ("learner.batch", self.learner.batch),
@@ -176,10 +185,35 @@ impl EgrlConfig {
         if self.variant == Variant::Egrl && self.migrate_every == 0 {
             return Err("migrate_every is 0, must be at least 1".into());
         }
+        Ok(())
+    }
+
+    /// The floats: finite, and in a range where the search still means something.
+    fn check_floats(&self) -> Result<(), String> {
+        let ranges = self.float_ranges();
+        for (field, v, min, max) in ranges {
+            if !(v.is_finite() && (min..=max).contains(&v)) {
+                return Err(format!(
+                    "{field} is {}, must be in [{min}, {max}]",
+                    shown(v)
+                ));
+            }
+        }
+        if self.learner.learning_rate == 0.0 {
+            return Err(
+                "learner.learning_rate is 0, must be > 0 (for no learner, use the egrl-ea variant)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Each float with the range it must lie in.
+    fn float_ranges(&self) -> [(&'static str, f64, f64, f64); 11] {
         // Every float is finite and in a range where the search still means something: a
         // learning rate of 1e300 passed "finite and >= 0" and turned the learner's loss into
         // NaN. Each upper bound is far beyond any useful value.
-        let ranges = [
+        [
             ("violation_penalty", self.violation_penalty, 0.0, 1e3),
             // Open at 0: a learner that cannot move is the egrl-ea variant, said plainly.
             (
@@ -246,24 +280,7 @@ impl EgrlConfig {
                 0.0,
                 100.0,
             ),
-        ];
-        for (field, v, min, max) in ranges {
-            if !(v.is_finite() && (min..=max).contains(&v)) {
-                return Err(format!(
-                    "{field} is {}, must be in [{min}, {max}]",
-                    shown(v)
-                ));
-            }
-        }
-        if self.learner.learning_rate == 0.0 {
-            return Err(
-                "learner.learning_rate is 0, must be > 0 (for no learner, use the egrl-ea variant)"
-                    .into(),
-            );
-        }
-        // The networks alone, before the problem is known (at its fewest levels and without
-        // the chromosomes): [`EgrlConfig::check_for`] counts all of it.
-        self.check_parameters(0, 2, "at least ")
+        ]
     }
 
     /// [`EgrlConfig::check`], and the bounds that depend on the problem's size: what the

@@ -63,30 +63,8 @@ pub fn encode(game: &Game, out: &mut [f32]) {
     );
     out.fill(0.0);
     let program = setup.program();
-    let hw = setup.hardware();
-    let s0 = setup.all_slow_latency();
-    let t_count = program.len() as f32;
-    let mut i = 0;
-    let mut put = |out: &mut [f32], v: f32| {
-        out[i] = v;
-        i += 1;
-    };
-    // Progress: turns so far over the most a game can take, 1 at the end.
-    let progress = if game.is_terminal() {
-        1.0
-    } else {
-        (game.turn() as f32 / setup.max_turns().max(1) as f32).min(1.0)
-    };
-    put(out, progress);
-    put(out, (game.proxy_latency() / s0) as f32);
-    put(out, (setup.cost_model().all_slow_latency() / s0) as f32);
-    for li in 0..options.fast_levels {
-        let cap = hw.levels[setup.level(li)].capacity as f32;
-        let peak = game.heap(li).map_or(0, |h| h.peak_address());
-        put(out, peak as f32 / cap);
-    }
+    let mut at = global_features(game, out);
     let current = game.current_buffer();
-    let mut at = i;
     if let Some(b) = current {
         buffer_features(game, b, &mut out[at..at + BUFFER_FEATURES]);
     }
@@ -106,21 +84,11 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         at += cells;
     }
     // Per action.
-    let a0 = at;
-    if current.is_some() {
-        out[a0] = 1.0;
-        let size = program.buffer(current.unwrap_or(0)).size as f64;
-        game.for_each_legal(|a, alloc, gap| {
-            let cap = hw.levels[alloc.level].capacity as f64;
-            let f = &mut out[a0 + a * ACTION_FEATURES..a0 + (a + 1) * ACTION_FEATURES];
-            f[0] = 1.0;
-            f[1] = (alloc.offset as f64 / cap) as f32;
-            f[2] = ((gap as f64 - size).max(0.0) / cap) as f32;
-            f[3] = (alloc.end + 1 - alloc.start) as f32 / t_count;
-            f[4] = (-game.cost_delta(a) / s0 * 10.0) as f32;
-        });
+    let actions = options.action_count() * ACTION_FEATURES;
+    if let Some(b) = current {
+        action_features(game, b, &mut out[at..at + actions]);
     }
-    at = a0 + options.action_count() * ACTION_FEATURES;
+    at += actions;
     // The next buffers of the pass under way (whose turns come after this buffer's).
     let order = setup.order(game.pass());
     let next = game.next_in_order();
@@ -135,6 +103,58 @@ pub fn encode(game: &Game, out: &mut [f32]) {
         at += SIM_FEATURES;
     }
     debug_assert_eq!(at, out.len());
+}
+
+/// The game's own features (progress, the latencies so far and with nothing fast, each fast
+/// level's peak) at the start of `out`; returns how many.
+fn global_features(game: &Game, out: &mut [f32]) -> usize {
+    let setup = game.setup();
+    let options = setup.options();
+    let hw = setup.hardware();
+    let s0 = setup.all_slow_latency();
+    let mut i = 0;
+    let mut put = |out: &mut [f32], v: f32| {
+        out[i] = v;
+        i += 1;
+    };
+    // Progress: turns so far over the most a game can take, 1 at the end.
+    let progress = if game.is_terminal() {
+        1.0
+    } else {
+        (game.turn() as f32 / setup.max_turns().max(1) as f32).min(1.0)
+    };
+    put(out, progress);
+    put(out, (game.proxy_latency() / s0) as f32);
+    put(out, (setup.cost_model().all_slow_latency() / s0) as f32);
+    for li in 0..options.fast_levels {
+        let cap = hw.levels[setup.level(li)].capacity as f32;
+        let peak = game.heap(li).map_or(0, |h| h.peak_address());
+        put(out, peak as f32 / cap);
+    }
+    i
+}
+
+/// Per action of buffer `b`'s menu: legal, its offset and the room its gap leaves (over the
+/// level's capacity), its allocation's length (over the program's), and what the cost model
+/// says it saves (over `S0`, times 10). Slot 0 of `out` is set to 1 as well: the buffer has a
+/// turn.
+fn action_features(game: &Game, b: BufferId, out: &mut [f32]) {
+    let setup = game.setup();
+    let program = setup.program();
+    let hw = setup.hardware();
+    let s0 = setup.all_slow_latency();
+    let t_count = program.len() as f32;
+    out[0] = 1.0;
+    let size = program.buffer(b).size as f64;
+    game.for_each_legal(|a, alloc, gap| {
+        let cap = hw.levels[alloc.level].capacity as f64;
+        let f = &mut out[a * ACTION_FEATURES..(a + 1) * ACTION_FEATURES];
+        f[0] = 1.0;
+        f[1] = (alloc.offset as f64 / cap) as f32;
+        f[2] = ((gap as f64 - size).max(0.0) / cap) as f32;
+        f[3] = (alloc.end + 1 - alloc.start) as f32 / t_count;
+        f[4] = (-game.cost_delta(a) / s0 * 10.0) as f32;
+    });
 }
 
 /// The observation of `game` as a game of one fast level sees it: the level the pass under

@@ -405,29 +405,32 @@ impl GameRecord {
                 ),
             ));
         }
-        if let Some(search) = &self.search {
-            if search.len() != self.actions.len() {
-                return Err(invalid(
-                    "search",
-                    format!("{} entries for {} turns", search.len(), self.actions.len()),
-                ));
-            }
-            let count = self.options.action_count();
-            if let Some((t, s)) = search
-                .iter()
-                .enumerate()
-                .find(|(_, s)| s.visits.len() != count)
-            {
-                return Err(invalid(
-                    "search",
-                    format!(
-                        "turn {t}: {} visit counts, the game has {count} actions",
-                        s.visits.len()
-                    ),
-                ));
-            }
+        if let Some(msg) = self.search_mismatch() {
+            return Err(invalid("search", msg));
         }
         Ok(())
+    }
+
+    /// What is wrong with the search's statistics, if anything: an entry per turn, a visit
+    /// count per action.
+    fn search_mismatch(&self) -> Option<String> {
+        let search = self.search.as_ref()?;
+        if search.len() != self.actions.len() {
+            return Some(format!(
+                "{} entries for {} turns",
+                search.len(),
+                self.actions.len()
+            ));
+        }
+        let count = self.options.action_count();
+        let (t, s) = search
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.visits.len() != count)?;
+        Some(format!(
+            "turn {t}: {} visit counts, the game has {count} actions",
+            s.visits.len()
+        ))
     }
 
     /// Writes the binary form atomically.

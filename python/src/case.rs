@@ -50,6 +50,25 @@ impl<'py> FromPyObject<'_, 'py> for Hw {
     }
 }
 
+/// The cases of `evaluate` and `race`: a suite's, or the one case the arguments name.
+pub fn cases_of(
+    py: Python<'_>,
+    suite: Option<bench_workloads::suite::SuiteName>,
+    workload: Option<Workload>,
+    hw: Option<Hw>,
+    fast_capacity: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Case>> {
+    let Some(name) = suite else {
+        return Ok(vec![case_of(workload, hw, fast_capacity)?]);
+    };
+    if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
+        return Err(bad_arg(
+            "suite names its own cases: drop workload, hw and fast_capacity",
+        ));
+    }
+    py.detach(|| Case::suite_named(name)).map_err(err)
+}
+
 /// The case the arguments name, as `mallocmuzero evaluate --workload --hw --fast-capacity`
 /// does: a suite workload named on its suite hardware without a capacity gets the suite's
 /// capacity; the defaults are the command line's (resnet50 on tpu-v4i-like).

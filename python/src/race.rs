@@ -2,7 +2,7 @@
 //! results as dicts.
 
 use crate::args::{number, opt_uint};
-use crate::case::{case_of, Hw, OptionArgs, Workload};
+use crate::case::{cases_of, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
 use crate::solvers::solver_list;
 use harness::race::{race_case, RaceConfig};
@@ -74,49 +74,18 @@ pub fn race(
             .map(|s| s.to_string())
             .collect(),
     };
-    let seconds = number(seconds, "seconds")?;
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(bad_arg(format!("seconds: must be > 0, got {seconds}")));
-    }
-    if !(1..=256).contains(&threads) {
-        return Err(bad_arg(format!(
-            "threads: must be in 1..=256, got {threads}"
-        )));
-    }
+    let seconds = budget(seconds, threads)?;
     let exact_objective: exact::Objective = exact_objective
         .map(str::parse)
         .transpose()
         .map_err(|e| bad_arg(format!("exact_objective: {e}")))?
         .unwrap_or_default();
-    let mip_share = match mip_share {
-        None => None,
-        Some(v) => {
-            let v = number(v, "mip_share")?;
-            if !(0.0..=0.9).contains(&v) {
-                return Err(bad_arg(format!("mip_share: must be in 0..=0.9, got {v}")));
-            }
-            Some(v)
-        }
-    };
+    let mip_share = mip_share.map(mip_share_of).transpose()?;
     let train = train_config(config, search_model)?;
     let egrl = egrl_config_of(egrl_config)?;
     let fast_levels: Option<usize> = opt_uint(fast_levels, "fast_levels")?;
     let options = OptionArgs::parse(slots, order, None, reward)?;
-    let cases = if let Some(name) = suite {
-        if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
-            return Err(bad_arg(
-                "suite names its own cases: drop workload, hw and fast_capacity",
-            ));
-        }
-        py.detach(|| Case::suite_named(name)).map_err(err)?
-    } else {
-        vec![case_of(workload, hw, fast_capacity)?]
-    };
-    if race_settings::continues_on_many_cases(&solvers, checkpoint.is_some(), cases.len()) {
-        return Err(bad_arg(
-            "checkpoint: muzero-train continues one run, so it needs one case, not suite=True",
-        ));
-    }
+    let cases = cases_of(py, suite, workload, hw, fast_capacity)?;
     let given = [
         ("checkpoint", checkpoint.is_some(), Setting::Checkpoint),
         ("config", config.is_some(), Setting::TrainConfig),
@@ -124,9 +93,7 @@ pub fn race(
         ("egrl_config", egrl_config.is_some(), Setting::EgrlConfig),
         ("mip_share", mip_share.is_some(), Setting::MipShare),
     ];
-    if let Some(why) = race_settings::first_unread(&solvers, given) {
-        return Err(bad_arg(why));
-    }
+    check_flags_read(&solvers, checkpoint.is_some(), given, cases.len())?;
     // The rules but the fast levels are the same on every case (their number is the
     // case's hardware's but one, as on the command line, unless given).
     let base: GameOptions = options.options(&cases[0].hw)?;
@@ -164,6 +131,58 @@ pub fn race(
             )
         })
         .map_err(err)?;
+    to_python(py, dropped, &finished)
+}
+
+/// The seconds each solver gets (> 0), with the threads checked (1 to 256).
+fn budget(seconds: &Bound<'_, PyAny>, threads: usize) -> PyResult<f64> {
+    let seconds = number(seconds, "seconds")?;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(bad_arg(format!("seconds: must be > 0, got {seconds}")));
+    }
+    if !(1..=256).contains(&threads) {
+        return Err(bad_arg(format!(
+            "threads: must be in 1..=256, got {threads}"
+        )));
+    }
+    Ok(seconds)
+}
+
+/// `mip_share`: a share of the budget in 0..=0.9 (the search must keep some).
+fn mip_share_of(v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let v = number(v, "mip_share")?;
+    if !(0.0..=0.9).contains(&v) {
+        return Err(bad_arg(format!("mip_share: must be in 0..=0.9, got {v}")));
+    }
+    Ok(v)
+}
+
+/// Refuses an argument that no raced solver reads, and a continued training run over many
+/// cases.
+fn check_flags_read(
+    solvers: &[String],
+    continues: bool,
+    given: [(&'static str, bool, Setting); 5],
+    n_cases: usize,
+) -> PyResult<()> {
+    if race_settings::continues_on_many_cases(solvers, continues, n_cases) {
+        return Err(bad_arg(
+            "checkpoint: muzero-train continues one run, so it needs one case, not suite=True",
+        ));
+    }
+    if let Some(why) = race_settings::first_unread(solvers, given) {
+        return Err(bad_arg(why));
+    }
+    Ok(())
+}
+
+/// The results as Python objects (each marked `reused` or not), the dropped saved results
+/// as warnings.
+fn to_python(
+    py: Python<'_>,
+    dropped: Vec<String>,
+    finished: &[Finished],
+) -> PyResult<Vec<Py<PyAny>>> {
     let warnings = py.import("warnings")?;
     for d in dropped {
         warnings.call_method1("warn", (d,))?;

@@ -1,9 +1,9 @@
 //! `evaluate(...)`: the command line's `evaluate`, returning its JSON rows as dicts.
 
 use crate::args::{describe, named, opt_uint, wrong_type};
-use crate::case::{case_of, Hw, OptionArgs, Workload};
+use crate::case::{cases_of, Hw, OptionArgs, Workload};
 use crate::errors::{bad_arg, err};
-use harness::{evaluate_case, Case, Row, Solver, SolverContext};
+use harness::{evaluate_case, Row, Solver, SolverContext};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -67,31 +67,8 @@ pub fn evaluate(
         .map(str::parse)
         .transpose()
         .map_err(|e| bad_arg(format!("search_model: {e}")))?;
-    if !(1..=256).contains(&threads) {
-        return Err(bad_arg(format!(
-            "threads: must be in 1..=256, got {threads}"
-        )));
-    }
-    if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
-        return Err(bad_arg(format!(
-            "exact_seconds: must be > 0, got {exact_seconds}"
-        )));
-    }
-    if !(0.0..1.0).contains(&exact_gap) {
-        return Err(bad_arg(format!(
-            "exact_gap: must be in [0, 1), got {exact_gap}"
-        )));
-    }
-    let cases = if let Some(name) = suite {
-        if workload.is_some() || hw.is_some() || fast_capacity.is_some() {
-            return Err(bad_arg(
-                "suite names its own cases: drop workload, hw and fast_capacity",
-            ));
-        }
-        py.detach(|| Case::suite_named(name)).map_err(err)?
-    } else {
-        vec![case_of(workload, hw, fast_capacity)?]
-    };
+    check_numbers(threads, exact_seconds, exact_gap)?;
+    let cases = cases_of(py, suite, workload, hw, fast_capacity)?;
     let ctx = SolverContext {
         seed,
         checkpoint,
@@ -125,6 +102,26 @@ pub fn evaluate(
             Ok(json.call_method1("loads", (text,))?.unbind())
         })
         .collect()
+}
+
+/// The threads and the exact solver's budget and gap, in range.
+fn check_numbers(threads: usize, exact_seconds: f64, exact_gap: f64) -> PyResult<()> {
+    if !(1..=256).contains(&threads) {
+        return Err(bad_arg(format!(
+            "threads: must be in 1..=256, got {threads}"
+        )));
+    }
+    if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
+        return Err(bad_arg(format!(
+            "exact_seconds: must be > 0, got {exact_seconds}"
+        )));
+    }
+    if !(0.0..1.0).contains(&exact_gap) {
+        return Err(bad_arg(format!(
+            "exact_gap: must be in [0, 1), got {exact_gap}"
+        )));
+    }
+    Ok(())
 }
 
 /// The solver names of `evaluate(solvers=...)`: a list or tuple of strs, never empty

@@ -177,23 +177,7 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
             None => return Err(at(1, None, "empty text: expected `HloModule name, ...`")),
         }
     };
-    let header = header.trim();
-    let Some(rest) = header.strip_prefix("HloModule ") else {
-        return Err(at(
-            first,
-            None,
-            format!(
-                "expected `HloModule name, ...` (HLO text), found `{}`",
-                snippet(header)
-            ),
-        ));
-    };
-    let name = rest
-        .split([',', ' '])
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let scheduled = rest.contains("is_scheduled=true");
+    let (name, scheduled) = module_header(first, &header)?;
     let mut computations: Vec<Computation> = Vec::new();
     let mut entry = None;
     let mut open: Option<(usize, String, bool, Vec<Raw>)> = None;
@@ -207,19 +191,8 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
         match &mut open {
             None => {
                 if let Some(head) = t.strip_suffix('{') {
-                    let (is_entry, head) = match head.trim().strip_prefix("ENTRY ") {
-                        Some(h) => (true, h.trim()),
-                        None => (false, head.trim()),
-                    };
-                    let cname = head
-                        .split([' ', '('])
-                        .next()
-                        .unwrap_or_default()
-                        .trim_start_matches('%');
-                    if cname.is_empty() {
-                        return Err(at(n, None, "a computation needs a name before `{`"));
-                    }
-                    open = Some((n, cname.to_string(), is_entry, Vec::new()));
+                    let (cname, is_entry) = computation_head(n, head)?;
+                    open = Some((n, cname, is_entry, Vec::new()));
                 } else if !is_table_line(t) {
                     return Err(at(
                         n,
@@ -255,6 +228,59 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
         ));
     }
     let entry = entry.ok_or_else(|| at(last_line, None, "no ENTRY computation"))?;
+    let by_name = by_name(&computations)?;
+    let calls = graph::calls(&mut computations, &by_name)?;
+    let callees_first = graph::callees_first(&computations, &calls)?;
+    Ok(Module {
+        name,
+        scheduled,
+        computations,
+        entry,
+        callees_first,
+    })
+}
+
+/// The module's name and whether it is scheduled, from its `HloModule name, ...` line.
+fn module_header(line: usize, header: &str) -> Result<(String, bool), TextError> {
+    let header = header.trim();
+    let Some(rest) = header.strip_prefix("HloModule ") else {
+        return Err(at(
+            line,
+            None,
+            format!(
+                "expected `HloModule name, ...` (HLO text), found `{}`",
+                snippet(header)
+            ),
+        ));
+    };
+    let name = rest
+        .split([',', ' '])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    Ok((name, rest.contains("is_scheduled=true")))
+}
+
+/// A computation's name and whether it is the entry, from the line that opens it (its `{`
+/// taken off).
+fn computation_head(line: usize, head: &str) -> Result<(String, bool), TextError> {
+    let (is_entry, head) = match head.trim().strip_prefix("ENTRY ") {
+        Some(h) => (true, h.trim()),
+        None => (false, head.trim()),
+    };
+    let name = head
+        .split([' ', '('])
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('%');
+    if name.is_empty() {
+        return Err(at(line, None, "a computation needs a name before `{`"));
+    }
+    Ok((name.to_string(), is_entry))
+}
+
+/// The computations by name, each name once.
+fn by_name(computations: &[Computation]) -> Result<HashMap<String, usize>, TextError> {
     let mut by_name = HashMap::new();
     for (i, c) in computations.iter().enumerate() {
         if let Some(first) = by_name.insert(c.name.clone(), i) {
@@ -268,15 +294,7 @@ fn parse_whole(text: &str) -> Result<Module, TextError> {
             ));
         }
     }
-    let calls = graph::calls(&mut computations, &by_name)?;
-    let callees_first = graph::callees_first(&computations, &calls)?;
-    Ok(Module {
-        name,
-        scheduled,
-        computations,
-        entry,
-        callees_first,
-    })
+    Ok(by_name)
 }
 
 /// A raw instruction: operand names not yet resolved.
@@ -452,34 +470,12 @@ fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
         ))
     })? + open;
     let inside = &rest[open + 1..close];
-    let mut literal = String::new();
-    let mut operand_names = Vec::new();
-    if opcode == "constant" || opcode == "parameter" {
-        literal = inside.trim().to_string();
+    let (literal, operand_names) = if opcode == "constant" || opcode == "parameter" {
+        (inside.trim().to_string(), Vec::new())
     } else {
-        for op in split_top(inside) {
-            let op = op.trim();
-            // `f32[8,16]{1,0} %x` in scheduled modules, `x` or `%x` before optimization.
-            let last = op.rsplit(' ').next().unwrap_or(op);
-            operand_names.push(last.trim_start_matches('%').to_string());
-        }
-    }
-    let after = rest[close + 1..].trim();
-    let mut attrs = Vec::new();
-    if !after.is_empty() {
-        let Some(list) = after.strip_prefix(',') else {
-            return Err(bad(format!(
-                "expected `, attr=value` after the operands, found `{}`",
-                snippet(after)
-            )));
-        };
-        for a in split_top(list) {
-            let (k, v) = a
-                .split_once('=')
-                .ok_or_else(|| bad(format!("attribute `{}` is not `key=value`", snippet(a))))?;
-            attrs.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
+        (String::new(), operand_names(inside))
+    };
+    let attrs = attributes(rest[close + 1..].trim()).map_err(bad)?;
     Ok(Raw {
         inst: Instruction {
             name,
@@ -495,6 +491,41 @@ fn parse_instruction(line: usize, t: &str) -> Result<Raw, TextError> {
         operand_names,
         is_root,
     })
+}
+
+/// The names of the operands between an instruction's parentheses.
+fn operand_names(inside: &str) -> Vec<String> {
+    split_top(inside)
+        .into_iter()
+        .map(|op| {
+            let op = op.trim();
+            // `f32[8,16]{1,0} %x` in scheduled modules, `x` or `%x` before optimization.
+            let last = op.rsplit(' ').next().unwrap_or(op);
+            last.trim_start_matches('%').to_string()
+        })
+        .collect()
+}
+
+/// The `, key=value, ...` after an instruction's operands (empty: none).
+fn attributes(after: &str) -> Result<Vec<(String, String)>, String> {
+    if after.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(list) = after.strip_prefix(',') else {
+        return Err(format!(
+            "expected `, attr=value` after the operands, found `{}`",
+            snippet(after)
+        ));
+    };
+    split_top(list)
+        .into_iter()
+        .map(|a| {
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| format!("attribute `{}` is not `key=value`", snippet(a)))?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -274,26 +274,7 @@ impl BeamPlayer {
             if cancelled() {
                 return Ok(None);
             }
-            children.clear();
-            for (i, line) in beam.iter().enumerate() {
-                children.extend(line.children.iter().map(|c| Child { parent: i, ..*c }));
-            }
-            // Lowest latency first; ties by parent, then action, so the result does not
-            // depend on the sort.
-            children.sort_by(|a, b| {
-                a.score
-                    .0
-                    .total_cmp(&b.score.0)
-                    .then(a.score.1.total_cmp(&b.score.1))
-                    .then(a.parent.cmp(&b.parent))
-                    .then(a.action.cmp(&b.action))
-            });
-            let mut kept: Vec<Child> = children.iter().take(self.width).copied().collect();
-            for forced in children.iter().skip(self.width) {
-                if forced.greedy || forced.xla {
-                    kept.push(*forced);
-                }
-            }
+            let kept = self.keep(&beam, &mut children);
             if let Some(s) = stats.as_deref_mut() {
                 s.record(beam.len(), &kept);
             }
@@ -312,6 +293,32 @@ impl BeamPlayer {
         let end = reached.max(best.turn());
         progress(end, end);
         Ok(Some(best))
+    }
+
+    /// The children the beam keeps: the `width` fastest of all its lines' children, and
+    /// past them the greedy and xla lines' (`children` is scratch space).
+    fn keep(&self, beam: &[Line], children: &mut Vec<Child>) -> Vec<Child> {
+        children.clear();
+        for (i, line) in beam.iter().enumerate() {
+            children.extend(line.children.iter().map(|c| Child { parent: i, ..*c }));
+        }
+        // Lowest latency first; ties by parent, then action, so the result does not
+        // depend on the sort.
+        children.sort_by(|a, b| {
+            a.score
+                .0
+                .total_cmp(&b.score.0)
+                .then(a.score.1.total_cmp(&b.score.1))
+                .then(a.parent.cmp(&b.parent))
+                .then(a.action.cmp(&b.action))
+        });
+        let mut kept: Vec<Child> = children.iter().take(self.width).copied().collect();
+        for forced in children.iter().skip(self.width) {
+            if forced.greedy || forced.xla {
+                kept.push(*forced);
+            }
+        }
+        kept
     }
 }
 

@@ -152,48 +152,7 @@ impl GameRecord {
     /// latency; the first difference is the error.
     pub fn replay(&self, program: Arc<Program>) -> Result<Replay, ReplayError> {
         let workload = || self.workload.clone();
-        if program.name() != self.workload {
-            return Err(ReplayError::WrongWorkload {
-                saved: workload(),
-                given: program.name().to_string(),
-            });
-        }
-        let hash = program.content_hash();
-        if hash != self.program_hash {
-            return Err(ReplayError::ProgramHash {
-                workload: workload(),
-                saved: self.program_hash,
-                given: hash,
-            });
-        }
-        if self.rewards.len() != self.actions.len() {
-            return Err(ReplayError::Rewards {
-                workload: workload(),
-                rewards: self.rewards.len(),
-                actions: self.actions.len(),
-            });
-        }
-        let hw = self
-            .hardware
-            .clone()
-            .into_hardware("saved hardware: ")
-            .map_err(|source| ReplayError::Hardware {
-                workload: workload(),
-                source,
-            })?;
-        let setup = GameSetup::new(program, hw, self.options.clone()).map_err(|source| {
-            ReplayError::Setup {
-                workload: workload(),
-                source,
-            }
-        })?;
-        if !close(self.all_slow_latency_s, setup.all_slow_latency()) {
-            return Err(ReplayError::AllSlow {
-                workload: workload(),
-                saved: self.all_slow_latency_s,
-                replayed: setup.all_slow_latency(),
-            });
-        }
+        let setup = self.setup_for(program)?;
         let mut game = setup.start();
         let mut turns = Vec::with_capacity(self.actions.len());
         let mut given = self.moves.iter();
@@ -265,6 +224,54 @@ impl GameRecord {
             });
         }
         Ok(Replay { game, turns })
+    }
+    /// The game's setup on `program`, checked against the record: the same program (name and
+    /// hash), a reward per action, hardware and options that make a game, the same `S0`.
+    fn setup_for(&self, program: Arc<Program>) -> Result<Arc<GameSetup>, ReplayError> {
+        let workload = || self.workload.clone();
+        if program.name() != self.workload {
+            return Err(ReplayError::WrongWorkload {
+                saved: workload(),
+                given: program.name().to_string(),
+            });
+        }
+        let hash = program.content_hash();
+        if hash != self.program_hash {
+            return Err(ReplayError::ProgramHash {
+                workload: workload(),
+                saved: self.program_hash,
+                given: hash,
+            });
+        }
+        if self.rewards.len() != self.actions.len() {
+            return Err(ReplayError::Rewards {
+                workload: workload(),
+                rewards: self.rewards.len(),
+                actions: self.actions.len(),
+            });
+        }
+        let hw = self
+            .hardware
+            .clone()
+            .into_hardware("saved hardware: ")
+            .map_err(|source| ReplayError::Hardware {
+                workload: workload(),
+                source,
+            })?;
+        let setup = GameSetup::new(program, hw, self.options.clone()).map_err(|source| {
+            ReplayError::Setup {
+                workload: workload(),
+                source,
+            }
+        })?;
+        if !close(self.all_slow_latency_s, setup.all_slow_latency()) {
+            return Err(ReplayError::AllSlow {
+                workload: workload(),
+                saved: self.all_slow_latency_s,
+                replayed: setup.all_slow_latency(),
+            });
+        }
+        Ok(setup)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::{axes, escape, fmt_us, tint, MapLegend, Svg};
 use super::{COMMON_STYLE, HEAD, LEFT, PLOT_W, STALL_COLOUR};
-use accel_sim::{Bound, Program, SimReport};
+use accel_sim::{Bound, Op, OpTiming, Program, SimReport};
 use std::fmt::Write;
 
 /// Latency timeline of a detailed simulation (`Simulator::run(mapping, true)`): x = time in
@@ -226,47 +226,12 @@ fn gantt(
         "axis",
         "time (µs)",
     );
+    let lanes = Lanes {
+        y: lane_y,
+        band: band_y,
+    };
     for (t, o) in report.ops.iter().take(drawn).enumerate() {
-        let op = program.op(t);
-        svg.fmt(format_args!(
-            "<g class=\"op\"><title>op {t} {} ({})\nstart {} · run {}\ncompute {} · memory {} · stall before {}\n{}</title>",
-            escape(&op.name),
-            escape(&op.kind),
-            fmt_us(o.start_s),
-            fmt_us(o.run_s),
-            fmt_us(o.compute_s),
-            fmt_us(o.memory_s),
-            fmt_us(o.stall_s),
-            match o.bound {
-                Bound::Compute => "compute-bound",
-                Bound::Memory => "memory-bound",
-                Bound::Stalled => "stalled",
-            }
-        ));
-        if o.stall_s > 0.0 {
-            bar(
-                svg,
-                clock,
-                "st",
-                (o.start_s - o.stall_s, o.start_s),
-                lane_y[0],
-            );
-        }
-        let c_bind = if o.compute_s >= o.memory_s { " b" } else { "" };
-        let m_bind = if o.compute_s < o.memory_s { " b" } else { "" };
-        let compute = (o.start_s, o.start_s + o.compute_s);
-        bar(svg, clock, &format!("c{c_bind}"), compute, lane_y[1]);
-        let memory = (o.start_s, o.start_s + o.memory_s);
-        bar(svg, clock, &format!("m{m_bind}"), memory, lane_y[2]);
-        // The op's whole extent (run time including overhead) in the boundary band; the
-        // band keeps a hover target for ops with neither compute nor memory time.
-        let x0 = clock.x(o.start_s);
-        let w = (clock.x(o.start_s + o.run_s) - x0).max(0.5);
-        svg.fmt(format_args!(
-            "<rect class=\"o{}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{BAND}\"/></g>\n",
-            t % 2,
-            band_y
-        ));
+        op_group(svg, clock, &lanes, t, program.op(t), o);
     }
     let tail = clock.tail();
     if !report.ops.is_empty() && tail > 0.0 {
@@ -274,9 +239,66 @@ fn gantt(
             "<g class=\"tail\"><title>end of program: waiting {} for evictions to land in level 0</title>",
             fmt_us(tail)
         ));
-        bar(svg, clock, "st", (clock.end_of_ops, clock.total), lane_y[0]);
+        bar(
+            svg,
+            clock,
+            "st",
+            (clock.end_of_ops, clock.total),
+            lanes.y[0],
+        );
         svg.raw("</g>\n");
     }
+}
+
+/// The Gantt panel's lanes: each lane's `(top, height)`, and the top of the band of whole
+/// op extents below them.
+struct Lanes {
+    y: Vec<(f64, f64)>,
+    band: f64,
+}
+
+/// One op's group: its details on hover, its stall, compute and memory bars, and its whole
+/// extent in the band.
+fn op_group(svg: &mut Svg, clock: &Clock, lanes: &Lanes, t: usize, op: &Op, o: &OpTiming) {
+    svg.fmt(format_args!(
+        "<g class=\"op\"><title>op {t} {} ({})\nstart {} · run {}\ncompute {} · memory {} · stall before {}\n{}</title>",
+        escape(&op.name),
+        escape(&op.kind),
+        fmt_us(o.start_s),
+        fmt_us(o.run_s),
+        fmt_us(o.compute_s),
+        fmt_us(o.memory_s),
+        fmt_us(o.stall_s),
+        match o.bound {
+            Bound::Compute => "compute-bound",
+            Bound::Memory => "memory-bound",
+            Bound::Stalled => "stalled",
+        }
+    ));
+    if o.stall_s > 0.0 {
+        bar(
+            svg,
+            clock,
+            "st",
+            (o.start_s - o.stall_s, o.start_s),
+            lanes.y[0],
+        );
+    }
+    let c_bind = if o.compute_s >= o.memory_s { " b" } else { "" };
+    let m_bind = if o.compute_s < o.memory_s { " b" } else { "" };
+    let compute = (o.start_s, o.start_s + o.compute_s);
+    bar(svg, clock, &format!("c{c_bind}"), compute, lanes.y[1]);
+    let memory = (o.start_s, o.start_s + o.memory_s);
+    bar(svg, clock, &format!("m{m_bind}"), memory, lanes.y[2]);
+    // The op's whole extent (run time including overhead) in the boundary band; the
+    // band keeps a hover target for ops with neither compute nor memory time.
+    let x0 = clock.x(o.start_s);
+    let w = (clock.x(o.start_s + o.run_s) - x0).max(0.5);
+    svg.fmt(format_args!(
+        "<rect class=\"o{}\" x=\"{x0:.2}\" y=\"{:.1}\" width=\"{w:.2}\" height=\"{BAND}\"/></g>\n",
+        t % 2,
+        lanes.band
+    ));
 }
 
 /// The progress panel at `prog_top`: op index against time, stalls in red.

@@ -15,11 +15,11 @@ mod page;
 pub use compare::{compare, CompareError, Comparison, Difference};
 pub use page::{compare_html, game_html, script_json};
 
-use crate::game::Game;
+use crate::game::{Game, GameSetup};
 use crate::players::Player;
 use crate::record::SearchStats;
 use crate::render::{tint, EVICT_COLOUR, KIND_COLOURS};
-use accel_sim::{Allocation, Arrival, BufferId, BufferKind};
+use accel_sim::{Allocation, Arrival, BufferId, BufferKind, Program};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -284,6 +284,119 @@ impl OpenStates {
     }
 }
 
+/// What playing a game's actions again from its setup gathers for its view.
+struct Played {
+    buffers: Buffers,
+    states: OpenStates,
+    turns: TurnTable,
+    alternatives: AlternativeTable,
+    keys: Vec<(usize, BufferId, usize)>,
+}
+
+/// Plays `game`'s actions again from its setup, noting each turn, the legal alternatives
+/// of every `alt_every`th turn and every allocation as it opens and closes.
+fn play_again(game: &Game, alt_every: usize) -> Played {
+    let mut buffers = Buffers::default();
+    let mut states = OpenStates {
+        open: HashMap::new(),
+        table: AllocationTable::default(),
+    };
+    let mut turns = TurnTable::default();
+    let mut alts = AlternativeTable::default();
+    let actions = game.actions();
+    let mut keys = Vec::with_capacity(actions.len());
+    let mut g = game.setup().start();
+    walk(&g, (0, 0), &mut buffers, &mut states, 0);
+    for (t, &action) in actions.iter().enumerate() {
+        let Some((b, use_op)) = g.pending() else {
+            break;
+        };
+        let pass = g.pass();
+        keys.push((pass, b, use_op));
+        let bi = buffers.id(&g, b);
+        turns.buffer.push(bi);
+        turns.use_op.push(use_op as u32);
+        turns.pass.push(pass as u8);
+        turns.action.push(action as u32);
+        if t % alt_every == 0 {
+            alts.turn.push(t as u32);
+            alts.start.push(alts.action.len() as u32);
+            alternatives(&g, &mut alts);
+        }
+        let from = (g.pass(), g.next_in_order());
+        let reward = match g.apply_action(action) {
+            Ok(r) => r,
+            // The game came from these actions; a refusal means a changed game.
+            Err(_) => break,
+        };
+        turns.reward.push(short(reward));
+        turns
+            .latency
+            .push(short(g.final_latency().unwrap_or(g.simulated_latency())));
+        states.update(&mut buffers, &g, b, t + 1);
+        walk(&g, from, &mut buffers, &mut states, t + 1);
+    }
+    alts.start.push(alts.action.len() as u32);
+    Played {
+        buffers,
+        states,
+        turns,
+        alternatives: alts,
+        keys,
+    }
+}
+
+/// The search's statistics of the played turns, the visited actions alone.
+fn search_table(stats: &[SearchStats]) -> SearchTable {
+    let mut table = SearchTable::default();
+    for st in stats {
+        table.root_value.push(short(st.root_value as f64));
+        table.start.push(table.action.len() as u32);
+        for (a, &v) in st.visits.iter().enumerate().filter(|(_, &v)| v > 0) {
+            table.action.push(a as u32);
+            table.visits.push(v);
+        }
+    }
+    table.start.push(table.action.len() as u32);
+    table
+}
+
+/// The ops' names, unless there are more than the limit (then noted in `left_out`).
+fn op_names(
+    program: &Program,
+    limits: &ViewLimits,
+    left_out: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    let names = (program.len() <= limits.op_names).then(|| {
+        (0..program.len())
+            .map(|t| program.op(t).name.clone())
+            .collect()
+    });
+    if names.is_none() {
+        left_out.push(format!(
+            "op names ({} ops; limit {}): ops are shown by number",
+            program.len(),
+            limits.op_names
+        ));
+    }
+    names
+}
+
+/// The fast levels in the order of the game's passes.
+fn levels(setup: &GameSetup) -> Vec<LevelView> {
+    let hw = setup.hardware();
+    (0..setup.passes())
+        .map(|p| {
+            let level = setup.level(p);
+            LevelView {
+                level,
+                name: hw.levels[level].name.clone(),
+                capacity: hw.levels[level].capacity,
+            }
+        })
+        .collect()
+}
+
 impl GameView {
     /// The view of the finished `game`, played by `player` from `seed`; `search`, when
     /// given, has one entry per turn. The game's actions are played again from its setup,
@@ -298,8 +411,7 @@ impl GameView {
         let setup = game.setup();
         let program = setup.program();
         let hw = setup.hardware();
-        let actions = game.actions();
-        let turns_n = actions.len();
+        let turns_n = game.actions().len();
         let mut left_out = Vec::new();
         let alt_every = turns_n.div_ceil(limits.alternative_turns.max(1)).max(1);
         if alt_every > 1 {
@@ -309,60 +421,17 @@ impl GameView {
                 limits.alternative_turns
             ));
         }
-        let mut buffers = Buffers::default();
-        let mut states = OpenStates {
-            open: HashMap::new(),
-            table: AllocationTable::default(),
-        };
-        let mut turns = TurnTable::default();
-        let mut alts = AlternativeTable::default();
-        let mut keys = Vec::with_capacity(turns_n);
-        let mut g = setup.start();
-        walk(&g, (0, 0), &mut buffers, &mut states, 0);
-        for (t, &action) in actions.iter().enumerate() {
-            let Some((b, use_op)) = g.pending() else {
-                break;
-            };
-            let pass = g.pass();
-            keys.push((pass, b, use_op));
-            let bi = buffers.id(&g, b);
-            turns.buffer.push(bi);
-            turns.use_op.push(use_op as u32);
-            turns.pass.push(pass as u8);
-            turns.action.push(action as u32);
-            if t % alt_every == 0 {
-                alts.turn.push(t as u32);
-                alts.start.push(alts.action.len() as u32);
-                alternatives(&g, &mut alts);
-            }
-            let from = (g.pass(), g.next_in_order());
-            let reward = match g.apply_action(action) {
-                Ok(r) => r,
-                // The game came from these actions; a refusal means a changed game.
-                Err(_) => break,
-            };
-            turns.reward.push(short(reward));
-            turns
-                .latency
-                .push(short(g.final_latency().unwrap_or(g.simulated_latency())));
-            states.update(&mut buffers, &g, b, t + 1);
-            walk(&g, from, &mut buffers, &mut states, t + 1);
-        }
-        alts.start.push(alts.action.len() as u32);
+        let Played {
+            buffers,
+            states,
+            turns,
+            alternatives: alts,
+            keys,
+        } = play_again(game, alt_every);
         let played = turns.action.len();
-        let search = search.filter(|s| s.len() >= played).map(|s| {
-            let mut table = SearchTable::default();
-            for st in &s[..played] {
-                table.root_value.push(short(st.root_value as f64));
-                table.start.push(table.action.len() as u32);
-                for (a, &v) in st.visits.iter().enumerate().filter(|(_, &v)| v > 0) {
-                    table.action.push(a as u32);
-                    table.visits.push(v);
-                }
-            }
-            table.start.push(table.action.len() as u32);
-            table
-        });
+        let search = search
+            .filter(|s| s.len() >= played)
+            .map(|s| search_table(&s[..played]));
         let mut allocations = states.table;
         let end = played as u32 + 1;
         for to in &mut allocations.to {
@@ -374,18 +443,7 @@ impl GameView {
             limits.map_allocations,
             &mut left_out,
         );
-        let op_names = (program.len() <= limits.op_names).then(|| {
-            (0..program.len())
-                .map(|t| program.op(t).name.clone())
-                .collect()
-        });
-        if op_names.is_none() {
-            left_out.push(format!(
-                "op names ({} ops; limit {}): ops are shown by number",
-                program.len(),
-                limits.op_names
-            ));
-        }
+        let op_names = op_names(program, limits, &mut left_out);
         GameView {
             workload: program.name().to_string(),
             hardware: hw.name.clone(),
@@ -397,16 +455,7 @@ impl GameView {
             total_return: game.total_return(),
             ops: program.len(),
             op_names,
-            levels: (0..setup.passes())
-                .map(|p| {
-                    let level = setup.level(p);
-                    LevelView {
-                        level,
-                        name: hw.levels[level].name.clone(),
-                        capacity: hw.levels[level].capacity,
-                    }
-                })
-                .collect(),
+            levels: levels(setup),
             kinds: BufferKind::ALL.iter().map(|k| k.as_str()).collect(),
             colours: KIND_COLOURS.to_vec(),
             prefetch_colours: KIND_COLOURS.iter().map(|c| tint(c, 0.55)).collect(),

@@ -72,7 +72,6 @@ impl SelfPlay<'_> {
             return Ok(Some(Vec::new()));
         };
         let count = starts.len();
-        let explore_epsilon = self.explore_epsilon;
         let obs_len = observation::observation_len(setup.options());
         let a = setup.action_count();
         let mut games = starts;
@@ -113,13 +112,7 @@ impl SelfPlay<'_> {
                 .map_err(TrainError::Search)?;
             for (j, out) in outs.iter().enumerate() {
                 let i = live[j];
-                let mut action = out.action;
-                if explore_epsilon > 0.0 && rng.random_bool(explore_epsilon) {
-                    let legal_here = &legal[j * a..(j + 1) * a];
-                    let n = legal_here.iter().filter(|&&l| l).count();
-                    let k = rng.random_range(0..n.max(1));
-                    action = (0..a).filter(|&x| legal_here[x]).nth(k).unwrap_or(action);
-                }
+                let action = self.explored(&mut rng, &legal[j * a..(j + 1) * a], out.action);
                 let r = games[i].apply_action(action)?;
                 histories[i].push_step(
                     &obs[j * obs_len..(j + 1) * obs_len],
@@ -146,6 +139,20 @@ impl SelfPlay<'_> {
                 })
                 .collect(),
         ))
+    }
+
+    /// The search's `action`, or with probability `explore_epsilon` a uniformly drawn
+    /// legal one instead.
+    fn explored(&self, rng: &mut StdRng, legal: &[bool], action: usize) -> usize {
+        if !(self.explore_epsilon > 0.0 && rng.random_bool(self.explore_epsilon)) {
+            return action;
+        }
+        let n = legal.iter().filter(|&&l| l).count();
+        let k = rng.random_range(0..n.max(1));
+        (0..legal.len())
+            .filter(|&x| legal[x])
+            .nth(k)
+            .unwrap_or(action)
     }
 
     fn batch(&self) -> BatchSearch<'_> {

@@ -117,20 +117,7 @@ impl MuZeroNet {
         let c = &self.config;
         let (n, k, a) = (batch.batch, batch.unroll, batch.action_count);
         let dev = &self.device;
-        let obs = Tensor::from_slice(&batch.observations, (n, c.observation_len), dev)?;
-        let h0 = min_max_scale(&self.represent_raw(&obs, Pass::Train)?)?;
-        let mut hiddens = Vec::with_capacity(k + 1);
-        let mut rewards = Vec::with_capacity(k);
-        hiddens.push(h0.clone());
-        let mut h = h0;
-        for step in 0..k {
-            let acts = self.actions_tensor((0..n).map(|i| batch.actions[i * k + step]))?;
-            let (next, reward) = self.dynamics_raw(&h, &acts, Pass::Train)?;
-            let next = min_max_scale(&next)?;
-            rewards.push(reward);
-            h = scale_gradient(&next, 0.5)?;
-            hiddens.push(next);
-        }
+        let (hiddens, rewards) = self.unroll(batch)?;
         // One prediction call over every step: bigger matmuls, fewer graph nodes. Rows
         // are step-major: row `s * n + i` is sample `i` at step `s`.
         let all_hidden = Tensor::cat(&hiddens, 0)?;
@@ -138,29 +125,16 @@ impl MuZeroNet {
         let policy_logits = heads.narrow(1, 0, a)?;
         let value_logits = heads.narrow(1, a, c.value_support.bins)?;
 
-        let step_scale = |s: usize| if s == 0 { 1.0 } else { 1.0 / k as f32 };
         let at = |i: usize, s: usize| i * (k + 1) + s;
         let rows = (k + 1) * n;
-        let mut value_targets = Vec::with_capacity(rows);
-        let mut value_coef = Vec::with_capacity(rows);
-        let mut policy_targets = Vec::with_capacity(rows * a);
-        let mut policy_coef = Vec::with_capacity(rows);
-        let mut reward_targets = Vec::with_capacity(k * n);
-        let mut reward_coef = Vec::with_capacity(k * n);
-        for s in 0..=k {
-            for i in 0..n {
-                let w = batch.weights[i] * step_scale(s) / n as f32;
-                let j = at(i, s);
-                value_targets.push(batch.target_values[j]);
-                value_coef.push(w * batch.mask[j]);
-                policy_targets.extend_from_slice(&batch.target_policies[j * a..(j + 1) * a]);
-                policy_coef.push(w * batch.policy_mask[j]);
-                if s > 0 {
-                    reward_targets.push(batch.target_rewards[j]);
-                    reward_coef.push(w * batch.mask[j]);
-                }
-            }
-        }
+        let Targets {
+            value_targets,
+            value_coef,
+            policy_targets,
+            policy_coef,
+            reward_targets,
+            reward_coef,
+        } = Targets::of(batch);
         let weighted_ce = |logits: &Tensor, targets: Tensor, coef: Vec<f32>| -> Result<Tensor> {
             let rows = coef.len();
             let logp = candle_nn::ops::log_softmax(logits, D::Minus1)?;
@@ -211,5 +185,74 @@ impl MuZeroNet {
             parts,
             value_errors,
         })
+    }
+
+    /// The hidden states of every step (the observations' at step 0, then the dynamics'
+    /// over the batch's actions, each min-max scaled) and the predicted rewards' logits.
+    /// The gradient into each next dynamics step is halved.
+    fn unroll(&self, batch: &TrainingBatch) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+        let (n, k) = (batch.batch, batch.unroll);
+        let obs = Tensor::from_slice(
+            &batch.observations,
+            (n, self.config.observation_len),
+            &self.device,
+        )?;
+        let h0 = min_max_scale(&self.represent_raw(&obs, Pass::Train)?)?;
+        let mut hiddens = Vec::with_capacity(k + 1);
+        let mut rewards = Vec::with_capacity(k);
+        hiddens.push(h0.clone());
+        let mut h = h0;
+        for step in 0..k {
+            let acts = self.actions_tensor((0..n).map(|i| batch.actions[i * k + step]))?;
+            let (next, reward) = self.dynamics_raw(&h, &acts, Pass::Train)?;
+            let next = min_max_scale(&next)?;
+            rewards.push(reward);
+            h = scale_gradient(&next, 0.5)?;
+            hiddens.push(next);
+        }
+        Ok((hiddens, rewards))
+    }
+}
+
+/// The loss's targets and each row's coefficient (its importance weight, `1/K` past step
+/// 0, its mask, over the batch size), step-major: row `s * n + i` is sample `i` at step `s`.
+struct Targets {
+    value_targets: Vec<f32>,
+    value_coef: Vec<f32>,
+    policy_targets: Vec<f32>,
+    policy_coef: Vec<f32>,
+    reward_targets: Vec<f32>,
+    reward_coef: Vec<f32>,
+}
+
+impl Targets {
+    fn of(batch: &TrainingBatch) -> Targets {
+        let (n, k, a) = (batch.batch, batch.unroll, batch.action_count);
+        let step_scale = |s: usize| if s == 0 { 1.0 } else { 1.0 / k as f32 };
+        let rows = (k + 1) * n;
+        let mut t = Targets {
+            value_targets: Vec::with_capacity(rows),
+            value_coef: Vec::with_capacity(rows),
+            policy_targets: Vec::with_capacity(rows * a),
+            policy_coef: Vec::with_capacity(rows),
+            reward_targets: Vec::with_capacity(k * n),
+            reward_coef: Vec::with_capacity(k * n),
+        };
+        for s in 0..=k {
+            for i in 0..n {
+                let w = batch.weights[i] * step_scale(s) / n as f32;
+                let j = i * (k + 1) + s;
+                t.value_targets.push(batch.target_values[j]);
+                t.value_coef.push(w * batch.mask[j]);
+                t.policy_targets
+                    .extend_from_slice(&batch.target_policies[j * a..(j + 1) * a]);
+                t.policy_coef.push(w * batch.policy_mask[j]);
+                if s > 0 {
+                    t.reward_targets.push(batch.target_rewards[j]);
+                    t.reward_coef.push(w * batch.mask[j]);
+                }
+            }
+        }
+        t
     }
 }
