@@ -225,6 +225,7 @@ impl GameRecord {
         }
         Ok(Replay { game, turns })
     }
+
     /// The game's setup on `program`, checked against the record: the same program (name and
     /// hash), a reward per action, hardware and options that make a game, the same `S0`.
     fn setup_for(&self, program: Arc<Program>) -> Result<Arc<GameSetup>, ReplayError> {
