@@ -82,13 +82,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             })
         );
     } else {
-        print_figures(
-            &program,
-            &hw,
-            [sim_per_s, delta_per_s, train_steps_per_s],
-            &game,
-            &mcts,
-        );
+        let rates = Rates {
+            sim_per_s,
+            delta_per_s,
+            train_steps_per_s,
+        };
+        print_figures(&program, &hw, &rates, &game, &mcts);
     }
     Ok(())
 }
@@ -122,14 +121,26 @@ fn delta_figure(program: &Program, hw: &Hardware, mapping: &Mapping, seconds: f6
     })
 }
 
-/// The figures as a table: `[simulations, deltas, training steps]` per second.
+/// What the simulator, the cost model and the learner do in a second.
+struct Rates {
+    sim_per_s: f64,
+    delta_per_s: f64,
+    train_steps_per_s: f64,
+}
+
+/// The figures as a table.
 fn print_figures(
     program: &Program,
     hw: &Hardware,
-    [sim_per_s, delta_per_s, train_steps_per_s]: [f64; 3],
+    rates: &Rates,
     game: &GameFigures,
     mcts: &serde_json::Value,
 ) {
+    let Rates {
+        sim_per_s,
+        delta_per_s,
+        train_steps_per_s,
+    } = rates;
     outln!(
         "{} ({} ops, {} buffers) on {}, one core unless noted:",
         crate::output::shown(program.name()),

@@ -173,8 +173,15 @@ pub mod named {
     pub fn seed(ob: &Bound<'_, PyAny>) -> PyResult<u64> {
         uint(ob, "seed")
     }
+    /// Threads for a search or a worker: 1 to 256.
     pub fn threads(ob: &Bound<'_, PyAny>) -> PyResult<usize> {
-        uint(ob, "threads")
+        let threads = uint(ob, "threads")?;
+        if !(1..=256).contains(&threads) {
+            return Err(crate::errors::bad_arg(format!(
+                "threads: must be in 1..=256, got {threads}"
+            )));
+        }
+        Ok(threads)
     }
     pub fn exact_seconds(ob: &Bound<'_, PyAny>) -> PyResult<f64> {
         number(ob, "exact_seconds")

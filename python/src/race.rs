@@ -74,7 +74,7 @@ pub fn race(
             .map(|s| s.to_string())
             .collect(),
     };
-    let seconds = budget(seconds, threads)?;
+    let seconds = budget(seconds)?;
     let exact_objective: exact::Objective = exact_objective
         .map(str::parse)
         .transpose()
@@ -134,16 +134,11 @@ pub fn race(
     to_python(py, dropped, &finished)
 }
 
-/// The seconds each solver gets (> 0), with the threads checked (1 to 256).
-fn budget(seconds: &Bound<'_, PyAny>, threads: usize) -> PyResult<f64> {
+/// The seconds each solver gets (> 0).
+fn budget(seconds: &Bound<'_, PyAny>) -> PyResult<f64> {
     let seconds = number(seconds, "seconds")?;
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(bad_arg(format!("seconds: must be > 0, got {seconds}")));
-    }
-    if !(1..=256).contains(&threads) {
-        return Err(bad_arg(format!(
-            "threads: must be in 1..=256, got {threads}"
-        )));
     }
     Ok(seconds)
 }

@@ -30,11 +30,6 @@ impl SelfPlayWorker {
         description: &[u8],
         #[pyo3(from_py_with = named::threads)] threads: usize,
     ) -> PyResult<SelfPlayWorker> {
-        if !(1..=256).contains(&threads) {
-            return Err(bad_arg(format!(
-                "threads: must be in 1..=256, got {threads}"
-            )));
-        }
         let inner = py
             .detach(|| train::SelfPlayWorker::new(description, threads))
             .map_err(err)?;

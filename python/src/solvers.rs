@@ -67,7 +67,7 @@ pub fn evaluate(
         .map(str::parse)
         .transpose()
         .map_err(|e| bad_arg(format!("search_model: {e}")))?;
-    check_numbers(threads, exact_seconds, exact_gap)?;
+    check_numbers(exact_seconds, exact_gap)?;
     let cases = cases_of(py, suite, workload, hw, fast_capacity)?;
     let ctx = SolverContext {
         seed,
@@ -104,13 +104,8 @@ pub fn evaluate(
         .collect()
 }
 
-/// The threads and the exact solver's budget and gap, in range.
-fn check_numbers(threads: usize, exact_seconds: f64, exact_gap: f64) -> PyResult<()> {
-    if !(1..=256).contains(&threads) {
-        return Err(bad_arg(format!(
-            "threads: must be in 1..=256, got {threads}"
-        )));
-    }
+/// The exact solver's budget and gap, in range.
+fn check_numbers(exact_seconds: f64, exact_gap: f64) -> PyResult<()> {
     if !(exact_seconds.is_finite() && exact_seconds > 0.0) {
         return Err(bad_arg(format!(
             "exact_seconds: must be > 0, got {exact_seconds}"
