@@ -63,9 +63,8 @@ def main():
     if not rows:
         print(f"error: no file has both {args.a} and {args.b}", file=sys.stderr)
         sys.exit(2)
-    moments = [f"{t:g} s" for t in args.at]
-    head = [f"{n} at {m}" for n in (args.a, args.b) for m in moments + ["first to last"]]
-    print("| case | " + " | ".join(head).replace(" at first to last", ", first to last") + " |")
+    head = [c for n in (args.a, args.b) for c in [f"{n} at {t:g} s" for t in args.at] + [f"{n}, first to last"]]
+    print("| case | " + " | ".join(head) + " |")
     print("|---|" + "---:|" * len(head))
     for case, cells in rows:
         print(f"| {case} | " + " | ".join(cells) + " |")
