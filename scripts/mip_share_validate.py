@@ -5,7 +5,7 @@ tier or the held-out programs.
 
     python3 scripts/mip_share_validate.py [--seconds 30] [--threads 2] [--shares 0 0.25 0.5]
         [--cli target/release/mallocmuzero] [--json out.json]
-        [--hw nnp-i-like --fast-capacity scale-rule]
+        [--hw nnp-i-like --fast-capacity scale-rule] [--programs tier-size]
 
 Each case is raced once per share (`--solver muzero --mip-share X`), the shares of one case
 one after another so that they meet the same machine; prints each case's latency per
@@ -32,6 +32,15 @@ CASES = [
 ]
 
 
+# Validation programs of the scale tier's size (537-3,052 ops, optimized and lowered): the
+# generalist's JAX programs (bench-workloads/data/generalist), none of the suite, the tier or
+# the held-out programs, each at the scale rule's capacity.
+TIER_SIZE = [(f"jax-{m}{form}", "scale-rule")
+             for m in ["bert-6l-mlm-train", "encoder-24l-forward", "llama-6l-train", "mixer-8l-train",
+                       "regnety-train", "wrn-16-train"]
+             for form in ["", "-lowered"]]
+
+
 def race(cli, workload, cap, seconds, threads, share, hw):
     args = [cli, "race", "--workload", workload, "--hw", hw, "--fast-capacity", cap, "--seconds", str(seconds),
             "--threads", str(threads), "--solver", "muzero", "--mip-share", str(share), "--json"]
@@ -54,11 +63,14 @@ def main():
                     help="the hardware (nnp-i-like: two fast levels)")
     ap.add_argument("--fast-capacity",
                     help="one capacity for every case in place of the table's (scale-rule, say)")
+    ap.add_argument("--programs", choices=["small", "tier-size"], default="small",
+                    help="small: the table above; tier-size: the generalist's programs of the tier's size")
     a = ap.parse_args()
+    cases = CASES if a.programs == "small" else TIER_SIZE
     rows = []
     print(f"| case | " + " | ".join(f"share {s}" for s in a.shares) + " |")
     print("|---|" + "---:|" * len(a.shares))
-    for w, cap in CASES:
+    for w, cap in cases:
         cap = a.fast_capacity or cap
         got = [race(a.cli, w, cap, a.seconds, a.threads, s, a.hw) for s in a.shares]
         rows.append({"workload": w, "fast_capacity": cap,
