@@ -147,12 +147,13 @@ impl Budgets {
     }
 
     /// Per budget, the keys where these queues disagree with the queues that hold
-    /// `removed` instead of `added` ([`CopyBudget::differing`]).
+    /// `removed` instead of `added` ([`CopyBudget::differing`]), sorted; a budget where
+    /// they agree is left out.
     pub(crate) fn differing(
         &self,
         removed: &[Charge],
         added: &[Charge],
-    ) -> Vec<(BudgetKind, CopyKey, CopyKey)> {
+    ) -> Vec<(BudgetKind, Vec<CopyKey>)> {
         let mut out = Vec::new();
         for kind in [BudgetKind::Prefetch, BudgetKind::Eviction] {
             if kind == BudgetKind::Eviction && self.eviction.is_none() {
@@ -167,8 +168,9 @@ impl Budgets {
                 v.sort_by_key(|a| a.0);
                 v
             };
-            if let Some((lo, hi)) = self.budget(kind).differing(&of(removed), &of(added)) {
-                out.push((kind, lo, hi));
+            let keys = self.budget(kind).differing(&of(removed), &of(added));
+            if !keys.is_empty() {
+                out.push((kind, keys));
             }
         }
         out

@@ -177,16 +177,15 @@ impl CopyBudget {
     }
 
     /// The keys where this queue and the queue with the copies `added` (which this one
-    /// holds) replaced by `removed` (which it does not) disagree: a copy in one only, or
-    /// a copy both hold that finishes at another time. `None` if they agree everywhere.
-    /// `added` is sorted by key.
-    pub(crate) fn differing(
-        &self,
-        removed: &[(Key, f64)],
-        added: &[(Key, f64)],
-    ) -> Option<(Key, Key)> {
-        let first = removed.iter().chain(added).map(|c| c.0).min()?;
-        let mut last = removed.iter().chain(added).map(|c| c.0).max()?;
+    /// holds) replaced by `removed` (which it does not) disagree, sorted: a copy in one
+    /// only, or a copy both hold that finishes at another time. Empty if they agree
+    /// everywhere. `added` is sorted by key.
+    pub(crate) fn differing(&self, removed: &[(Key, f64)], added: &[(Key, f64)]) -> Vec<Key> {
+        let mut out: Vec<Key> = removed.iter().chain(added).map(|c| c.0).collect();
+        let Some(&first) = out.iter().min() else {
+            return out;
+        };
+        let last = out.iter().copied().max().unwrap_or(first);
         let mut gone: Vec<(Key, f64)> = removed.to_vec();
         gone.sort_by_key(|a| a.0);
         let mut gone = gone.into_iter().peekable();
@@ -207,12 +206,14 @@ impl CopyBudget {
             let f = self.cum[k.0].max(other) + c.amount;
             other = f;
             if f != c.finish {
-                last = last.max(k);
+                out.push(k);
             } else if k > last && gone.peek().is_none() {
                 break;
             }
         }
-        Some((first, last))
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The key a copy beside ops `lo..hi` arriving now gets: behind every queued copy
@@ -466,7 +467,7 @@ mod tests {
                 new.insert_key(k, amount);
             }
             added.sort_by_key(|a| a.0);
-            let range = new.differing(&removed, &added);
+            let differ = new.differing(&removed, &added);
             let new_entries = entries(&new);
             let mut disagree: Vec<Key> = Vec::new();
             for e in &old {
@@ -479,13 +480,14 @@ mod tests {
                     disagree.push(e.0);
                 }
             }
-            match range {
-                None => assert!(disagree.is_empty() && removed.is_empty() && added.is_empty()),
-                Some((lo, hi)) => {
-                    for k in disagree {
-                        assert!(lo <= k && k <= hi, "{k:?} outside {lo:?}..={hi:?}");
-                    }
-                }
+            assert!(differ.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+            for k in &disagree {
+                assert!(differ.contains(k), "{k:?} not among {differ:?}");
+            }
+            // Only those, and the copies moved in or out (which may agree by chance).
+            for k in &differ {
+                let moved = removed.iter().chain(&added).any(|c| c.0 == *k);
+                assert!(moved || disagree.contains(k), "{k:?} agrees in both");
             }
         }
     }

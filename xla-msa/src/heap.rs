@@ -234,7 +234,7 @@ impl ChunkHeap {
             return;
         }
         let end = end.min(self.horizon() - 1);
-        crate::watch::heap(start, end, 0, self.capacity);
+        crate::watch::chunks(start, end, self.capacity);
         let chunks = &self.chunks;
         let mut visit = |id: usize, _: &Rect| {
             if let Some(c) = &chunks[id] {
@@ -257,7 +257,8 @@ impl ChunkHeap {
         let mut out = [0; MASS_LANES];
         let hi = hi.min(self.horizon().saturating_sub(1));
         if lo <= hi {
-            crate::watch::heap(lo, hi, 0, self.capacity);
+            // Whole chunks: what one starting here holds past `hi` counts too.
+            crate::watch::chunks(lo, hi, self.capacity);
             let mass = self.mass.get_or_init(|| {
                 let rects = self.iter().map(|(_, c)| c.rect());
                 Mass::of(self.capacity, self.horizon(), rects)

@@ -767,14 +767,14 @@ impl Walk {
         self.budgets.remove(charges);
     }
 
-    /// Per copy budget, the range of keys where its queue disagrees with the queue that
-    /// holds `removed` instead of `added` (which this one holds): what a look at the
-    /// budgets must avoid to get the same answer from both.
+    /// Per copy budget, the keys where its queue disagrees with the queue that holds
+    /// `removed` instead of `added` (which this one holds), sorted: what a look at the
+    /// budgets must not read to get the same answer from both.
     pub fn copies_differing(
         &self,
         removed: &[Charge],
         added: &[Charge],
-    ) -> Vec<(BudgetKind, CopyKey, CopyKey)> {
+    ) -> Vec<(BudgetKind, Vec<CopyKey>)> {
         self.budgets.differing(removed, added)
     }
 }

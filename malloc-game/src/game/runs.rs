@@ -64,16 +64,12 @@ impl Game {
     }
 
     /// Per copy budget, the keys where this game's queue disagrees with the queue holding
-    /// `removed` instead of `added` ([`xla_msa::Walk::copies_differing`]).
+    /// `removed` instead of `added` ([`xla_msa::Walk::copies_differing`]), sorted.
     pub(crate) fn copies_differing(
         &self,
         removed: &[Charge],
         added: &[Charge],
-    ) -> Vec<(
-        xla_msa::watch::BudgetKind,
-        xla_msa::watch::CopyKey,
-        xla_msa::watch::CopyKey,
-    )> {
+    ) -> Vec<(xla_msa::watch::BudgetKind, Vec<xla_msa::watch::CopyKey>)> {
         self.walk.copies_differing(removed, added)
     }
 

@@ -3,10 +3,13 @@
 //!
 //! After the re-decided turns (and the rest of their buffers' turns, repaired), the new
 //! game and the line differ in a few buffers' runs: their chunks (heap regions) and their
-//! copies (ranges of the budgets' queues, [`xla_msa::Walk::copies_differing`]). A later
+//! copies (keys of the budgets' queues, [`xla_msa::Walk::copies_differing`]). A later
 //! buffer whose run looked at none of those (`Run::seen`) plays out as in the line: its
 //! decisions are the line's (legal, since every look answers the same), and so are its
-//! chunks and copies. One that did is re-played from the new game's state before it (the
+//! chunks and copies. A walk's looks at the heap mostly read only which bytes are held
+//! ([`Seen`]): there the difference is the bytes held in one game and free in the other,
+//! so a buffer moved to other ops at the same offset differs only where the two lives do
+//! not overlap. One that did is re-played from the new game's state before it (the
 //! line's state there with the differing runs swapped in, or the state the move carries
 //! with the runs between fast-forwarded), and joins the differences if its run changes.
 //! Once no difference is left, nothing later can change.
@@ -32,19 +35,24 @@ struct Changes {
 /// The regions of the heap and the budgets where the new game and the line differ.
 #[derive(Default)]
 struct Differences {
-    /// The chunks of the line's runs that differ, and the new game's in their place
-    /// (`true`).
-    heap: Vec<(Region, bool)>,
+    /// The chunks of the line's runs that differ, and the new game's in their place.
+    heap: Vec<Region>,
     /// The time span of `heap`, to turn most looks away at once.
     span: Option<(usize, usize)>,
-    budgets: Vec<(BudgetKind, CopyKey, CopyKey)>,
+    /// The bytes held in one game and not in the other: `heap`'s regions less what the
+    /// same run holds in the other game (a superset of the difference).
+    held: Vec<Region>,
+    /// The time span of `held`.
+    held_span: Option<(usize, usize)>,
+    /// Per budget, the keys where the queues differ, sorted.
+    budgets: Vec<(BudgetKind, Vec<CopyKey>)>,
     /// The copies of the line's runs that differ, and the new game's in their place.
     removed: Vec<Charge>,
     added: Vec<Charge>,
 }
 
 impl Differences {
-    /// The budgets' differing ranges, from the new game `g` (past every changed run).
+    /// The budgets' differing keys, from the new game `g` (past every changed run).
     fn recount(&mut self, g: &Game) {
         self.budgets = if self.removed == self.added {
             Vec::new()
@@ -59,17 +67,22 @@ impl Differences {
 
     /// Whether a walk that looked at `seen` could see a difference.
     fn met_by(&self, seen: &Seen) -> bool {
-        let heap = self.span.is_some_and(|(lo, hi)| {
-            seen.span().is_some_and(|(a, b)| a <= hi && lo <= b)
-                && seen.heap.iter().any(|r| {
-                    r.start <= hi && lo <= r.end && self.heap.iter().any(|(d, _)| d.meets(r))
+        let meets = |looked: &[Region], span: Option<(usize, usize)>, differ: &[Region]| {
+            span.is_some_and(|(lo, hi)| {
+                seen.span().is_some_and(|(a, b)| a <= hi && lo <= b)
+                    && looked
+                        .iter()
+                        .any(|r| r.start <= hi && lo <= r.end && differ.iter().any(|d| d.meets(r)))
+            })
+        };
+        meets(&seen.heap, self.held_span, &self.held)
+            || meets(&seen.chunks, self.span, &self.heap)
+            || seen.budgets.iter().any(|&(k, lo, hi)| {
+                self.budgets.iter().any(|(dk, keys)| {
+                    let i = keys.partition_point(|d| *d < lo);
+                    *dk == k && keys.get(i).is_some_and(|d| *d <= hi)
                 })
-        });
-        heap || seen.budgets.iter().any(|&(k, lo, hi)| {
-            self.budgets
-                .iter()
-                .any(|&(dk, dlo, dhi)| dk == k && lo <= dhi && dlo <= hi)
-        })
+            })
     }
 }
 
@@ -230,15 +243,23 @@ impl Line {
         };
         let old_only = old.placed.iter().filter(|a| !new.placed.contains(a));
         let new_only = new.placed.iter().filter(|a| !old.placed.contains(a));
+        // The other game holds what the same run holds there: those bytes do not differ.
         let tagged = old_only
-            .map(|a| (a, false))
-            .chain(new_only.map(|a| (a, true)));
-        for (a, new) in tagged {
+            .map(|a| (a, &new.placed))
+            .chain(new_only.map(|a| (a, &old.placed)));
+        for (a, other) in tagged {
             let r = region(a);
-            diff.span = Some(diff.span.map_or((r.start, r.end), |(lo, hi)| {
-                (lo.min(r.start), hi.max(r.end))
-            }));
-            diff.heap.push((r, new));
+            widen(&mut diff.span, &r);
+            diff.heap.push(r);
+            let mut left = vec![r];
+            for o in other.iter() {
+                let o = region(o);
+                left = left.iter().flat_map(|piece| piece.less(&o)).collect();
+            }
+            for piece in left {
+                widen(&mut diff.held_span, &piece);
+                diff.held.push(piece);
+            }
         }
         if old.charges == new.charges {
             return false;
@@ -285,6 +306,13 @@ impl Line {
         new.latency = new.sim.latency_s();
         new
     }
+}
+
+/// Widens `span` to take in `r`'s ops.
+fn widen(span: &mut Option<(usize, usize)>, r: &Region) {
+    *span = Some(span.map_or((r.start, r.end), |(lo, hi)| {
+        (lo.min(r.start), hi.max(r.end))
+    }));
 }
 
 /// Puts `run`'s decisions in place of turns `turns` of `v`.

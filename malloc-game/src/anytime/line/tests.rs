@@ -1,9 +1,9 @@
 //! A move on a line gives what the full replay gives: random moves (random spans, random
 //! legal actions and repaired decisions) on suite cases and generated programs with one
-//! and two fast levels, each against the same move played turn by turn from a game
-//! replayed from scratch: the same decisions, mapping and latency to the bit. The moves
-//! chain (each from the line the last made), so that the states a line resumes from have
-//! been through the swaps of earlier moves.
+//! and two fast levels and with a copy budget that binds, each against the same move
+//! played turn by turn from a game replayed from scratch: the same decisions, mapping and
+//! latency to the bit. The moves chain (each from the line the last made), so that the
+//! states a line resumes from have been through the swaps of earlier moves.
 
 use super::*;
 use crate::players::{GreedyPlayer, Player, RandomPlayer, XlaPlayer};
@@ -52,6 +52,15 @@ fn cases() -> Vec<(String, Arc<GameSetup>)> {
     for seed in [7, 8] {
         let name = format!("large-random 300 seed {seed} nnp");
         v.push((name, setup(large_random(300, seed), nnp.clone())));
+    }
+    // Copies slow beside the ops: the copy budget binds, and a move's copies change what
+    // later buffers find room for in it.
+    let mut slow = tpu(8 * MIB);
+    slow.levels[0].read_bw /= 16.0;
+    slow.levels[0].write_bw /= 16.0;
+    for seed in [4, 5] {
+        let name = format!("large-random 300 seed {seed} tpu, slow copies");
+        v.push((name, setup(large_random(300, seed), slow.clone())));
     }
     v
 }
@@ -166,7 +175,7 @@ fn moves_give_what_the_full_replay_gives() {
             let mut line = Line::of(start, 16).unwrap();
             assert_same(&format!("{name} start {k}"), &line, start);
             let mut rng = StdRng::seed_from_u64(k as u64);
-            for m in 0..12 {
+            for m in 0..48 {
                 let t = rng.random_range(0..line.len());
                 let changed = rng.random_range(1..4);
                 let seed = rng.random();
