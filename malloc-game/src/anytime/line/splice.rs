@@ -79,8 +79,10 @@ impl Differences {
             || meets(&seen.chunks, self.span, &self.heap)
             || seen.budgets.iter().any(|&(k, lo, hi)| {
                 self.budgets.iter().any(|(dk, keys)| {
-                    let i = keys.partition_point(|d| *d < lo);
-                    *dk == k && keys.get(i).is_some_and(|d| *d <= hi)
+                    *dk == k
+                        && keys
+                            .get(keys.partition_point(|d| *d < lo))
+                            .is_some_and(|d| *d <= hi)
                 })
             })
     }
@@ -251,9 +253,9 @@ impl Line {
             let r = region(a);
             widen(&mut diff.span, &r);
             diff.heap.push(r);
+            // Only what meets `r` can cut it: a weight's run holds hundreds of chunks.
             let mut left = vec![r];
-            for o in other.iter() {
-                let o = region(o);
+            for o in other.iter().map(region).filter(|o| o.meets(&r)) {
                 left = left.iter().flat_map(|piece| piece.less(&o)).collect();
             }
             for piece in left {
