@@ -49,7 +49,7 @@ def race(cli, workload, cap, seconds, threads, share, hw):
         print(f"error: {' '.join(args)}: {out.stderr.strip()}", file=sys.stderr)
         sys.exit(2)
     r = json.loads(out.stdout)["results"][0]
-    return r["best_latency_s"], r.get("start", "?"), r.get("moves")
+    return r["best_latency_s"], r.get("start", "?"), r.get("moves"), r.get("mip_beside")
 
 
 def main():
@@ -74,9 +74,9 @@ def main():
         cap = a.fast_capacity or cap
         got = [race(a.cli, w, cap, a.seconds, a.threads, s, a.hw) for s in a.shares]
         rows.append({"workload": w, "fast_capacity": cap,
-                     "by_share": {str(s): {"latency_s": l, "start": st, "moves": m}
-                                  for s, (l, st, m) in zip(a.shares, got)}})
-        cells = [f"{l * 1e6:.2f} ({st})" for l, st, _ in got]
+                     "by_share": {str(s): {"latency_s": l, "start": st, "moves": m, "mip_beside": mb}
+                                  for s, (l, st, m, mb) in zip(a.shares, got)}})
+        cells = [f"{l * 1e6:.2f} ({st})" for l, st, _, _ in got]
         print(f"| {w} at {cap} | " + " | ".join(cells) + " |", flush=True)
     print()
     for s in a.shares:

@@ -367,8 +367,27 @@ fn simulated(sim: &mut Simulator, case: &Case, mapping: &Mapping) -> Result<f64,
     Ok(sim.run(mapping, false).latency_s)
 }
 
-/// The exact solver's mapping for a search beside it, and the name of the line it came
-/// from, within `seconds`: the MIP for half of them (its whole model where the backend
+/// What the MIP beside a search did ([`mip_mapping`]), recorded in the search's result so
+/// that which line its windows repaired, and how often, can be read without its curve.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MipBeside {
+    /// The line it returned: `mip`, or the search's start's name with `+search+windows`
+    /// where its windows took up the search's best and repaired it (`+search` where they
+    /// took it up and kept none of their repairs of it).
+    pub line: String,
+    /// How the MIP itself ended, before any window.
+    pub status: exact::Status,
+    /// The MIP's own mapping's simulated latency, seconds.
+    pub mip_s: f64,
+    /// The returned line's simulated latency, seconds.
+    pub returned_s: f64,
+    /// What the windows did, where they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<exact::WindowStats>,
+}
+
+/// The exact solver's mapping for a search beside it, and what it did ([`MipBeside`]),
+/// within `seconds`: the MIP for half of them (its whole model where the backend
 /// can build it), then, where it did not finish or its mapping simulates far from its
 /// bound, windows for the rest ([`windows_beside`]), as in the exact pipeline (no bound
 /// by blocks: a start needs no bound). `None` where `seconds` is 0 or the MIP gives
@@ -381,7 +400,7 @@ pub(crate) fn mip_mapping(
     seed: u64,
     injected: &Injected,
     beside: &Incumbent,
-) -> Option<(Mapping, String)> {
+) -> Option<(Mapping, MipBeside)> {
     if seconds <= 0.0 {
         return None;
     }
@@ -400,27 +419,37 @@ pub(crate) fn mip_mapping(
         None => exact::solve(&case.program, &case.hw, &mip, &starts),
     }
     .ok()?;
+    let mut report = MipBeside {
+        line: "mip".to_string(),
+        status: solution.status,
+        mip_s: solution.simulated_s,
+        returned_s: solution.simulated_s,
+        windows: None,
+    };
     let left = seconds - t0.elapsed().as_secs_f64();
     if left <= 0.0 || !windows_wanted(exact::Windows::Auto, &solution) {
-        return Some((solution.mapping, "mip".to_string()));
+        return Some((solution.mapping, report));
     }
     let config = exact::WindowConfig {
         seconds: left,
         seed,
     };
-    Some(windows_beside(case, solution, &config, beside))
+    let mapping = windows_beside(case, solution, &config, beside, &mut report);
+    Some((mapping, report))
 }
 
 /// Windows from `solution`'s mapping beside a search whose best is in `beside`: they
 /// repair the fastest mapping known, the MIP's or the search's best whenever that is
 /// faster ([`exact::improve_beside`]). The name is `mip`, or the search's start's with
-/// `+search+windows` (`starts+windows` where the search's chains had not begun).
+/// `+search+windows` (`starts+windows` where the search's chains had not begun), written
+/// into `report` with the windows' stats and the returned line's latency.
 fn windows_beside(
     case: &Case,
     solution: exact::ExactSolution,
     config: &exact::WindowConfig,
     beside: &Incumbent,
-) -> (Mapping, String) {
+    report: &mut MipBeside,
+) -> Mapping {
     // The search's best is taken once per improvement: taking it replays its game.
     let mut tried = f64::INFINITY;
     let mut from = None;
@@ -443,16 +472,22 @@ fn windows_beside(
             // The search's best, repaired or not since it was taken up; before its chains
             // began (their starts still playing), the fastest of the starts played.
             let from = from.map_or("starts".to_string(), |f| format!("{f}+search"));
-            let name = if found.stats.adopted == 0 {
+            report.line = if found.stats.adopted == 0 {
                 "mip".to_string()
             } else if found.simulated_s < tried {
                 format!("{from}+windows")
             } else {
                 from
             };
-            (found.mapping, name)
+            report.returned_s = found.simulated_s;
+            report.windows = Some(found.stats);
+            found.mapping
         }
-        _ => (solution.mapping, "mip".to_string()),
+        Ok(found) => {
+            report.windows = Some(found.stats);
+            solution.mapping
+        }
+        Err(_) => solution.mapping,
     }
 }
 

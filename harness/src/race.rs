@@ -157,6 +157,10 @@ pub struct RaceResult {
     /// local search after its MIP): `mip`, `xla`, `greedy`, `beam:W`, `greedy-size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
+    /// What the MIP beside a guided search did: the line it returned, its windows' repairs
+    /// and the search's lines they took up (the `muzero` and guided solvers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mip_beside: Option<crate::exact_run::MipBeside>,
     /// Wall-clock seconds from the solver's start to its answer. A solver that cannot be
     /// stopped mid-step (a MIP backend inside one relaxation) can pass its budget; the
     /// table marks such a result ([`RaceResult::over_budget`]) rather than hide it.
@@ -326,6 +330,7 @@ pub fn race_case(
         proof,
         moves,
         start,
+        mip_beside,
     } = raced;
     let mut result = RaceResult {
         workload: case.program.name().to_string(),
@@ -346,6 +351,7 @@ pub fn race_case(
         settings: Some(settings_of(case, name, config)),
         moves,
         start,
+        mip_beside,
         wall_s: None,
     };
     if let Some(m) = mapping {

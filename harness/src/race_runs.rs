@@ -5,7 +5,7 @@
 //! it, the same for every solver.
 
 use crate::evaluate::{Case, Proof};
-use crate::exact_run::{run_exact, Polish};
+use crate::exact_run::{run_exact, MipBeside, Polish};
 use crate::injection::{inject, Injected, Injection};
 use crate::race::{RaceConfig, RaceError};
 use accel_sim::{Mapping, MappingFile};
@@ -15,7 +15,7 @@ use malloc_muzero::train::{Limits, TrainConfig, Trainer};
 use malloc_muzero::{Beside, GuideKind, GuidedSearch};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xla_msa::OneShotSolver;
 
@@ -63,6 +63,8 @@ pub struct Raced {
     pub moves: Option<u64>,
     /// The line its search started from.
     pub start: Option<String>,
+    /// What the MIP beside its search did (the `muzero` and guided solvers).
+    pub mip_beside: Option<MipBeside>,
 }
 
 /// A one-shot solver: instant, one point.
@@ -199,6 +201,7 @@ pub fn guided_from(
     let incumbent = Incumbent::new(r.t0);
     let limit = r.limit();
     let mut ran = Ok(Default::default());
+    let mip_beside = Mutex::new(None);
     watch(&incumbent, &limit, r.on_best, || {
         let began = Instant::now();
         let injected = match inject(injection, &setup, &limit) {
@@ -217,7 +220,10 @@ pub fn guided_from(
             let mip = Beside {
                 until: began + Duration::from_secs_f64(share_s),
                 run: Box::new(|| {
-                    mip_start(case, seconds, config.seed, &setup, &injected, &incumbent)
+                    let (starts, report) =
+                        mip_start(case, seconds, config.seed, &setup, &injected, &incumbent);
+                    *mip_beside.lock().unwrap_or_else(|e| e.into_inner()) = report;
+                    starts
                 }),
                 known: injected.starts.clone(),
             };
@@ -236,6 +242,7 @@ pub fn guided_from(
         start: incumbent.start(),
         mapping: incumbent.best().map(|g| g.mapping()),
         curve: incumbent.curve(),
+        mip_beside: mip_beside.into_inner().unwrap_or_else(|e| e.into_inner()),
         ..Raced::default()
     })
 }
@@ -427,7 +434,7 @@ fn agent_guide_name(config: &RaceConfig) -> String {
 /// The MIP's line for a guided search's starts: the exact solver's mapping
 /// ([`crate::exact_run::mip_mapping`]: the MIP, then windows repairing the fastest of its
 /// mapping and the search's best in `incumbent`) within `seconds`, played on `setup` as
-/// its own line. None where the MIP gives nothing.
+/// its own line, and what the MIP did. No start where the MIP gives nothing.
 fn mip_start(
     case: &Case,
     seconds: f64,
@@ -435,10 +442,14 @@ fn mip_start(
     setup: &Arc<GameSetup>,
     injected: &Injected,
     incumbent: &Incumbent,
-) -> Vec<Start> {
-    crate::exact_run::mip_mapping(case, seconds, seed, injected, incumbent)
-        .map(|(m, name)| vec![Start::new(&name, setup.nearest_trajectory(&m))])
-        .unwrap_or_default()
+) -> (Vec<Start>, Option<MipBeside>) {
+    match crate::exact_run::mip_mapping(case, seconds, seed, injected, incumbent) {
+        Some((m, report)) => {
+            let start = Start::new(&report.line, setup.nearest_trajectory(&m));
+            (vec![start], Some(report))
+        }
+        None => (Vec::new(), None),
+    }
 }
 
 /// Runs `work` while telling `on_best` of each improvement of `incumbent`.

@@ -219,7 +219,8 @@ fn the_guided_searches_race_and_count_their_moves() {
 
 /// The agent's race is the local search guided by its network, the bundled generalist
 /// unless `--checkpoint` names a run: on two fast levels it plays the race's rules (the
-/// network reads one pass at a time), counts its moves and keeps no run folder.
+/// network reads one pass at a time), counts its moves, records the MIP beside it and
+/// keeps no run folder.
 #[test]
 fn the_agents_race_is_the_search_guided_by_the_bundled_network() {
     let case = Case::named(Some("alexnet"), Some("nnp-i-like"), None).unwrap();
@@ -245,6 +246,14 @@ fn the_agents_race_is_the_search_guided_by_the_bundled_network() {
     let settings = r.settings.unwrap();
     assert_eq!(settings["guide"], "bundled");
     assert_eq!(settings["options"]["fast_levels"], 2);
+    // The MIP beside it is recorded: the line it returned, never slower than its own
+    // mapping, and a line the search took up only where windows ran.
+    let mip = r
+        .mip_beside
+        .as_ref()
+        .expect("the MIP beside the search is recorded");
+    assert!(mip.returned_s <= mip.mip_s && mip.returned_s >= r.best_latency_s.unwrap());
+    assert!(mip.line == "mip" || mip.windows.as_ref().is_some_and(|w| w.adopted > 0));
     let xla = race_case(&case, "xla", &config, &mut |_, _| {}).unwrap();
     assert!(r.best_latency_s.unwrap() <= xla.best_latency_s.unwrap() * (1.0 + 1e-12));
 }
