@@ -15,7 +15,7 @@ use malloc_muzero::train::{Limits, TrainConfig, Trainer};
 use malloc_muzero::{Beside, GuideKind, GuidedSearch};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xla_msa::OneShotSolver;
 
@@ -201,7 +201,7 @@ pub fn guided_from(
     let incumbent = Incumbent::new(r.t0);
     let limit = r.limit();
     let mut ran = Ok(Default::default());
-    let mip_beside = Mutex::new(None);
+    let mut mip_beside = None;
     watch(&incumbent, &limit, r.on_best, || {
         let began = Instant::now();
         let injected = match inject(injection, &setup, &limit) {
@@ -222,7 +222,7 @@ pub fn guided_from(
                 run: Box::new(|| {
                     let (starts, report) =
                         mip_start(case, seconds, config.seed, &setup, &injected, &incumbent);
-                    *mip_beside.lock().unwrap_or_else(|e| e.into_inner()) = report;
+                    mip_beside = report;
                     starts
                 }),
                 known: injected.starts.clone(),
@@ -242,7 +242,7 @@ pub fn guided_from(
         start: incumbent.start(),
         mapping: incumbent.best().map(|g| g.mapping()),
         curve: incumbent.curve(),
-        mip_beside: mip_beside.into_inner().unwrap_or_else(|e| e.into_inner()),
+        mip_beside,
         ..Raced::default()
     })
 }
