@@ -16,7 +16,8 @@ Reads every race result (`race --json`) in the files and folders given, keeps A'
 rows, and prints per case the latency of each per seed, the ratio B/A per seed (above 1:
 A is faster), its geometric mean over the seeds the case has both for, and over all cases
 the geometric mean of the per-case means and the count of cases where A is no slower.
-A seed raced twice for the same solver and case is an error (exit 2): the table would
+A case is a program on a hardware at its fast capacities (the held-out cases run one program
+at two). A seed raced twice for the same solver and case is an error (exit 2): the table would
 depend on file order; with --later-wins the later file's row is taken (a solver re-raced).
 """
 
@@ -34,6 +35,16 @@ def results(paths):
             d = json.load(open(f))
             for r in d["results"]:
                 yield p, f, d["seed"], r
+
+
+def fast_capacities(r):
+    """The fast levels' capacities in bytes, from the result's settings (empty if absent)."""
+    levels = r.get("settings", {}).get("hardware", {}).get("levels", [])
+    return tuple(lv["capacity"] for lv in levels[1:] if "capacity" in lv)
+
+
+def mib(c):
+    return f"{c / 2**20:g}MiB"
 
 
 def main():
@@ -77,13 +88,14 @@ def main():
         if not r.get("valid", False) or solver in left_out \
                 or not (solver in (a, b) or best_other and solver != a):
             continue
-        key = (r["workload"], r["hardware"])
+        key = (r["workload"], r["hardware"], fast_capacities(r))
         if best_other and solver in free:
             fixed.setdefault(key, {})[solver] = r["best_latency_s"]
             continue
         cell = rows.setdefault(key, {}).setdefault(seed, {})
         if solver in cell and not later_wins:
-            print(f"error: {f}: {solver} on {key[0]} ({key[1]}) seed {seed} twice", file=sys.stderr)
+            print(f"error: {f}: {solver} on {key[0]} ({key[1]}, fast {key[2]}) seed {seed} twice",
+                  file=sys.stderr)
             sys.exit(2)
         cell[solver] = r["best_latency_s"]
     if best_other:
@@ -95,10 +107,17 @@ def main():
                 if others:
                     cell[b] = min(others)
     seeds = sorted({s for c in rows.values() for s in c})
+    # A program raced at two capacities on one hardware is two cases; the capacity joins the
+    # label only then, so the tier's tables read as before.
+    per_hw = {}
+    for w, hw, caps in rows:
+        per_hw.setdefault((w, hw), set()).add(caps)
     print(f"| case | " + " | ".join(f"{a} s{s} | {b} s{s}" for s in seeds) + f" | {b}/{a} per seed | geomean |")
     print("|---|" + "---:|---:|" * len(seeds) + "---|---:|")
     means, table = [], []
-    for (w, hw), by_seed in sorted(rows.items()):
+    for (w, hw, caps), by_seed in sorted(rows.items()):
+        if len(per_hw[(w, hw)]) > 1:
+            hw = f"{hw} at {'+'.join(mib(c) for c in caps)}"
         ratios = []
         cells = []
         for s in seeds:
