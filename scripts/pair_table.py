@@ -110,8 +110,16 @@ def main():
     # A program raced at two capacities on one hardware is two cases; the capacity joins the
     # label only then, so the tier's tables read as before.
     per_hw = {}
-    for w, hw, caps in rows:
+    for w, hw, caps in list(rows) + list(fixed):
         per_hw.setdefault((w, hw), set()).add(caps)
+    for (w, hw), caps in sorted(per_hw.items()):
+        # A result that names no capacity (one from before results carried their settings)
+        # beside one that does cannot be told apart from another case: refuse, rather than
+        # split one case in two and drop both halves from the table.
+        if () in caps and len(caps) > 1:
+            print(f"error: {w} ({hw}): some results name no fast capacity and others do; "
+                  "race them again or pass them apart", file=sys.stderr)
+            sys.exit(2)
     print(f"| case | " + " | ".join(f"{a} s{s} | {b} s{s}" for s in seeds) + f" | {b}/{a} per seed | geomean |")
     print("|---|" + "---:|---:|" * len(seeds) + "---|---:|")
     means, table = [], []
