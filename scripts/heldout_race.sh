@@ -6,7 +6,8 @@
 # program file in bench-workloads/heldout/ (as scripts/generalist_table.py), each on
 # tpu-v4i-like at 8 MiB and 16 MiB. Writes OUTDIR/<program>-<capacity>.json (`race --json`)
 # and keeps every run folder under RUNS (default runs/heldout-race). SOLVERS="a b" names the
-# solvers (each a `--solver`; default: muzero and guided-uniform, the guide's ablation).
+# solvers (each a `--solver`; default: muzero and guided-uniform, the guide's ablation);
+# CAPACITIES="8MiB" races one capacity only (default: both).
 set -euo pipefail
 seconds=$1 seed=$2 out=$3
 bin=${MMZ_BIN:-target/release/mallocmuzero}
@@ -22,7 +23,7 @@ done
 mkdir -p "$out"
 for w in "${programs[@]}"; do
   name=$(basename "$w" .json)
-  for c in 8MiB 16MiB; do
+  for c in ${CAPACITIES:-8MiB 16MiB}; do
     "$bin" race --workload "$w" --hw tpu-v4i-like --fast-capacity "$c" --seconds "$seconds" \
       --seed "$seed" --threads 2 "${flags[@]}" \
       --out "${RUNS:-runs/heldout-race}/$seconds-s$seed/$name-$c" --json > "$out/$name-$c.json.tmp"
