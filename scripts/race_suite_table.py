@@ -9,38 +9,58 @@ its geomean over the best other, and on how many its primal integral is no highe
 PEER's. Several files (e.g. a solver raced on its own afterwards) are merged; a case
 missing a solver, or a result that is not valid, stops the script (with --missing-ok a
 missing solver's cell is `-`, the best other is among those raced, and a case without
-PEER is left out of the primal-integral count; AGENT must be in every case). A file's bound is the
+PEER is left out of the primal-integral count; AGENT must be in every case; --leave-out S drops
+solver S's results, and may be given more than once). A program raced at two fast capacities on
+one hardware is two cases, labelled with the capacity. A file's bound is the
 best its race knew (a solver raced alone knows only the physical one), so the gaps and the
 primal integrals are computed here from each result's curve against the case's tightest
 bound over all the files: merged results are compared on one bound.
 
     python3 scripts/race_suite_table.py muzero local-search race.json [more.json ...] [--missing-ok]
+        [--leave-out SOLVER ...]
 """
 
 import json
 import math
 import sys
 
+from pair_table import fast_capacities, mib
 
-def load(paths, missing_ok=False):
+
+def load(paths, missing_ok=False, leave_out=()):
     cases, solvers = {}, []
     for p in paths:
         with open(p) as f:
             race = json.load(f)
             for r in race["results"]:
+                if r["solver"] in leave_out:
+                    continue
                 # Files of older races do not say their budget: their own integral is kept.
                 r["budget_s"] = race.get("seconds")
                 if not r.get("valid", False):
                     sys.exit(f"{p}: {r['solver']} on {r['workload']}: not a valid result")
-                case = (r["workload"], r["hardware"])
+                # A program raced at two capacities on one hardware is two cases.
+                case = (r["workload"], r["hardware"], fast_capacities(r))
                 cases.setdefault(case, {})[r["solver"]] = r
                 if r["solver"] not in solvers:
                     solvers.append(r["solver"])
-    for (w, h), rs in cases.items():
+    per_hw = {}
+    for w, h, caps in cases:
+        per_hw.setdefault((w, h), set()).add(caps)
+    labelled = {}
+    for (w, h, caps), rs in cases.items():
+        # As in pair_table.py: a result naming no capacity beside one that does cannot be
+        # told apart from another case, so refuse rather than split the case in two.
+        if () in per_hw[(w, h)] and len(per_hw[(w, h)]) > 1:
+            sys.exit(f"{w} on {h}: some results name no fast capacity and others do")
+        # The capacity joins the label only where it tells two cases apart.
+        if len(per_hw[(w, h)]) > 1:
+            h = f"{h} at {'+'.join(mib(c) for c in caps)}"
         missing = [s for s in solvers if s not in rs]
         if missing and not missing_ok:
             sys.exit(f"{w} on {h}: no result of {', '.join(missing)}")
-    return cases, solvers
+        labelled[(w, h)] = rs
+    return labelled, solvers
 
 
 def integral(r, bound):
@@ -63,8 +83,8 @@ def integral(r, bound):
     return area / budget
 
 
-def main(agent, peer, paths, missing_ok=False):
-    cases, solvers = load(paths, missing_ok)
+def main(agent, peer, paths, missing_ok=False, leave_out=()):
+    cases, solvers = load(paths, missing_ok, leave_out)
     if agent not in solvers or peer not in solvers:
         sys.exit(f"no {agent} or no {peer} result")
     others = [s for s in solvers if s != agent]
@@ -103,6 +123,14 @@ def main(agent, peer, paths, missing_ok=False):
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--missing-ok"]
+    leave_out = []
+    while "--leave-out" in args:
+        i = args.index("--leave-out")
+        if i + 1 >= len(args):
+            sys.exit("--leave-out needs a solver's name")
+        leave_out.append(args[i + 1])
+        del args[i:i + 2]
     if len(args) < 3:
         sys.exit(__doc__)
-    main(args[0], args[1], args[2:], missing_ok="--missing-ok" in sys.argv[1:])
+    main(args[0], args[1], args[2:], missing_ok="--missing-ok" in sys.argv[1:],
+         leave_out=leave_out)
